@@ -1,0 +1,62 @@
+import { describeError } from '../errors';
+
+/**
+ * `ambiqa <command> [options]`. Each command lives in its own file under `commands/` and exports
+ * `run(argv): Promise<number>` (the exit code) and a one-line `summary`. They are imported
+ * lazily so that `ambiqa score` does not load llama.cpp.
+ */
+export interface Command {
+  summary: string;
+  run(argv: string[]): Promise<number>;
+}
+
+const commands: Record<string, () => Promise<Command>> = {
+  setup: () => import('./commands/setup'),
+  demo: () => import('./commands/demo'),
+  'mlflow-ui': () => import('./commands/mlflow-ui'),
+  corpus: () => import('./commands/corpus'),
+  coverage: () => import('./commands/coverage'),
+  score: () => import('./commands/score'),
+  run: () => import('./commands/run'),
+  sweep: () => import('./commands/sweep'),
+  sync: () => import('./commands/sync'),
+  merge: () => import('./commands/merge'),
+  report: () => import('./commands/report'),
+  notebook: () => import('./commands/notebook'),
+  bench: () => import('./commands/bench'),
+};
+
+async function usage(): Promise<string> {
+  const lines = ['usage: ambiqa <command> [options]   (ambiqa <command> --help for its options)', '', 'commands:'];
+  for (const [name, load] of Object.entries(commands)) {
+    let summary = '(not available in this build)';
+    try {
+      summary = (await load()).summary;
+    } catch {
+      /* a command whose module is missing is listed but marked */
+    }
+    lines.push(`  ${name.padEnd(10)} ${summary}`);
+  }
+  return lines.join('\n');
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    console.log(await usage());
+    return name ? 0 : 1;
+  }
+  const load = commands[name];
+  if (!load) {
+    console.error(`ambiqa: unknown command '${name}'\n\n${await usage()}`);
+    return 2;
+  }
+  try {
+    const command = await load();
+    return await command.run(rest);
+  } catch (error) {
+    console.error(`ambiqa ${name}: ${describeError(error)}`);
+    if (process.env.AMBIQA_DEBUG) console.error(error);
+    return 1;
+  }
+}

@@ -1,0 +1,40 @@
+/** One example shape for every dataset; loaders fill what their format carries. */
+
+export type DatasetName = 'asqa' | 'ambignq' | 'situatedqa' | 'hotpotqa-adversarial' | 'fever';
+
+/** A disambiguated question (DQ) with its short answers (ASQA `qa_pairs`, AmbigNQ multipleQAs). */
+export interface QaPair {
+  question: string;
+  shortAnswers: string[];
+  /** ASQA: the Wikipedia passage that supports the pair, when the file carries one. */
+  context?: string;
+  wikipage?: string;
+}
+
+export type FeverLabel = 'SUPPORTS' | 'REFUTES' | 'NOT ENOUGH INFO';
+
+/** A passage the example itself carries (HotpotQA paragraphs, FEVER evidence). */
+export interface ExamplePassage {
+  title: string;
+  text: string;
+  /** HotpotQA: supporting paragraph; false for distractors and adversarial additions. */
+  supporting?: boolean;
+}
+
+export interface Example {
+  id: string;
+  dataset: DatasetName;
+  question: string;
+  /** Flat list of acceptable short answers (for EM/F1 datasets; union of DQ answers for ASQA). */
+  answers: string[];
+  /** ASQA / AmbigNQ: the interpretations. Empty for unambiguous questions. */
+  qaPairs: QaPair[];
+  /** ASQA: reference long answers (one per annotation). */
+  longAnswers: string[];
+  /** FEVER: the gold label. */
+  label?: FeverLabel;
+  /** Passages the example carries (HotpotQA paragraphs, FEVER evidence, ASQA knowledge). */
+  passages: ExamplePassage[];
+  /** HotpotQA-adversarial: the gold rationale; useful as a CoT demo. */
+  rationale?: string;
+}

@@ -1,0 +1,44 @@
+/** The retrieval contract shared by corpus builders, retrievers, rerankers and pipelines. */
+
+/** A corpus passage, ~100 words, shown to models as `Title | Section; text`. */
+export interface Passage {
+  /** Stable across rebuilds: derived from the source and the text, never from a row number. */
+  id: string;
+  title: string;
+  section?: string;
+  text: string;
+  /** Where it came from, e.g. `asqa:context`, `hotpotqa-adversarial`, `user`. */
+  source?: string;
+}
+
+export interface ScoredPassage {
+  passage: Passage;
+  score: number;
+  /** 0-based rank in the list it was returned in. */
+  rank: number;
+}
+
+export interface Retriever {
+  /** e.g. `bm25`, `dense:minilm`, `hybrid(bm25+dense)`; recorded in traces and MLflow params. */
+  readonly name: string;
+  /** Top-k passages, best first. Throws an AmbiqaError naming `k` when k <= 0. */
+  search(query: string, k: number): Promise<ScoredPassage[]>;
+}
+
+export interface Reranker {
+  readonly name: string;
+  /** Re-score `candidates` against `query` and return the best `k`, best first. */
+  rerank(query: string, candidates: ScoredPassage[], k: number): Promise<ScoredPassage[]>;
+}
+
+/** A sentence embedder (MiniLM by default). Vectors are L2-normalised. */
+export interface Embedder {
+  readonly name: string;
+  readonly dimension: number;
+  embed(texts: string[]): Promise<Float32Array[]>;
+}
+
+/** How passages are written into prompts everywhere. */
+export function formatPassage(p: Passage): string {
+  return p.section ? `${p.title} | ${p.section}; ${p.text}` : `${p.title}; ${p.text}`;
+}

@@ -1,0 +1,116 @@
+import type { GenerateRequest, GenerateResult, LanguageModel } from '../llm/types';
+import type { ScoredPassage } from '../retrieval/types';
+import type { LlmCallRecord, MethodDecisions, ParseFailure, PipelineName, RetrievalRecord, Trace } from './types';
+
+/**
+ * Collects one question's trace. Pipelines call the model through `recorder.llm`, so every call
+ * is recorded without the pipeline having to remember to do it.
+ */
+export class TraceRecorder {
+  readonly llmCalls: LlmCallRecord[] = [];
+  readonly retrievals: RetrievalRecord[] = [];
+  readonly parseFailures: ParseFailure[] = [];
+  demoIds: string[] = [];
+  readonly llm: LanguageModel;
+  private readonly startedAt = performance.now();
+
+  constructor(
+    readonly pipeline: PipelineName,
+    readonly example: { id: string; question: string },
+    model: LanguageModel,
+  ) {
+    const calls = this.llmCalls;
+    this.llm = {
+      provider: model.provider,
+      model: model.model,
+      async generate(request: GenerateRequest): Promise<GenerateResult> {
+        const result = await model.generate(request);
+        calls.push(toCallRecord(calls.length, result));
+        return result;
+      },
+    };
+  }
+
+  /** Index of the most recent LLM call, for linking parse failures and expansions to it. */
+  get lastCallIndex(): number {
+    return this.llmCalls.length - 1;
+  }
+
+  recordRetrieval(
+    purpose: string,
+    retriever: string,
+    query: string,
+    k: number,
+    hits: ScoredPassage[],
+    reranker?: string,
+  ): void {
+    this.retrievals.push({
+      index: this.retrievals.length,
+      purpose,
+      retriever,
+      query,
+      k,
+      hits: hits.map((h) => ({ id: h.passage.id, score: h.score })),
+      ...(reranker ? { reranker } : {}),
+    });
+  }
+
+  /** Record a reply that did not parse and the fallback used; never throws. */
+  parseFailure(purpose: string, reason: string, raw: string, fallback: string): void {
+    this.parseFailures.push({ purpose, llmCallIndex: this.lastCallIndex, reason, raw, fallback });
+  }
+
+  finish(decisions: MethodDecisions, output: string, answer?: string): Trace {
+    let promptTokens = 0;
+    let completionTokens = 0;
+    let cacheHits = 0;
+    for (const call of this.llmCalls) {
+      for (const c of call.completions) {
+        promptTokens += c.promptTokens;
+        completionTokens += c.completionTokens;
+        if (c.cacheHit) cacheHits += 1;
+      }
+    }
+    return {
+      pipeline: this.pipeline,
+      questionId: this.example.id,
+      question: this.example.question,
+      llm: { provider: this.llm.provider, model: this.llm.model },
+      demoIds: this.demoIds,
+      llmCalls: this.llmCalls,
+      retrievals: this.retrievals,
+      parseFailures: this.parseFailures,
+      decisions,
+      summary: {
+        llmCalls: this.llmCalls.length,
+        promptTokens,
+        completionTokens,
+        cacheHits,
+        seconds: (performance.now() - this.startedAt) / 1000,
+        retrievals: this.retrievals.length,
+        parseFailures: this.parseFailures.length,
+      },
+      output,
+      ...(answer !== undefined ? { answer } : {}),
+    };
+  }
+}
+
+function toCallRecord(index: number, result: GenerateResult): LlmCallRecord {
+  const r = result.request;
+  return {
+    index,
+    purpose: r.purpose,
+    messages: r.messages,
+    params: { temperature: r.temperature, topP: r.topP, maxTokens: r.maxTokens, stop: r.stop, n: r.n, seed: r.seed },
+    completions: result.completions.map((c) => ({
+      text: c.text,
+      finishReason: c.finishReason,
+      promptTokens: c.usage.promptTokens,
+      completionTokens: c.usage.completionTokens,
+      latencySeconds: c.latencySeconds,
+      cacheHit: c.cacheHit,
+    })),
+    wallSeconds: result.wallSeconds,
+  };
+}

@@ -1,0 +1,194 @@
+/**
+ * The trace every pipeline writes beside its answer. It is plain JSON (no classes, no Maps) so
+ * that it can be written to `traces.jsonl`, read back in a notebook, and turned into plots,
+ * metrics and reports without re-running anything.
+ */
+import type { ChatMessage } from '../llm/types';
+
+export type PipelineName =
+  | 'closed-book'
+  | 'vanilla-rag'
+  | 'cot'
+  | 'cot-sc'
+  | 'toc'
+  | 'verify-edit'
+  | 'diva'
+  | 'combo';
+
+export interface LlmCallRecord {
+  /** Position in the question's call sequence (0-based). */
+  index: number;
+  /** What the call was for, e.g. `toc.rac`, `toc.verify`, `ve.edit.answer`. */
+  purpose: string;
+  messages: ChatMessage[];
+  params: { temperature: number; topP: number; maxTokens: number; stop: string[]; n: number; seed: number | null };
+  completions: Array<{
+    text: string;
+    finishReason: string;
+    promptTokens: number;
+    completionTokens: number;
+    latencySeconds: number;
+    cacheHit: boolean;
+  }>;
+  wallSeconds: number;
+}
+
+export interface RetrievalRecord {
+  index: number;
+  purpose: string;
+  retriever: string;
+  query: string;
+  k: number;
+  hits: Array<{ id: string; score: number }>;
+  /** Set when a reranker re-ordered the hits. */
+  reranker?: string;
+}
+
+/** A model reply that did not parse and what the pipeline did instead. Counted, never fatal. */
+export interface ParseFailure {
+  purpose: string;
+  llmCallIndex: number;
+  reason: string;
+  raw: string;
+  fallback: string;
+}
+
+export interface TraceSummary {
+  llmCalls: number;
+  promptTokens: number;
+  completionTokens: number;
+  cacheHits: number;
+  /** Wall seconds for the whole question. */
+  seconds: number;
+  retrievals: number;
+  parseFailures: number;
+}
+
+// ---------------------------------------------------------------- method-specific decisions
+
+export interface TocNode {
+  /** `0` is the root (the ambiguous question); children get increasing ids in BFS order. */
+  id: number;
+  parentId: number | null;
+  depth: number;
+  question: string;
+  /** Root: null. */
+  answer: string | null;
+  /** Order in which the node was created (= BFS order). */
+  bfsOrder: number;
+  /** The node's expansion (RAC call) if it was expanded. */
+  expanded: boolean;
+  /** Evidence passage used for self-verification. */
+  evidencePassageId?: string;
+  /** True / False from self-verification; null when pruning was off or the node is the root. */
+  verdict: boolean | null;
+  /** Pruned by self-verification (after un-pruning was applied). */
+  pruned: boolean;
+  /** Was pruned, then restored because too few nodes survived. */
+  unpruned: boolean;
+  /** Dropped as a duplicate of an earlier node. */
+  duplicateOf?: number;
+}
+
+export interface TocDecisions {
+  kind: 'toc';
+  nodes: TocNode[];
+  expansions: Array<{ nodeId: number; llmCallIndex: number; newChildren: number; failed: boolean; reason?: string }>;
+  stopReason: 'max-nodes' | 'max-depth' | 'max-trials' | 'max-expansions' | 'queue-empty';
+  /** Node ids given to the answer-generation prompt, in BFS order. */
+  validNodeIds: number[];
+  /** Passages given to the final prompt. */
+  answerPassageIds: string[];
+}
+
+export interface VeSample {
+  rationale: string;
+  answer: string;
+}
+
+export interface VeDecisions {
+  kind: 'verify-edit';
+  samples: VeSample[];
+  /** answer (normalised) → votes. */
+  votes: Record<string, number>;
+  majorityAnswer: string;
+  /** votes of the majority answer / n. */
+  consistency: number;
+  threshold: number;
+  edited: boolean;
+  edits: Array<{
+    sentence: string;
+    verifyingQuestion: string;
+    retrievedSentences: string[];
+    answer: string;
+  }>;
+  editedRationale?: string;
+  finalAnswer: string;
+}
+
+export type AmbiguityType = 'subject' | 'object' | 'predicate' | 'time' | 'location' | 'none';
+export type DivaUsefulness = 'Useful' | 'PartialUseful' | 'Useless';
+
+export interface DivaDecisions {
+  kind: 'diva';
+  ambiguityType: AmbiguityType;
+  ambiguityReason: string;
+  interpretations: string[];
+  /** One per interpretation: do the passages answer it? */
+  verdicts: boolean[];
+  usefulness: DivaUsefulness;
+  route: 'rag' | 'closed-book';
+  passageIds: string[];
+}
+
+export interface ComboDecisions {
+  kind: 'combo';
+  generatedPassages: string[];
+  retrievedPassageIds: string[];
+  /** P(evidential) per retrieved passage. */
+  evidentiality: number[];
+  /** consistency[i][j]: P(retrieved i and generated j agree). */
+  consistency: number[][];
+  /** compatibility[i][j] = consistency[i][j] * evidentiality[i]. */
+  compatibility: number[][];
+  /** matching[i] = generated passage index paired with retrieved passage i. */
+  matching: number[];
+}
+
+export interface SelfConsistencyDecisions {
+  kind: 'cot-sc';
+  samples: VeSample[];
+  votes: Record<string, number>;
+  majorityAnswer: string;
+  consistency: number;
+}
+
+export interface BaselineDecisions {
+  kind: 'baseline';
+  passageIds: string[];
+}
+
+export type MethodDecisions =
+  | TocDecisions
+  | VeDecisions
+  | DivaDecisions
+  | ComboDecisions
+  | SelfConsistencyDecisions
+  | BaselineDecisions;
+
+export interface Trace {
+  pipeline: PipelineName;
+  questionId: string;
+  question: string;
+  llm: { provider: string; model: string };
+  /** Demo question ids used as few-shot examples. */
+  demoIds: string[];
+  llmCalls: LlmCallRecord[];
+  retrievals: RetrievalRecord[];
+  parseFailures: ParseFailure[];
+  decisions: MethodDecisions;
+  summary: TraceSummary;
+  /** The final long answer, and the short answer where the method has one. */
+  output: string;
+  answer?: string;
+}

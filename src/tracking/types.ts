@@ -1,0 +1,36 @@
+/**
+ * The tracking contract the experiment runner uses. `MlflowClient` (client.ts) is the low-level
+ * REST client; these interfaces are the high-level view, implemented live against MLflow and by
+ * an on-disk buffer that `ambiqa sync` uploads later when the server was unreachable.
+ */
+
+export type RunStatus = 'RUNNING' | 'FINISHED' | 'FAILED' | 'KILLED';
+export type ParamValue = string | number | boolean;
+
+export interface StartRunOptions {
+  experimentName: string;
+  runName: string;
+  tags?: Record<string, string>;
+  /** Makes this a nested (child) run: sets the `mlflow.parentRunId` tag. */
+  parentRunId?: string;
+  /** Re-open this existing run instead of creating one (resume). */
+  resumeRunId?: string;
+}
+
+export interface RunTracker {
+  readonly runId: string;
+  readonly experimentId: string;
+  /** Params are immutable in MLflow: re-logging the same value is fine, a different one is an error. */
+  logParams(params: Record<string, ParamValue>): Promise<void>;
+  logMetrics(metrics: Record<string, number>, step?: number): Promise<void>;
+  setTags(tags: Record<string, string>): Promise<void>;
+  /** Upload a file under the run's artifact root, at `artifactPath/<basename>` when given. */
+  logArtifact(localPath: string, artifactPath?: string): Promise<void>;
+  finish(status: Exclude<RunStatus, 'RUNNING'>): Promise<void>;
+}
+
+export interface Tracking {
+  startRun(options: StartRunOptions): Promise<RunTracker>;
+  /** UI address for people, e.g. `http://127.0.0.1:5000/#/experiments/1/runs/<id>`. */
+  runUrl(experimentId: string, runId: string): string;
+}
