@@ -23,7 +23,6 @@ const commands: Record<string, () => Promise<Command>> = {
   merge: () => import('./commands/merge'),
   report: () => import('./commands/report'),
   notebook: () => import('./commands/notebook'),
-  bench: () => import('./commands/bench'),
 };
 
 async function usage(): Promise<string> {

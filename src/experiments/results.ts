@@ -1,0 +1,41 @@
+/**
+ * What a run writes per example (`results.jsonl`) and in aggregate (`metrics.json`). Plots,
+ * reports and notebooks read these files and `traces.jsonl` (one `Trace` per line); they never
+ * re-run a pipeline.
+ */
+import type { TraceSummary } from '../trace/types';
+
+export interface ExampleResult {
+  id: string;
+  question: string;
+  /** The long answer (ASQA) or the final answer text. */
+  output: string;
+  /** Short answer where the method produces one (EM/F1/accuracy datasets). */
+  answer?: string;
+  /** Per-example metrics on a 0–100 scale, keyed by metric name (e.g. `str_em`, `rougeLsum`). */
+  metrics: Record<string, number>;
+  /** Copied from the trace summary so the table can be read without traces. */
+  usage: TraceSummary;
+  /** Set when the pipeline failed on this example (the run goes on). */
+  error?: string;
+}
+
+export interface MetricAggregate {
+  mean: number;
+  /** Bootstrap 95% confidence interval. */
+  ciLow: number;
+  ciHigh: number;
+  n: number;
+}
+
+export interface RunMetrics {
+  n: number;
+  metrics: Record<string, MetricAggregate>;
+  usage: {
+    llm_calls: number;
+    prompt_tokens: number;
+    completion_tokens: number;
+    cache_hits: number;
+    wall_seconds: number;
+  };
+}
