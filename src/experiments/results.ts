@@ -18,6 +18,8 @@ export interface ExampleResult {
   usage: TraceSummary;
   /** Set when the pipeline failed on this example (the run goes on). */
   error?: string;
+  /** Position of the example in the run's (unsharded) selection; merged shards are ordered by it. */
+  index?: number;
 }
 
 export interface MetricAggregate {
@@ -38,4 +40,10 @@ export interface RunMetrics {
     cache_hits: number;
     wall_seconds: number;
   };
+  /** Examples the run was asked to answer; `n < total` when it was stopped early. */
+  total?: number;
+  /** Examples whose pipeline failed (scored as empty output). */
+  errors?: number;
+  /** How the run ended. */
+  status?: 'FINISHED' | 'KILLED' | 'FAILED';
 }

@@ -1,0 +1,366 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { basename, extname, isAbsolute, join, resolve } from 'node:path';
+import { z } from 'zod';
+import YAML from 'yaml';
+import { dataDir, projectRoot } from '../config/paths';
+import type { DatasetName } from '../datasets/types';
+import { AmbiqaError } from '../errors';
+import type { PipelineName } from '../trace/types';
+import { formatIssues } from './issues';
+import { applyOverrides, type Override } from './overrides';
+import { formatShard, parseShard, type Shard } from './shard';
+
+/**
+ * An experiment config: what to run (dataset, pipeline and its options, LLM, retriever), what to
+ * measure, where to log, and, for `ambiqa sweep`, a grid over any of those fields. It is checked
+ * in two stages, both before any model is loaded or called:
+ *   1. the shape of the file (this module's schema), and
+ *   2. each part against the schema of the module that owns it (the pipeline's options, the LLM
+ *      and retriever configs), given by a `ConfigRegistry`.
+ * Every message names the file and the dotted field, and lists allowed values where there is a
+ * fixed set.
+ */
+
+export const datasetNames = [
+  'asqa',
+  'ambignq',
+  'situatedqa',
+  'hotpotqa-adversarial',
+  'fever',
+] as const satisfies readonly DatasetName[];
+
+/** Where each dataset's evaluation file lives under the data dir when `dataset.path` is not given. */
+export const defaultDatasetPaths: Record<DatasetName, string> = {
+  asqa: 'asqa/ASQA_dev.json',
+  ambignq: 'ambignq/dev_light.json',
+  situatedqa: 'situatedqa/temp.dev.jsonl',
+  'hotpotqa-adversarial': 'hotpotqa-adversarial/sim_dev.json',
+  fever: 'fever/paper_test_processed.jsonl',
+};
+
+/** What the modules that own the parts of a config tell the config checker. */
+export interface ConfigRegistry {
+  pipelineNames: readonly string[];
+  /** The zod schema of a pipeline's options (with defaults); undefined when it takes none. */
+  pipelineOptionsSchema(name: string): z.ZodType | undefined;
+  /** Checks `llm:` for providers other than the test-only `scripted` one. */
+  llmConfigSchema?: z.ZodType;
+  /** Checks `retriever:` (less `corpus`, which the runner resolves). */
+  retrieverConfigSchema?: z.ZodType;
+  /** Checks `reranker:`. */
+  rerankerConfigSchema?: z.ZodType;
+  metricNames: readonly string[];
+  /** Metrics computed when the config names none. */
+  defaultMetrics(dataset: DatasetName): string[];
+}
+
+const runNamePattern = /^[A-Za-z0-9][A-Za-z0-9._=,+-]*$/;
+
+const datasetSchema = z.strictObject({
+  name: z.enum(datasetNames),
+  /** Relative paths are resolved against the data dir (AMBIQA_DATA_DIR, default ../shared/data). */
+  path: z.string().min(1).optional(),
+  split: z.string().min(1).default('dev'),
+  /** Evaluate a seeded random sample of this many examples (all when absent). */
+  sample: z.int().min(1).optional(),
+  seed: z.int().default(0),
+  /** Keep only the first N examples (after sampling); `--limit` sets it. */
+  limit: z.int().min(1).optional(),
+  /** A file of few-shot demos in the same format (default: leave-one-out on the evaluation file). */
+  demos: z.string().min(1).optional(),
+});
+
+/** Test-only provider: replies from the config, optional latency, and a log of every provider call. */
+export const scriptedLlmSchema = z.strictObject({
+  provider: z.literal('scripted'),
+  /** Reply for any prompt; `{{n}}`-free text. */
+  reply: z.string().default('scripted answer'),
+  /** Replies by call purpose (e.g. `closed-book.answer`), taking precedence over `reply`. */
+  replies: z.record(z.string(), z.string()).default({}),
+  /** Replies in turn: sample i of a call gets `cycle[(hash(prompt) + i) % length]`. */
+  cycle: z.array(z.string()).min(1).optional(),
+  /** Simulated latency per provider call, in milliseconds. */
+  latencyMs: z.int().min(0).default(0),
+  /** Append one JSON line per provider call (start and end) to this file. */
+  callLog: z.string().optional(),
+  /** Cache file for this provider (default: the project's LLM cache). */
+  cache: z.string().optional(),
+  model: z.string().default('scripted-model'),
+});
+
+const trackingSchema = z.strictObject({
+  /** MLflow experiment name. */
+  experiment: z.string().min(1).default('ambiqa'),
+  /** false: write the run dir only. */
+  enabled: z.boolean().default(true),
+  /** Extra tags for the run. */
+  tags: z.record(z.string(), z.string()).default({}),
+});
+
+export const experimentFileSchema = z.strictObject({
+  name: z.string().regex(runNamePattern, 'must be letters, digits, dot, dash or underscore').optional(),
+  description: z.string().optional(),
+  dataset: datasetSchema,
+  pipeline: z.strictObject({
+    name: z.string().min(1),
+    options: z.record(z.string(), z.unknown()).default({}),
+  }),
+  llm: z.record(z.string(), z.unknown()).default({}),
+  retriever: z.record(z.string(), z.unknown()).optional(),
+  reranker: z.record(z.string(), z.unknown()).optional(),
+  metrics: z.array(z.string().min(1)).min(1).optional(),
+  tracking: trackingSchema.default({ experiment: 'ambiqa', enabled: true, tags: {} }),
+  /** Examples answered at once. LLM concurrency is the LLM layer's own limit. */
+  concurrency: z.int().min(1).max(256).default(2),
+  /** `ambiqa sweep`: dotted field path → values; the grid is their Cartesian product. */
+  sweep: z.record(z.string(), z.array(z.unknown()).min(1)).optional(),
+  /** Set by `--shard i/N`. */
+  shard: z.string().optional(),
+});
+
+export type ExperimentFile = z.infer<typeof experimentFileSchema>;
+
+/** A config after overrides, defaults and path resolution: what a run records in `config.yaml`. */
+export interface ExperimentConfig {
+  name: string;
+  description?: string;
+  dataset: {
+    name: DatasetName;
+    /** Absolute path of the evaluation file. */
+    path: string;
+    split: string;
+    sample?: number;
+    seed: number;
+    limit?: number;
+    demos?: string;
+  };
+  pipeline: { name: PipelineName; options: Record<string, unknown> };
+  llm: Record<string, unknown> & { provider?: string };
+  retriever?: Record<string, unknown> & { corpus?: string };
+  reranker?: Record<string, unknown>;
+  metrics: string[];
+  tracking: { experiment: string; enabled: boolean; tags: Record<string, string> };
+  concurrency: number;
+  sweep?: Record<string, unknown[]>;
+  shard?: string;
+}
+
+export interface LoadOptions {
+  overrides?: Override[];
+  /** `--name`: replaces the config's name. */
+  name?: string;
+  /** `--limit N`. */
+  limit?: number;
+  /** `--shard i/N`. */
+  shard?: string;
+  /** Skip file-existence checks (tests of pure validation). */
+  checkFiles?: boolean;
+}
+
+/** Read a YAML config, apply CLI overrides, validate every part and resolve paths. */
+export function loadExperimentConfig(file: string, registry: ConfigRegistry, options: LoadOptions = {}): ExperimentConfig {
+  if (!existsSync(file)) {
+    throw new AmbiqaError(`config file not found: ${file}`, 'give the path of a YAML file, e.g. experiments/toc-asqa.yaml');
+  }
+  let raw: unknown;
+  try {
+    raw = YAML.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new AmbiqaError(`${file}: not valid YAML: ${(error as Error).message}`, 'fix the YAML syntax');
+  }
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new AmbiqaError(`${file}: must be a YAML mapping with dataset:, pipeline:, llm: …`);
+  }
+  const defaultName = basename(file, extname(file));
+  return resolveExperimentConfig(raw as Record<string, unknown>, registry, { ...options, source: file, defaultName });
+}
+
+/** Validate an already-parsed config object (the sweep uses this for each grid point). */
+export function resolveExperimentConfig(
+  raw: Record<string, unknown>,
+  registry: ConfigRegistry,
+  options: LoadOptions & { source: string; defaultName?: string },
+): ExperimentConfig {
+  const source = options.source;
+  let input: Record<string, unknown> = structuredClone(raw);
+  if (options.overrides?.length) input = applyOverrides(input, options.overrides, source);
+  if (options.limit !== undefined) input = applyOverrides(input, [{ path: ['dataset', 'limit'], value: options.limit, text: `--limit ${options.limit}` }], source);
+  if (options.shard !== undefined) input = { ...input, shard: options.shard };
+  if (options.name !== undefined) input = { ...input, name: options.name };
+
+  const parsed = experimentFileSchema.safeParse(input);
+  if (!parsed.success) fail(source, formatIssues(parsed.error.issues, { schema: experimentFileSchema, input }));
+  const file = parsed.data;
+
+  const problems: string[] = [];
+
+  if (!registry.pipelineNames.includes(file.pipeline.name)) {
+    problems.push(`pipeline.name: unknown pipeline ${JSON.stringify(file.pipeline.name)} (allowed: ${registry.pipelineNames.join(', ')})`);
+  }
+  let pipelineOptions: Record<string, unknown> = file.pipeline.options;
+  const optionsSchema = problems.length === 0 ? registry.pipelineOptionsSchema(file.pipeline.name) : undefined;
+  if (optionsSchema) {
+    const r = optionsSchema.safeParse(file.pipeline.options);
+    if (r.success) pipelineOptions = r.data as Record<string, unknown>;
+    else problems.push(...formatIssues(r.error.issues, { prefix: ['pipeline', 'options'], schema: optionsSchema, input: file.pipeline.options }));
+  }
+
+  let llm: Record<string, unknown> = file.llm;
+  if (llm.provider === 'scripted') {
+    const r = scriptedLlmSchema.safeParse(llm);
+    if (r.success) llm = r.data;
+    else problems.push(...formatIssues(r.error.issues, { prefix: ['llm'], schema: scriptedLlmSchema, input: llm }));
+  } else if (registry.llmConfigSchema) {
+    const r = registry.llmConfigSchema.safeParse(llm);
+    if (r.success) llm = r.data as Record<string, unknown>;
+    else problems.push(...formatIssues(r.error.issues, { prefix: ['llm'], schema: registry.llmConfigSchema, input: llm }));
+  }
+
+  let retriever: ExperimentConfig['retriever'];
+  if (file.retriever) {
+    const { corpus, ...rest } = file.retriever;
+    if (corpus !== undefined && typeof corpus !== 'string') problems.push(`retriever.corpus: expected a file path (got ${JSON.stringify(corpus)})`);
+    let checked: Record<string, unknown> = rest;
+    if (registry.retrieverConfigSchema) {
+      const r = registry.retrieverConfigSchema.safeParse(rest);
+      if (r.success) checked = r.data as Record<string, unknown>;
+      else problems.push(...formatIssues(r.error.issues, { prefix: ['retriever'], schema: registry.retrieverConfigSchema, input: rest }));
+    }
+    retriever = { ...checked, ...(typeof corpus === 'string' ? { corpus: resolveProjectPath(corpus) } : {}) };
+  }
+
+  let reranker = file.reranker;
+  if (reranker && registry.rerankerConfigSchema) {
+    const r = registry.rerankerConfigSchema.safeParse(reranker);
+    if (r.success) reranker = r.data as Record<string, unknown>;
+    else problems.push(...formatIssues(r.error.issues, { prefix: ['reranker'], schema: registry.rerankerConfigSchema, input: reranker }));
+  }
+
+  const metrics = file.metrics ?? registry.defaultMetrics(file.dataset.name);
+  file.metrics?.forEach((m, i) => {
+    if (!registry.metricNames.includes(m)) {
+      problems.push(`metrics.${i}: unknown metric ${JSON.stringify(m)} (allowed: ${registry.metricNames.join(', ')})`);
+    }
+  });
+
+  let shard: Shard | undefined;
+  if (file.shard !== undefined) {
+    try {
+      shard = parseShard(file.shard);
+    } catch (error) {
+      problems.push(`shard: ${(error as Error).message}`);
+    }
+  }
+
+  if (file.sweep) {
+    for (const key of Object.keys(file.sweep)) {
+      if (key.startsWith('sweep.') || key === 'sweep' || key === 'shard' || key === 'name') {
+        problems.push(`sweep.${key}: cannot sweep over '${key.split('.')[0]}'`);
+      }
+    }
+  }
+
+  const datasetPath = resolveDataPath(file.dataset.path ?? defaultDatasetPaths[file.dataset.name]);
+  const demosPath = file.dataset.demos !== undefined ? resolveDataPath(file.dataset.demos) : undefined;
+  if (options.checkFiles !== false) {
+    if (!existsSync(datasetPath)) {
+      problems.push(
+        `dataset.path: file not found: ${datasetPath}` +
+          (file.dataset.path === undefined ? ` (the default for dataset '${file.dataset.name}')` : ''),
+      );
+    }
+    if (demosPath && !existsSync(demosPath)) problems.push(`dataset.demos: file not found: ${demosPath}`);
+    if (retriever?.corpus && !existsSync(retriever.corpus)) problems.push(`retriever.corpus: file not found: ${retriever.corpus}`);
+  }
+
+  if (problems.length > 0) fail(source, problems);
+
+  const name = file.name ?? options.defaultName ?? file.pipeline.name;
+  if (!runNamePattern.test(name)) fail(source, [`name: ${JSON.stringify(name)} must be letters, digits, dot, dash or underscore`]);
+
+  return {
+    name: shard ? `${name}.shard-${shard.index}of${shard.count}` : name,
+    ...(file.description !== undefined ? { description: file.description } : {}),
+    dataset: {
+      name: file.dataset.name,
+      path: datasetPath,
+      split: file.dataset.split,
+      ...(file.dataset.sample !== undefined ? { sample: file.dataset.sample } : {}),
+      seed: file.dataset.seed,
+      ...(file.dataset.limit !== undefined ? { limit: file.dataset.limit } : {}),
+      ...(demosPath !== undefined ? { demos: demosPath } : {}),
+    },
+    pipeline: { name: file.pipeline.name as PipelineName, options: pipelineOptions },
+    llm,
+    ...(retriever ? { retriever } : {}),
+    ...(reranker ? { reranker } : {}),
+    metrics,
+    tracking: file.tracking,
+    concurrency: file.concurrency,
+    ...(file.sweep ? { sweep: file.sweep } : {}),
+    ...(shard ? { shard: formatShard(shard) } : {}),
+  };
+}
+
+function fail(source: string, problems: string[]): never {
+  const lines = problems.map((p) => `${source}: ${p}`);
+  throw new AmbiqaError(
+    lines.length === 1 ? lines[0] : `invalid experiment config:\n  ${lines.join('\n  ')}`,
+    `fix the field${problems.length === 1 ? '' : 's'} above in the config or in the --set overrides`,
+  );
+}
+
+/** Evaluation files: absolute, `./`-relative to the working directory, or relative to the data dir. */
+export function resolveDataPath(path: string): string {
+  if (isAbsolute(path)) return path;
+  if (path.startsWith('./') || path.startsWith('../')) return resolve(path);
+  return join(dataDir(), path);
+}
+
+/** Project files (corpora): absolute, or relative to the working directory, else the project root. */
+export function resolveProjectPath(path: string): string {
+  if (isAbsolute(path)) return path;
+  const fromCwd = resolve(path);
+  return existsSync(fromCwd) ? fromCwd : join(projectRoot, path);
+}
+
+/** The config as YAML, with a header, for `config.yaml` in a run dir. */
+export function configToYaml(config: ExperimentConfig, header?: string): string {
+  const body = YAML.stringify(config, { lineWidth: 0 });
+  return header ? `# ${header}\n${body}` : body;
+}
+
+/** Parse a run dir's `config.yaml` back (already resolved; not re-validated against registries). */
+export function readResolvedConfig(path: string): ExperimentConfig {
+  if (!existsSync(path)) throw new AmbiqaError(`not a run directory: ${path} is missing`, 'pass a folder written by `ambiqa run`');
+  return YAML.parse(readFileSync(path, 'utf8')) as ExperimentConfig;
+}
+
+/**
+ * The part of a config that decides the results: two runs (or two shards) with equal
+ * fingerprints answer the same questions the same way. Names, concurrency, tracking, shard and
+ * where files sit on a particular machine do not count.
+ */
+export function configFingerprint(config: ExperimentConfig): Record<string, unknown> {
+  const { name: _n, description: _d, concurrency: _c, tracking: _t, shard: _s, sweep: _w, ...rest } = config;
+  const clone = structuredClone(rest) as Record<string, unknown> & ExperimentConfig;
+  clone.dataset = { ...clone.dataset, path: basename(clone.dataset.path), ...(clone.dataset.demos ? { demos: basename(clone.dataset.demos) } : {}) };
+  if (clone.retriever?.corpus) clone.retriever = { ...clone.retriever, corpus: basename(clone.retriever.corpus) };
+  if (clone.llm && typeof clone.llm === 'object') {
+    const { callLog: _l, cache: _k, ...llm } = clone.llm as Record<string, unknown>;
+    clone.llm = llm;
+  }
+  return clone;
+}
+
+/** Dotted paths whose values differ between two fingerprints. */
+export function diffConfigs(a: unknown, b: unknown, prefix = ''): string[] {
+  if (a === b) return [];
+  if (a && b && typeof a === 'object' && typeof b === 'object' && !Array.isArray(a) && !Array.isArray(b)) {
+    const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+    return [...keys].sort().flatMap((k) =>
+      diffConfigs((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], prefix ? `${prefix}.${k}` : k),
+    );
+  }
+  return JSON.stringify(a) === JSON.stringify(b) ? [] : [prefix || '(config)'];
+}

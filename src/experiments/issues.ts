@@ -1,0 +1,108 @@
+import type { z } from 'zod';
+
+/**
+ * Turns zod issues into lines a researcher can act on: the dotted path of the field, what is
+ * wrong, and for enums and unknown keys the values that are allowed. zod's own messages
+ * ("Invalid option: expected one of …") name neither the field nor, for unknown keys, the
+ * alternatives.
+ */
+export function formatIssues(
+  issues: readonly z.core.$ZodIssue[],
+  options: { prefix?: string[]; schema?: z.ZodType; input?: unknown } = {},
+): string[] {
+  const prefix = options.prefix ?? [];
+  return issues.map((issue) => {
+    const path = [...prefix, ...issue.path.map(String)];
+    const where = path.length > 0 ? path.join('.') : '(top level)';
+    return `${where}: ${describeIssue(issue, options.schema, options.input)}`;
+  });
+}
+
+function describeIssue(issue: z.core.$ZodIssue, schema?: z.ZodType, input?: unknown): string {
+  switch (issue.code) {
+    case 'invalid_value':
+      return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}${got(valueAt(input, issue.path))}`;
+    case 'unrecognized_keys': {
+      const allowed = schema ? objectKeysAt(schema, issue.path) : undefined;
+      const keys = issue.keys.map((k) => `'${k}'`).join(', ');
+      const noun = issue.keys.length === 1 ? 'unknown field' : 'unknown fields';
+      return allowed ? `${noun} ${keys} (allowed: ${allowed.join(', ')})` : `${noun} ${keys}`;
+    }
+    case 'invalid_type': {
+      const value = valueAt(input, issue.path);
+      if (value === undefined) return `is required (expected ${issue.expected})`;
+      if (issue.expected === 'int' && typeof value === 'number') return `must be an integer${got(value)}`;
+      return `expected ${issue.expected}${got(value)}`;
+    }
+    case 'too_big': {
+      const op = issue.inclusive === false ? '<' : '≤';
+      if (issue.origin === 'array') return `must have ${op === '<' ? 'fewer than' : 'at most'} ${issue.maximum} items`;
+      if (issue.origin === 'string') return `must be at most ${issue.maximum} characters`;
+      return `must be ${op} ${issue.maximum}${got(valueAt(input, issue.path))}`;
+    }
+    case 'too_small': {
+      const op = issue.inclusive === false ? '>' : '≥';
+      if (issue.origin === 'array') return `must have at least ${issue.minimum} item${issue.minimum === 1 ? '' : 's'}`;
+      if (issue.origin === 'string') return `must not be empty`;
+      return `must be ${op} ${issue.minimum}${got(valueAt(input, issue.path))}`;
+    }
+    default:
+      return issue.message;
+  }
+}
+
+function got(value: unknown): string {
+  if (value === undefined) return '';
+  const text = JSON.stringify(value);
+  return ` (got ${text && text.length > 60 ? text.slice(0, 57) + '...' : text})`;
+}
+
+export function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let cur: unknown = input;
+  for (const key of path) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<PropertyKey, unknown>)[key];
+  }
+  return cur;
+}
+
+interface SchemaDef {
+  type: string;
+  shape?: Record<string, z.ZodType>;
+  innerType?: z.ZodType;
+  in?: z.ZodType;
+  element?: z.ZodType;
+  valueType?: z.ZodType;
+}
+
+function defOf(schema: z.ZodType): SchemaDef {
+  return (schema as unknown as { _zod: { def: SchemaDef } })._zod.def;
+}
+
+/** Strip optional/default/nullable/pipe wrappers to reach the schema that checks the value. */
+function unwrap(schema: z.ZodType): z.ZodType {
+  let cur = schema;
+  for (let i = 0; i < 20; i++) {
+    const def = defOf(cur);
+    if (def.innerType) cur = def.innerType;
+    else if (def.type === 'pipe' && def.in) cur = def.in;
+    else break;
+  }
+  return cur;
+}
+
+/** The keys an object schema accepts at `path`, when it can be found by walking the schema. */
+export function objectKeysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] | undefined {
+  let cur: z.ZodType | undefined = unwrap(schema);
+  for (const key of path) {
+    const def: SchemaDef = defOf(cur);
+    if (def.type === 'object' && def.shape && typeof key === 'string') cur = def.shape[key];
+    else if (def.type === 'array' && def.element) cur = def.element;
+    else if (def.type === 'record' && def.valueType) cur = def.valueType;
+    else return undefined;
+    if (!cur) return undefined;
+    cur = unwrap(cur);
+  }
+  const def = defOf(cur);
+  return def.type === 'object' && def.shape ? Object.keys(def.shape) : undefined;
+}

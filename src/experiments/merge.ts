@@ -1,0 +1,197 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { AmbiqaError } from '../errors';
+import type { Trace } from '../trace/types';
+import type { RunTracker } from '../tracking/types';
+import { configFingerprint, configToYaml, diffConfigs, readResolvedConfig, type ExperimentConfig } from './config';
+import { readJsonl, writeFileAtomic, writeJsonlAtomic } from './jsonl';
+import type { ExampleResult, MetricAggregate } from './results';
+import { readJson, runFiles, writeJson, type MlflowRecord, type RunState } from './rundir';
+import { configParams, metricsForMlflow, summariseRun, type TrackingFactory } from './runner';
+import { parseShard } from './shard';
+
+/**
+ * `ambiqa merge`: shards of one experiment, run on several machines with `--shard i/N`, become
+ * one run dir with recomputed aggregates (bootstrap CIs over all examples, not an average of
+ * the shards' numbers), and one MLflow parent run with the shards' runs nested under it.
+ */
+export interface MergeRequest {
+  dirs: string[];
+  /** The merged run's name; default: the shards' name without the `.shard-iofN` suffix. */
+  name?: string;
+  outDir: (name: string) => string;
+  aggregate: (results: ExampleResult[]) => Record<string, MetricAggregate>;
+  /** Merge even when some shards are missing. */
+  partial?: boolean;
+  tracking?: TrackingFactory | null;
+  tags?: Record<string, string>;
+  warn?: (message: string) => void;
+}
+
+export interface MergeOutcome {
+  dir: string;
+  config: ExperimentConfig;
+  results: ExampleResult[];
+  mlflow: MlflowRecord | null;
+  missingShards: number[];
+}
+
+interface ShardRun {
+  dir: string;
+  config: ExperimentConfig;
+  results: ExampleResult[];
+  state: RunState | null;
+  mlflow: MlflowRecord | null;
+}
+
+export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
+  const warn = request.warn ?? ((m: string) => process.stderr.write(`warning: ${m}\n`));
+  if (request.dirs.length === 0) throw new AmbiqaError('merge: no run directories given', 'pass the shards\' run dirs, e.g. artifacts/runs/toc-asqa.shard-*');
+  const shards: ShardRun[] = request.dirs.map((d) => {
+    const dir = resolve(d);
+    const config = readResolvedConfig(join(dir, runFiles.config));
+    return {
+      dir,
+      config,
+      results: readJsonl<ExampleResult>(join(dir, runFiles.results)),
+      state: readJson<RunState>(join(dir, runFiles.state)),
+      mlflow: readJson<MlflowRecord>(join(dir, runFiles.mlflow)),
+    };
+  });
+
+  // ---------------------------------------------------------------- they must belong together
+  const first = shards[0];
+  for (const s of shards.slice(1)) {
+    const diff = diffConfigs(configFingerprint(first.config), configFingerprint(s.config));
+    if (diff.length > 0) {
+      throw new AmbiqaError(`merge: ${s.dir} is not a shard of the same experiment as ${first.dir}: they differ in ${diff.join(', ')}`);
+    }
+  }
+  const specs = shards.map((s) => {
+    if (!s.config.shard) throw new AmbiqaError(`merge: ${s.dir} was not run with --shard`, 'merge combines shards of one experiment');
+    return parseShard(s.config.shard);
+  });
+  const count = specs[0].count;
+  const seen = new Map<number, string>();
+  shards.forEach((s, i) => {
+    if (specs[i].count !== count) throw new AmbiqaError(`merge: ${s.dir} is shard ${s.config.shard}, but ${first.dir} is one of ${count}`);
+    const other = seen.get(specs[i].index);
+    if (other) throw new AmbiqaError(`merge: shard ${s.config.shard} given twice: ${other} and ${s.dir}`);
+    seen.set(specs[i].index, s.dir);
+    if (s.state && s.state.status !== 'FINISHED') {
+      const msg = `${s.dir} ended ${s.state.status} with ${s.state.done}/${s.state.total} examples`;
+      if (!request.partial) throw new AmbiqaError(`merge: ${msg}`, 'finish it with `ambiqa run … --resume`, or pass --partial');
+      warn(msg);
+    }
+  });
+  const missingShards = Array.from({ length: count }, (_, i) => i).filter((i) => !seen.has(i));
+  if (missingShards.length > 0 && !request.partial) {
+    throw new AmbiqaError(
+      `merge: missing shard${missingShards.length > 1 ? 's' : ''} ${missingShards.map((i) => `${i}/${count}`).join(', ')}`,
+      'pass every shard\'s run dir, or --partial to merge what there is',
+    );
+  }
+
+  // ---------------------------------------------------------------- one result set
+  const byId = new Map<string, ExampleResult>();
+  const traceFiles: string[] = [];
+  for (const s of shards) {
+    for (const r of s.results) {
+      const prev = byId.get(r.id);
+      if (prev && (prev as ExampleResult & { _dir?: string })._dir !== s.dir) {
+        throw new AmbiqaError(`merge: example ${r.id} appears in more than one shard (${s.dir})`);
+      }
+      byId.set(r.id, Object.assign({ ...r }, { _dir: s.dir }));
+    }
+    traceFiles.push(join(s.dir, runFiles.traces));
+  }
+  const results = [...byId.values()]
+    .map(({ _dir, ...r }: ExampleResult & { _dir?: string }) => r)
+    .sort((a, b) => (a.index ?? 0) - (b.index ?? 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const traces = new Map<string, Trace>();
+  for (const f of traceFiles) for (const t of readJsonl<Trace>(f)) traces.set(t.questionId, t);
+
+  const baseName = first.config.name.replace(/\.shard-\d+of\d+$/, '');
+  const name = request.name ?? baseName;
+  const { shard: _shard, ...rest } = first.config;
+  const config: ExperimentConfig = { ...rest, name };
+  const dir = request.outDir(name);
+  if (existsSync(join(dir, runFiles.config))) {
+    throw new AmbiqaError(`merge: ${dir} already exists`, 'pass --name <new-name>');
+  }
+  mkdirSync(dir, { recursive: true });
+  writeFileAtomic(join(dir, runFiles.config), configToYaml(config, `merged from ${shards.length} shard(s) of ${baseName}`));
+  writeJsonlAtomic(join(dir, runFiles.results), results);
+  writeJsonlAtomic(
+    join(dir, runFiles.traces),
+    results.map((r) => traces.get(r.id)).filter((t): t is Trace => t !== undefined),
+  );
+  const wallSeconds = shards.reduce((s, x) => s + (x.state?.wallSeconds ?? 0), 0);
+  const total = shards.reduce((s, x) => s + (x.state?.total ?? x.results.length), 0);
+  const complete = missingShards.length === 0 && shards.every((s) => !s.state || s.state.status === 'FINISHED');
+  const metrics = summariseRun(results, request.aggregate, { wallSeconds, total, status: complete ? 'FINISHED' : 'KILLED' });
+  writeJson(join(dir, runFiles.metrics), metrics);
+  writeJson(join(dir, 'shards.json'), {
+    count,
+    missing: missingShards,
+    shards: shards.map((s) => ({ dir: s.dir, shard: s.config.shard, status: s.state?.status ?? 'unknown', examples: s.results.length, mlflow: s.mlflow })),
+  });
+
+  // ---------------------------------------------------------------- one MLflow parent
+  let mlflow: MlflowRecord | null = null;
+  if (request.tracking && config.tracking.enabled) {
+    const tracking = await request.tracking(dir);
+    const parent: RunTracker = await tracking.startRun({
+      experimentName: config.tracking.experiment,
+      runName: name,
+      tags: {
+        ...config.tracking.tags,
+        ...request.tags,
+        'ambiqa.merged_shards': String(shards.length),
+        'ambiqa.pipeline': config.pipeline.name,
+        'ambiqa.dataset': config.dataset.name,
+        'ambiqa.run_dir': dir,
+      },
+    });
+    mlflow = {
+      experimentName: config.tracking.experiment,
+      experimentId: parent.experimentId,
+      runId: parent.runId,
+      runName: name,
+      runUrl: tracking.runUrl(parent.experimentId, parent.runId),
+    };
+    writeJson(join(dir, runFiles.mlflow), mlflow);
+    await guard(warn, 'log params', () => parent.logParams(configParams(config)));
+    await guard(warn, 'log metrics', () => parent.logMetrics(metricsForMlflow(metrics)));
+    for (const f of [runFiles.config, runFiles.metrics, runFiles.results, runFiles.traces, 'shards.json']) {
+      await guard(warn, `upload ${f}`, () => parent.logArtifact(join(dir, f)));
+    }
+    // Nest the shards' own runs under the parent: a tag, so their history stays as it was.
+    for (const s of shards) {
+      if (!s.mlflow?.runId) {
+        warn(`${s.dir} has no MLflow run (tracking was off); it is merged but not nested`);
+        continue;
+      }
+      await guard(warn, `nest ${s.dir}'s MLflow run`, async () => {
+        const child = await tracking.startRun({
+          experimentName: s.mlflow!.experimentName,
+          runName: s.mlflow!.runName,
+          resumeRunId: s.mlflow!.runId,
+          tags: { 'mlflow.parentRunId': parent.runId, 'ambiqa.merged_into': name },
+        });
+        await child.setTags({ 'mlflow.parentRunId': parent.runId });
+        await child.finish(s.state?.status && s.state.status !== 'RUNNING' ? s.state.status : 'FINISHED');
+      });
+    }
+    await guard(warn, 'finish the merged run', () => parent.finish(complete ? 'FINISHED' : 'KILLED'));
+  }
+  return { dir, config, results, mlflow, missingShards };
+}
+
+async function guard(warn: (m: string) => void, what: string, fn: () => Promise<void>): Promise<void> {
+  try {
+    await fn();
+  } catch (error) {
+    warn(`could not ${what}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}

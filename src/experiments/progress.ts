@@ -1,0 +1,119 @@
+/**
+ * The live progress line of `ambiqa run` on stderr: examples done/total, ETA, LLM calls, tokens,
+ * cache hits and errors. On a terminal it redraws one line; elsewhere (CI logs, files) it prints
+ * a plain line every 10% or every 15 seconds, whichever comes first.
+ */
+export interface ProgressState {
+  done: number;
+  total: number;
+  /** Examples finished in earlier sessions of a resumed run (not used for the ETA). */
+  resumed: number;
+  errors: number;
+  llmCalls: number;
+  promptTokens: number;
+  completionTokens: number;
+  cacheHits: number;
+}
+
+export interface ProgressSink {
+  update(state: ProgressState): void;
+  finish(state: ProgressState, note?: string): void;
+}
+
+export interface ProgressOptions {
+  label: string;
+  stream?: NodeJS.WriteStream;
+  /** Force terminal (redrawn) or plain output; default: `stream.isTTY`. */
+  tty?: boolean;
+  /** Plain mode: seconds between lines when no 10% step was crossed. */
+  plainIntervalSeconds?: number;
+  now?: () => number;
+}
+
+export class ProgressBar implements ProgressSink {
+  private readonly stream: NodeJS.WriteStream;
+  private readonly tty: boolean;
+  private readonly startedAt: number;
+  private lastDraw = 0;
+  private lastPlain = 0;
+  private lastPlainDecile = -1;
+  private readonly now: () => number;
+
+  constructor(private readonly options: ProgressOptions) {
+    this.stream = options.stream ?? process.stderr;
+    this.tty = options.tty ?? Boolean(this.stream.isTTY);
+    this.now = options.now ?? (() => performance.now());
+    this.startedAt = this.now();
+    this.lastPlain = this.startedAt;
+  }
+
+  update(state: ProgressState): void {
+    const t = this.now();
+    if (this.tty) {
+      // Redrawing more than ~8 times a second costs more than it tells.
+      if (t - this.lastDraw < 120 && state.done < state.total) return;
+      this.lastDraw = t;
+      const width = Math.max(20, (this.stream.columns ?? 100) - 1);
+      this.stream.write(`\r${fit(this.render(state, t, true), width)}\x1b[K`);
+      return;
+    }
+    const decile = state.total > 0 ? Math.floor((10 * state.done) / state.total) : 10;
+    const interval = (this.options.plainIntervalSeconds ?? 15) * 1000;
+    if (decile > this.lastPlainDecile || t - this.lastPlain >= interval) {
+      this.lastPlainDecile = decile;
+      this.lastPlain = t;
+      this.stream.write(this.render(state, t, false) + '\n');
+    }
+  }
+
+  finish(state: ProgressState, note?: string): void {
+    const t = this.now();
+    const line = this.render(state, t, false) + (note ? ` — ${note}` : '');
+    if (this.tty) this.stream.write(`\r${line}\x1b[K\n`);
+    else this.stream.write(line + '\n');
+  }
+
+  render(state: ProgressState, t: number, bar: boolean): string {
+    const elapsed = (t - this.startedAt) / 1000;
+    const pct = state.total > 0 ? Math.floor((100 * state.done) / state.total) : 100;
+    const parts = [this.options.label];
+    if (bar) {
+      const cells = 20;
+      const filled = state.total > 0 ? Math.round((cells * state.done) / state.total) : cells;
+      parts.push(`[${'#'.repeat(filled)}${'-'.repeat(cells - filled)}]`);
+    }
+    parts.push(`${state.done}/${state.total} (${pct}%)`);
+    parts.push(`elapsed ${formatDuration(elapsed)}`);
+    const doneHere = state.done - state.resumed;
+    if (state.done < state.total) {
+      parts.push(doneHere > 0 ? `ETA ${formatDuration((elapsed / doneHere) * (state.total - state.done))}` : 'ETA ?');
+    }
+    parts.push(`llm ${state.llmCalls} calls`);
+    parts.push(`tokens ${formatCount(state.promptTokens)}+${formatCount(state.completionTokens)}`);
+    parts.push(`cache hits ${state.cacheHits}`);
+    parts.push(`errors ${state.errors}`);
+    return parts.join(' | ');
+  }
+}
+
+/** A sink that prints nothing (library use, tests). */
+export const silentProgress: ProgressSink = { update() {}, finish() {} };
+
+export function formatDuration(seconds: number): string {
+  if (!Number.isFinite(seconds)) return '?';
+  const s = Math.round(seconds);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
+}
+
+export function formatCount(n: number): string {
+  if (n < 10_000) return String(n);
+  if (n < 1_000_000) return `${(n / 1000).toFixed(1)}k`;
+  return `${(n / 1_000_000).toFixed(2)}M`;
+}
+
+function fit(line: string, width: number): string {
+  return line.length <= width ? line : line.slice(0, width - 1) + '…';
+}
