@@ -1,0 +1,100 @@
+/**
+ * Verify-and-Edit's calibration picture: the consistency of the majority answer (votes / n) for
+ * correct and for incorrect predictions, as two Gaussian KDEs with a rug of the raw values. The
+ * paper's finding to reproduce: incorrect predictions concentrate at low consistency.
+ */
+import type { ExampleResult } from '../experiments/results';
+import type { Trace } from '../trace/types';
+import { correctness, type CorrectnessOptions } from './correctness';
+import { kdeCurve } from './kde';
+import { baseLayout, colors, type Figure, type PlotlyTrace } from './types';
+
+export interface ConsistencyPoint {
+  id: string;
+  consistency: number;
+  correct: boolean;
+}
+
+/** Join each VE / CoT-SC trace's consistency with the result's correctness (by question id). */
+export function consistencyPoints(
+  traces: readonly Trace[],
+  results: readonly ExampleResult[],
+  options: CorrectnessOptions = {},
+): ConsistencyPoint[] {
+  const correct = correctness(results, options);
+  const points: ConsistencyPoint[] = [];
+  for (const trace of traces) {
+    const d = trace.decisions;
+    if (d.kind !== 'verify-edit' && d.kind !== 'cot-sc') continue;
+    const ok = correct.get(trace.questionId);
+    if (ok === undefined) continue;
+    points.push({ id: trace.questionId, consistency: d.consistency, correct: ok });
+  }
+  return points;
+}
+
+export interface ConsistencyKdeOptions extends CorrectnessOptions {
+  title?: string;
+  /** Grid resolution of each density curve (default 200). */
+  points?: number;
+}
+
+export function consistencyKdeFigure(
+  traces: readonly Trace[],
+  results: readonly ExampleResult[],
+  options: ConsistencyKdeOptions = {},
+): Figure {
+  const pts = consistencyPoints(traces, results, options);
+  const groups = [
+    { name: 'correct', color: colors.correct, values: pts.filter((p) => p.correct).map((p) => p.consistency) },
+    { name: 'incorrect', color: colors.incorrect, values: pts.filter((p) => !p.correct).map((p) => p.consistency) },
+  ];
+  const data: PlotlyTrace[] = [];
+  for (const g of groups) {
+    if (g.values.length === 0) continue;
+    const curve = kdeCurve(g.values, { points: options.points });
+    data.push({
+      type: 'scatter',
+      mode: 'lines',
+      name: `${g.name} (n=${g.values.length})`,
+      legendgroup: g.name,
+      x: curve.x,
+      y: curve.y,
+      line: { color: g.color, width: 2 },
+      fill: 'tozeroy',
+      opacity: 0.6,
+      hovertemplate: `${g.name}<br>consistency %{x:.2f}<br>density %{y:.3f}<extra>h=${curve.bandwidth.toFixed(3)}</extra>`,
+      xaxis: 'x',
+      yaxis: 'y',
+    });
+    data.push({
+      type: 'scatter',
+      mode: 'markers',
+      name: `${g.name} (rug)`,
+      legendgroup: g.name,
+      showlegend: false,
+      x: g.values,
+      y: g.values.map(() => g.name),
+      marker: { symbol: 'line-ns-open', color: g.color, size: 14, line: { width: 1.5 } },
+      hovertemplate: `${g.name}: %{x:.2f}<extra></extra>`,
+      xaxis: 'x',
+      yaxis: 'y2',
+    });
+  }
+  return {
+    data,
+    layout: baseLayout(options.title ?? 'Consistency of correct vs incorrect predictions', {
+      xaxis: { title: { text: 'consistency (votes of the majority answer / n)' }, zeroline: false, anchor: 'y2' },
+      yaxis: { title: { text: 'density (Gaussian KDE, Scott)' }, domain: [0.22, 1], rangemode: 'tozero' },
+      yaxis2: { domain: [0, 0.16], showgrid: false, categoryorder: 'array', categoryarray: ['incorrect', 'correct'] },
+      legend: { orientation: 'h', y: 1.08, x: 0 },
+      ...(pts.length === 0
+        ? { annotations: [noDataAnnotation('no verify-edit or cot-sc traces with a scored result')] }
+        : {}),
+    }),
+  };
+}
+
+export function noDataAnnotation(text: string): Record<string, unknown> {
+  return { text, xref: 'paper', yref: 'paper', x: 0.5, y: 0.5, showarrow: false, font: { size: 14, color: colors.neutral } };
+}

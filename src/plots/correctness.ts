@@ -1,0 +1,46 @@
+/**
+ * Which predictions count as "correct" for the VE figures. A run's `results.jsonl` carries
+ * per-example metrics on a 0–100 scale; VE's datasets are scored by EM (HotpotQA, 2Wiki) or label
+ * accuracy (FEVER), both 0 or 100 per example.
+ */
+import { AmbiqaError } from '../errors';
+import type { ExampleResult } from '../experiments/results';
+
+/** Looked up in this order when no metric is named. */
+export const CORRECTNESS_METRICS = ['accuracy', 'em', 'exact_match', 'str_em'] as const;
+
+export interface CorrectnessOptions {
+  /** Per-example metric deciding correctness (default: the first of CORRECTNESS_METRICS present). */
+  metric?: string;
+  /** A prediction is correct when the metric is at least this (default 100: fully correct). */
+  atLeast?: number;
+}
+
+const canon = (name: string) => name.toLowerCase().replace(/[-\s]/g, '_');
+
+/** Resolve the metric key as spelled in the results (case and `-`/`_` insensitive). */
+export function pickMetric(results: readonly ExampleResult[], wanted: readonly string[], what: string): string {
+  const present = new Set<string>();
+  for (const r of results) for (const key of Object.keys(r.metrics ?? {})) present.add(key);
+  for (const name of wanted) {
+    const hit = [...present].find((key) => canon(key) === canon(name));
+    if (hit) return hit;
+  }
+  throw new AmbiqaError(
+    `no ${what} metric in the results: looked for ${wanted.join(', ')}; the results have ${[...present].join(', ') || 'no metrics'}`,
+    'pass the metric to use explicitly (e.g. { metric: "f1" })',
+  );
+}
+
+/** id → correct, for every result that has the metric and no error. */
+export function correctness(results: readonly ExampleResult[], options: CorrectnessOptions = {}): Map<string, boolean> {
+  const metric = pickMetric(results, options.metric ? [options.metric] : CORRECTNESS_METRICS, 'correctness');
+  const atLeast = options.atLeast ?? 100;
+  const out = new Map<string, boolean>();
+  for (const r of results) {
+    const value = r.metrics?.[metric];
+    if (r.error || typeof value !== 'number' || Number.isNaN(value)) continue;
+    out.set(r.id, value >= atLeast - 1e-9);
+  }
+  return out;
+}

@@ -1,0 +1,13 @@
+/** Figure builders (pure: traces/results in, plotly spec out) and their export. */
+export * from './types';
+export * from './kde';
+export * from './correctness';
+export * from './consistency';
+export * from './threshold';
+export * from './pruning';
+export * from './coverage';
+export * from './ablation';
+export * from './cost';
+export * from './tree';
+export * from './runs';
+export { plotlyText, truncate, wrapForHover } from './text';

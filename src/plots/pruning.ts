@@ -1,0 +1,120 @@
+/**
+ * Tree of Clarifications' pruning analysis: the quality of clarification nodes before and after
+ * each filter, computed from ToC traces and the gold disambiguations (never by re-running).
+ * A node's Answer-F1 is the token F1 of its answer against the best-matching gold DQ's answers
+ * (max over DQs, max over each DQ's answers). Stages:
+ *  - `no pruning`: every generated node (duplicates included);
+ *  - `dedup only`: nodes not dropped as duplicates;
+ *  - `self-verification`: deduplicated nodes kept by self-verification (after un-pruning).
+ * The paper: 40.9 F1 over 12,838 nodes → 59.3 over 4,239 kept.
+ */
+import type { Example } from '../datasets/types';
+import type { TocNode, Trace } from '../trace/types';
+import { noDataAnnotation } from './consistency';
+import { baseLayout, colors, type Figure } from './types';
+
+export type PruningStage = 'no pruning' | 'dedup only' | 'self-verification';
+export const PRUNING_STAGES: readonly PruningStage[] = ['no pruning', 'dedup only', 'self-verification'];
+
+/** Token F1 of a prediction against gold answers (max over them), 0–100 or 0–1: kept as given. */
+export type AnswerF1 = (prediction: string, golds: string[]) => number;
+
+/** questionId → the short answers of each gold DQ. */
+export type GoldDqs = ReadonlyMap<string, string[][]>;
+
+export function goldFromExamples(examples: readonly Example[]): Map<string, string[][]> {
+  return new Map(examples.map((e) => [e.id, e.qaPairs.map((q) => q.shortAnswers)]));
+}
+
+export function inStage(node: TocNode, stage: PruningStage): boolean {
+  if (node.parentId === null || node.answer === null) return false; // the root is the question itself
+  if (stage === 'no pruning') return true;
+  if (node.duplicateOf !== undefined) return false;
+  if (stage === 'dedup only') return true;
+  return !node.pruned;
+}
+
+export interface PruningStageStats {
+  stage: PruningStage;
+  nodes: number;
+  /** Mean node Answer-F1, on the scale `answerF1` returns; NaN when there are no nodes. */
+  meanF1: number;
+  /** Questions whose traces recorded self-verification (for the last stage). */
+  questions: number;
+}
+
+export function nodeAnswerF1(node: TocNode, gold: string[][], f1: AnswerF1): number {
+  let best = 0;
+  for (const answers of gold) if (answers.length > 0) best = Math.max(best, f1(node.answer ?? '', answers));
+  return best;
+}
+
+export function pruningEffect(traces: readonly Trace[], gold: GoldDqs, f1: AnswerF1): PruningStageStats[] {
+  const sums = new Map<PruningStage, { n: number; f1: number; questions: number }>(
+    PRUNING_STAGES.map((s) => [s, { n: 0, f1: 0, questions: 0 }]),
+  );
+  for (const trace of traces) {
+    if (trace.decisions.kind !== 'toc') continue;
+    const dqs = gold.get(trace.questionId);
+    if (!dqs || dqs.length === 0) continue;
+    const nodes = trace.decisions.nodes;
+    const verified = nodes.some((n) => n.verdict !== null);
+    for (const stage of PRUNING_STAGES) {
+      // A run with pruning off recorded no verdicts: it says nothing about self-verification.
+      if (stage === 'self-verification' && !verified) continue;
+      const acc = sums.get(stage)!;
+      acc.questions += 1;
+      for (const node of nodes) {
+        if (!inStage(node, stage)) continue;
+        acc.n += 1;
+        acc.f1 += nodeAnswerF1(node, dqs, f1);
+      }
+    }
+  }
+  return PRUNING_STAGES.map((stage) => {
+    const acc = sums.get(stage)!;
+    return { stage, nodes: acc.n, meanF1: acc.n > 0 ? acc.f1 / acc.n : Number.NaN, questions: acc.questions };
+  });
+}
+
+export function pruningEffectFigure(stats: readonly PruningStageStats[], options: { title?: string } = {}): Figure {
+  const shown = stats.filter((s) => s.questions > 0);
+  const x = shown.map((s) => s.stage);
+  const barColors = shown.map((_, i) => colors.series[i % colors.series.length]);
+  return {
+    data: [
+      {
+        type: 'bar',
+        name: 'node Answer-F1',
+        x,
+        y: shown.map((s) => (Number.isNaN(s.meanF1) ? null : s.meanF1)),
+        text: shown.map((s) => (Number.isNaN(s.meanF1) ? 'no nodes' : s.meanF1.toFixed(1))),
+        textposition: 'outside',
+        marker: { color: barColors },
+        xaxis: 'x',
+        yaxis: 'y',
+        hovertemplate: '%{x}: mean Answer-F1 %{y:.1f}<extra></extra>',
+      },
+      {
+        type: 'bar',
+        name: 'nodes',
+        x,
+        y: shown.map((s) => s.nodes),
+        text: shown.map((s) => String(s.nodes)),
+        textposition: 'outside',
+        marker: { color: barColors, opacity: 0.6 },
+        xaxis: 'x2',
+        yaxis: 'y2',
+        hovertemplate: '%{x}: %{y} nodes<extra></extra>',
+      },
+    ],
+    layout: baseLayout(options.title ?? 'Pruning effect on clarification nodes', {
+      showlegend: false,
+      xaxis: { domain: [0, 0.46], title: { text: 'stage' } },
+      yaxis: { title: { text: 'mean node Answer-F1' }, rangemode: 'tozero' },
+      xaxis2: { domain: [0.54, 1], anchor: 'y2', title: { text: 'stage' } },
+      yaxis2: { anchor: 'x2', title: { text: 'number of nodes' }, rangemode: 'tozero' },
+      ...(shown.length === 0 ? { annotations: [noDataAnnotation('no ToC traces with gold disambiguations')] } : {}),
+    }),
+  };
+}

@@ -1,0 +1,152 @@
+/**
+ * A Tree of Clarifications trace drawn as a node-link diagram: the ambiguous question at the top,
+ * each clarification (DQ → answer) below its parent, colour by what happened to the node (kept
+ * and used for the answer, kept, pruned by self-verification, restored by un-pruning, dropped as
+ * a duplicate). Hovering shows the question, the answer, the verdict and the evidence passage.
+ */
+import { AmbiqaError } from '../errors';
+import type { TocDecisions, TocNode, Trace } from '../trace/types';
+import { plotlyText, truncate, wrapForHover } from './text';
+import { baseLayout, colors, type Figure, type PlotlyTrace } from './types';
+
+export type NodeStatus = 'root' | 'used in answer' | 'kept' | 'restored' | 'pruned' | 'duplicate';
+
+export function nodeStatus(node: TocNode, decisions: TocDecisions): NodeStatus {
+  if (node.parentId === null) return 'root';
+  if (node.duplicateOf !== undefined) return 'duplicate';
+  if (node.pruned) return 'pruned';
+  if (decisions.validNodeIds.includes(node.id)) return node.unpruned ? 'restored' : 'used in answer';
+  return node.unpruned ? 'restored' : 'kept';
+}
+
+const STATUS_STYLE: Record<NodeStatus, { color: string; symbol: string }> = {
+  root: { color: '#333333', symbol: 'square' },
+  'used in answer': { color: colors.correct, symbol: 'circle' },
+  kept: { color: '#66a61e', symbol: 'circle-open' },
+  restored: { color: colors.accent, symbol: 'diamond' },
+  pruned: { color: colors.incorrect, symbol: 'x' },
+  duplicate: { color: '#999999', symbol: 'circle-open-dot' },
+};
+
+export interface NodePosition {
+  id: number;
+  x: number;
+  y: number;
+}
+
+/**
+ * Tidy layout: leaves take consecutive x slots in BFS order, a parent sits over the middle of its
+ * children, y = −depth. Nodes whose parent is missing hang from the root.
+ */
+export function layoutTree(nodes: readonly TocNode[]): Map<number, NodePosition> {
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  const root = nodes.find((n) => n.parentId === null);
+  if (!root) throw new AmbiqaError('ToC trace has no root node', 'the trace must contain node 0 with parentId null');
+  const children = new Map<number, TocNode[]>();
+  for (const n of nodes) {
+    if (n === root) continue;
+    const parent = n.parentId !== null && byId.has(n.parentId) ? n.parentId : root.id;
+    if (!children.has(parent)) children.set(parent, []);
+    children.get(parent)!.push(n);
+  }
+  for (const list of children.values()) list.sort((a, b) => a.bfsOrder - b.bfsOrder || a.id - b.id);
+  const positions = new Map<number, NodePosition>();
+  let nextLeaf = 0;
+  const place = (node: TocNode, depth: number, seen: Set<number>): number => {
+    seen.add(node.id);
+    const kids = (children.get(node.id) ?? []).filter((k) => !seen.has(k.id));
+    let x: number;
+    if (kids.length === 0) x = nextLeaf++;
+    else {
+      const xs = kids.map((k) => place(k, depth + 1, seen));
+      x = (Math.min(...xs) + Math.max(...xs)) / 2;
+    }
+    positions.set(node.id, { id: node.id, x, y: -depth });
+    return x;
+  };
+  place(root, 0, new Set());
+  return positions;
+}
+
+export function tocTrace(trace: Trace): TocDecisions {
+  if (trace.decisions.kind !== 'toc') {
+    throw new AmbiqaError(`trace of ${trace.questionId} is a ${trace.pipeline} trace, not a ToC one`, 'pick a trace from a run of the `toc` pipeline');
+  }
+  return trace.decisions;
+}
+
+export function clarificationTreeFigure(trace: Trace, options: { title?: string; labelChars?: number } = {}): Figure {
+  const decisions = tocTrace(trace);
+  const nodes = decisions.nodes;
+  const pos = layoutTree(nodes);
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  const edgeX: Array<number | null> = [];
+  const edgeY: Array<number | null> = [];
+  for (const n of nodes) {
+    const p = pos.get(n.id);
+    const parentPos = n.parentId !== null ? pos.get(n.parentId) : undefined;
+    if (!p || !parentPos || n.parentId === null) continue;
+    edgeX.push(parentPos.x, p.x, null);
+    edgeY.push(parentPos.y, p.y, null);
+  }
+  const data: PlotlyTrace[] = [
+    {
+      type: 'scatter',
+      mode: 'lines',
+      name: 'clarifies',
+      x: edgeX,
+      y: edgeY,
+      line: { color: '#bbbbbb', width: 1.5 },
+      hoverinfo: 'skip',
+      showlegend: false,
+    },
+  ];
+  const statuses: NodeStatus[] = ['root', 'used in answer', 'kept', 'restored', 'pruned', 'duplicate'];
+  const labelChars = options.labelChars ?? 28;
+  for (const status of statuses) {
+    const group = nodes.filter((n) => nodeStatus(n, decisions) === status && pos.has(n.id));
+    if (group.length === 0) continue;
+    const style = STATUS_STYLE[status];
+    data.push({
+      type: 'scatter',
+      mode: 'markers+text',
+      name: status,
+      x: group.map((n) => pos.get(n.id)!.x),
+      y: group.map((n) => pos.get(n.id)!.y),
+      text: group.map((n) => plotlyText(truncate(n.parentId === null ? n.question : (n.answer ?? ''), labelChars))),
+      textposition: 'bottom center',
+      hovertext: group.map((n) => hoverFor(n, byId)),
+      hoverinfo: 'text',
+      customdata: group.map((n) => n.id),
+      marker: { size: status === 'root' ? 18 : 14, color: style.color, symbol: style.symbol, line: { width: 2, color: style.color } },
+    });
+  }
+  const depth = Math.max(0, ...nodes.map((n) => n.depth));
+  const width = Math.max(1, ...[...pos.values()].map((p) => p.x));
+  return {
+    data,
+    layout: baseLayout(options.title ?? `Clarification tree: ${plotlyText(truncate(trace.question, 70))}`, {
+      xaxis: { visible: false, range: [-0.8, width + 0.8] },
+      yaxis: { visible: false, range: [-depth - 0.6, 0.5] },
+      legend: { orientation: 'h', y: -0.05, x: 0 },
+      annotations: [
+        {
+          text: `stop: ${decisions.stopReason} · ${decisions.validNodeIds.length} nodes used · ${decisions.expansions.length} expansions`,
+          xref: 'paper', yref: 'paper', x: 1, y: 1.04, xanchor: 'right', showarrow: false, font: { size: 11, color: colors.neutral },
+        },
+      ],
+    }),
+  };
+}
+
+function hoverFor(node: TocNode, byId: Map<number, TocNode>): string {
+  const lines = [`<b>${node.parentId === null ? 'ambiguous question' : `node ${node.id} (depth ${node.depth})`}</b>`, wrapForHover(node.question)];
+  if (node.answer !== null) lines.push(`<b>answer:</b> ${wrapForHover(node.answer)}`);
+  if (node.verdict !== null) lines.push(`self-verification: ${node.verdict ? 'True' : 'False'}${node.unpruned ? ' (restored)' : ''}`);
+  if (node.evidencePassageId) lines.push(`evidence: ${plotlyText(node.evidencePassageId)}`);
+  if (node.duplicateOf !== undefined) {
+    const of = byId.get(node.duplicateOf);
+    lines.push(`duplicate of node ${node.duplicateOf}${of ? `: ${wrapForHover(truncate(of.question, 60))}` : ''}`);
+  }
+  return lines.join('<br>');
+}
