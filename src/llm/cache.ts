@@ -1,0 +1,170 @@
+import { createHash } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import { cacheDir } from '../config/paths';
+import { AmbiqaError } from '../errors';
+import type { NormalisedRequest, ProviderCompletion } from './types';
+
+/**
+ * The persistent completion cache: one row per sample, in SQLite (WAL, so many readers and
+ * writers in one process and across processes; a busy timeout instead of "database is locked").
+ *
+ * A row's key hashes everything that determines a sample — provider, model, messages, every
+ * sampling parameter and the sample index — but not `n` and not `purpose`: a request for 5
+ * samples reuses the 3 a request for 3 samples already paid for (a Verify-and-Edit threshold
+ * sweep relies on this), and two pipelines that send the same prompt under different purposes
+ * share it. At temperature > 0 the sample index makes samples distinct; replaying returns the
+ * same sample for the same index.
+ */
+export type CacheMode = 'use' | 'refresh' | 'off';
+
+export interface CacheOptions {
+  /** `use`: read and write. `refresh`: ignore stored rows, overwrite them. `off`: no cache. */
+  mode?: CacheMode;
+  /** SQLite file. Default `<cacheDir()>/llm-cache.sqlite`. */
+  path?: string;
+  /** How long a writer waits for another writer's lock. Default 10 s. */
+  busyTimeoutMs?: number;
+}
+
+export interface CacheKeyInput {
+  provider: string;
+  model: string;
+  request: NormalisedRequest;
+  sampleIndex: number;
+}
+
+export interface CachedSample extends ProviderCompletion {
+  /** Seconds the live call took when it was stored. */
+  latencySeconds: number;
+}
+
+/** Bump when the key's content or the stored value's shape changes; old rows then miss. */
+export const CACHE_KEY_VERSION = 1;
+
+export function defaultCachePath(): string {
+  return join(cacheDir(), 'llm-cache.sqlite');
+}
+
+/** What the key hashes, exactly; exported so tests and docs can show it. */
+export function cacheKeyMaterial({ provider, model, request, sampleIndex }: CacheKeyInput): Record<string, unknown> {
+  return {
+    v: CACHE_KEY_VERSION,
+    provider,
+    model,
+    // Only role and content: extra properties a caller left on a message must not split keys.
+    messages: request.messages.map((m) => ({ role: m.role, content: m.content })),
+    temperature: request.temperature,
+    topP: request.topP,
+    maxTokens: request.maxTokens,
+    stop: request.stop,
+    seed: request.seed,
+    sampleIndex,
+  };
+}
+
+export function cacheKey(input: CacheKeyInput): string {
+  return createHash('sha256').update(canonicalJson(cacheKeyMaterial(input))).digest('hex');
+}
+
+/** JSON with object keys sorted at every level, so equal values always hash equally. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(sortKeys(value));
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const k of Object.keys(value as object).sort()) {
+      const v = (value as Record<string, unknown>)[k];
+      if (v !== undefined) out[k] = sortKeys(v);
+    }
+    return out;
+  }
+  if (typeof value === 'number' && !Number.isFinite(value)) {
+    throw new AmbiqaError(`LLM request parameter ${value} is not a finite number`, 'pass finite sampling parameters');
+  }
+  return value;
+}
+
+export class LlmCache {
+  readonly mode: CacheMode;
+  readonly path: string;
+  private readonly db: Database.Database;
+  private readonly getStmt: Database.Statement<[string], { value: string }>;
+  private readonly putStmt: Database.Statement<[string, string, string, number, string, string]>;
+
+  constructor(options: CacheOptions = {}) {
+    this.mode = options.mode ?? 'use';
+    if (this.mode === 'off') {
+      throw new AmbiqaError('LlmCache was created with mode `off`', 'create no cache when the mode is `off` (see openCache)');
+    }
+    this.path = resolve(options.path ?? defaultCachePath());
+    try {
+      mkdirSync(dirname(this.path), { recursive: true });
+      this.db = new Database(this.path);
+    } catch (error) {
+      throw new AmbiqaError(
+        `cannot open the LLM cache at ${this.path}: ${(error as Error).message}`,
+        'set `cache.path` in the llm config to a writable file, or `cache.mode: off`',
+      );
+    }
+    // busy_timeout first: switching to WAL itself needs a lock another process may hold.
+    this.db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 10_000))}`);
+    this.db.pragma('journal_mode = WAL');
+    // NORMAL is durable across application crashes in WAL mode; only an OS crash may lose the
+    // last transactions, which for a cache costs a re-computation, nothing more.
+    this.db.pragma('synchronous = NORMAL');
+    this.db.exec(`CREATE TABLE IF NOT EXISTS completions (
+      key TEXT PRIMARY KEY,
+      provider TEXT NOT NULL,
+      model TEXT NOT NULL,
+      sample_index INTEGER NOT NULL,
+      created_at TEXT NOT NULL,
+      value TEXT NOT NULL
+    )`);
+    this.getStmt = this.db.prepare('SELECT value FROM completions WHERE key = ?');
+    this.putStmt = this.db.prepare(
+      'INSERT OR REPLACE INTO completions (key, provider, model, sample_index, created_at, value) VALUES (?, ?, ?, ?, ?, ?)',
+    );
+  }
+
+  /** The stored sample, or undefined. In `refresh` mode always undefined (stored rows are stale). */
+  get(key: string): CachedSample | undefined {
+    if (this.mode !== 'use') return undefined;
+    const row = this.getStmt.get(key);
+    if (!row) return undefined;
+    try {
+      return JSON.parse(row.value) as CachedSample;
+    } catch {
+      return undefined; // a torn or foreign row is a miss, and will be overwritten
+    }
+  }
+
+  put(key: string, input: Omit<CacheKeyInput, 'request'>, sample: CachedSample): void {
+    const value: CachedSample = {
+      text: sample.text,
+      finishReason: sample.finishReason,
+      usage: { promptTokens: sample.usage.promptTokens, completionTokens: sample.usage.completionTokens },
+      latencySeconds: sample.latencySeconds,
+    };
+    this.putStmt.run(key, input.provider, input.model, input.sampleIndex, new Date().toISOString(), JSON.stringify(value));
+  }
+
+  /** Rows stored (all providers and models). */
+  size(): number {
+    return (this.db.prepare('SELECT COUNT(*) AS n FROM completions').get() as { n: number }).n;
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}
+
+/** A cache for the given options, or null for mode `off`. */
+export function openCache(options: CacheOptions | undefined): LlmCache | null {
+  if (!options || (options.mode ?? 'use') === 'off') return null;
+  return new LlmCache(options);
+}

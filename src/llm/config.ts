@@ -1,0 +1,150 @@
+import { availableParallelism } from 'node:os';
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import { AmbiqaError } from '../errors';
+import { defaultCachePath, type CacheOptions } from './cache';
+import { LlmClient } from './client';
+import { safeUrl } from './errors';
+import { OPENAI_DEFAULT_BASE_URL, OpenAICompatibleProvider } from './providers/openai-compatible';
+import { DEFAULT_CONTEXT_SIZE, LlamaCppProvider, embeddedModelFromManifest } from './providers/llama-cpp';
+
+/**
+ * The `llm:` section of an experiment config, and the one factory that turns it into a client.
+ * The API key itself never appears here: `apiKeyEnv` names the environment variable holding it.
+ */
+const cacheSchema = z.strictObject({
+  /** `use`: replay and store. `refresh`: recompute and overwrite. `off`: no cache. */
+  mode: z.enum(['use', 'refresh', 'off']).default('use'),
+  /** SQLite file; default `<cache dir>/llm-cache.sqlite`. */
+  path: z.string().min(1).optional(),
+});
+
+export const llmConfigSchema = z.strictObject({
+  /** `embedded`: the GGUF model of `ambiqa setup`, in-process. `openai-compatible`: an HTTP API. */
+  provider: z.enum(['embedded', 'openai-compatible']).default('embedded'),
+  /** embedded: a .gguf file (default: the setup manifest's). openai-compatible: the model name (default OPENAI_MODEL). */
+  model: z.string().min(1).optional(),
+  /** openai-compatible: the API root, e.g. http://127.0.0.1:8080/v1 (default OPENAI_BASE_URL, else OpenAI). */
+  baseUrl: z.string().min(1).optional(),
+  /** Name of the environment variable that holds the API key. */
+  apiKeyEnv: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name, e.g. OPENAI_API_KEY')
+    .default('OPENAI_API_KEY'),
+  // A custom issue (not zod's invalid_type) so that no error formatter echoes the value.
+  apiKey: z
+    .custom<never>(() => false, {
+      error: 'API keys never go into config files: put the key in an environment variable and name it in `apiKeyEnv`',
+    })
+    .optional(),
+  /** embedded: CPU threads (default: the machine's available parallelism). */
+  threads: z.int().min(1).optional(),
+  /** embedded: context window in tokens. */
+  contextSize: z.int().min(256).default(DEFAULT_CONTEXT_SIZE),
+  /** Calls in flight at once (default: 1 embedded, 4 openai-compatible). */
+  maxConcurrency: z.int().min(1).max(256).optional(),
+  /** Retries of transient failures (429, 5xx, timeouts, connection resets). */
+  maxRetries: z.int().min(0).max(20).default(3),
+  /** Per-call timeout (default: 600 s embedded, 120 s openai-compatible). */
+  timeoutSeconds: z.number().positive().optional(),
+  /** The persistent cache: `{mode, path}`; a string is shorthand for `{path}`. */
+  cache: z.preprocess((v) => (typeof v === 'string' ? { path: v } : v), cacheSchema).prefault({}),
+});
+
+export type LlmConfig = z.infer<typeof llmConfigSchema>;
+export type LlmConfigInput = z.input<typeof llmConfigSchema>;
+
+/** Values that depend on the provider, filled in. */
+export interface ResolvedLlmConfig extends LlmConfig {
+  maxConcurrency: number;
+  timeoutSeconds: number;
+  threads: number;
+  cache: { mode: 'use' | 'refresh' | 'off'; path: string };
+}
+
+/** Parse (if needed) and fill provider-dependent defaults. Errors name the field and the fix. */
+export function resolveLlmConfig(config: LlmConfigInput | LlmConfig = {}): ResolvedLlmConfig {
+  const parsed = llmConfigSchema.safeParse(config);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `llm.${i.path.map(String).join('.') || '(top level)'}: ${i.message}`);
+    throw new AmbiqaError(`invalid llm config:\n  ${lines.join('\n  ')}`, 'fix the `llm:` section (see docs/llm.md)');
+  }
+  const c = parsed.data;
+  const embedded = c.provider === 'embedded';
+  return {
+    ...c,
+    maxConcurrency: c.maxConcurrency ?? (embedded ? 1 : 4),
+    timeoutSeconds: c.timeoutSeconds ?? (embedded ? 600 : 120),
+    threads: c.threads ?? availableParallelism(),
+    cache: { mode: c.cache.mode, path: resolve(c.cache.path ?? defaultCachePath()) },
+  };
+}
+
+/**
+ * Build the client for a config: provider, cache and limiter. Embedded models load lazily on
+ * the first call (or eagerly with `(client.backend as LlamaCppProvider).load()`).
+ */
+export async function createLanguageModel(
+  config: LlmConfigInput | LlmConfig = {},
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<LlmClient> {
+  const c = resolveLlmConfig(config);
+  const provider =
+    c.provider === 'embedded'
+      ? new LlamaCppProvider({
+          ...(c.model ? { modelPath: c.model } : {}),
+          threads: c.threads,
+          contextSize: c.contextSize,
+        })
+      : new OpenAICompatibleProvider(
+          {
+            ...(c.baseUrl ? { baseUrl: c.baseUrl } : {}),
+            ...(c.model ? { model: c.model } : {}),
+            apiKeyEnv: c.apiKeyEnv,
+          },
+          env,
+        );
+  const cache: CacheOptions | null = c.cache.mode === 'off' ? null : { mode: c.cache.mode, path: c.cache.path };
+  return new LlmClient(provider, {
+    cache,
+    limiter: { maxConcurrency: c.maxConcurrency, maxRetries: c.maxRetries, timeoutMs: c.timeoutSeconds * 1000 },
+  });
+}
+
+/**
+ * A flat, secret-free description of a config for logs and MLflow params: the key's variable
+ * name and whether it is set, never the key; URLs without credentials.
+ */
+export function describeLlmConfig(
+  config: LlmConfigInput | LlmConfig = {},
+  env: NodeJS.ProcessEnv = process.env,
+): Record<string, string | number | boolean> {
+  const c = resolveLlmConfig(config);
+  const out: Record<string, string | number | boolean> = { provider: c.provider };
+  if (c.provider === 'embedded') {
+    let model = c.model ? resolve(c.model) : '(setup manifest)';
+    if (!c.model) {
+      try {
+        const m = embeddedModelFromManifest();
+        model = m.name;
+        out.modelSha256 = m.sha256;
+      } catch {
+        model = '(setup manifest missing)';
+      }
+    }
+    out.model = model;
+    out.threads = c.threads;
+    out.contextSize = c.contextSize;
+  } else {
+    out.model = c.model ?? env.OPENAI_MODEL ?? '(unset)';
+    out.baseUrl = safeUrl(c.baseUrl ?? env.OPENAI_BASE_URL ?? OPENAI_DEFAULT_BASE_URL);
+    out.apiKeyEnv = c.apiKeyEnv;
+    out.apiKeySet = Boolean(env[c.apiKeyEnv]);
+  }
+  out.maxConcurrency = c.maxConcurrency;
+  out.maxRetries = c.maxRetries;
+  out.timeoutSeconds = c.timeoutSeconds;
+  out.cacheMode = c.cache.mode;
+  if (c.cache.mode !== 'off') out.cachePath = c.cache.path;
+  return out;
+}

@@ -1,0 +1,188 @@
+import OpenAI from 'openai';
+import { AmbiqaError } from '../../errors';
+import { LlmRequestError, redactSecrets, safeUrl } from '../errors';
+import { classifyStatus, errorCode, parseRetryAfter } from '../limiter';
+import type { FinishReason, LanguageModelProvider, NormalisedRequest, ProviderCompletion } from '../types';
+
+/**
+ * Any server that speaks OpenAI's `/chat/completions` (OpenAI, vLLM, llama.cpp's server,
+ * Ollama, LM Studio…). One request per sample; retries belong to the limiter, so the openai
+ * client's own retries are off. Errors are translated into `LlmRequestError`s whose messages
+ * name the URL and the fix and never contain the key.
+ */
+export interface OpenAICompatibleOptions {
+  /** API root, e.g. `http://127.0.0.1:8080/v1`. Default `OPENAI_BASE_URL`, else OpenAI's. */
+  baseUrl?: string;
+  /** Model name the server knows. Default `OPENAI_MODEL`. */
+  model?: string;
+  /** The key itself; prefer `apiKeyEnv` so that no config holds it. */
+  apiKey?: string;
+  /** Name of the environment variable holding the key. Default `OPENAI_API_KEY`. */
+  apiKeyEnv?: string;
+  /** For tests: a fetch to use instead of the global one. */
+  fetch?: typeof fetch;
+}
+
+export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
+
+export class OpenAICompatibleProvider implements LanguageModelProvider {
+  readonly provider = 'openai-compatible';
+  readonly model: string;
+  readonly baseUrl: string;
+  readonly apiKeyEnv: string;
+  // Private fields (#) stay out of util.inspect and JSON.stringify: the client holds the key.
+  readonly #client: OpenAI;
+  // Kept only to scrub it from messages; never logged, never returned.
+  readonly #apiKey: string | undefined;
+
+  constructor(options: OpenAICompatibleOptions = {}, env: NodeJS.ProcessEnv = process.env) {
+    this.apiKeyEnv = options.apiKeyEnv ?? 'OPENAI_API_KEY';
+    this.baseUrl = (options.baseUrl ?? env.OPENAI_BASE_URL ?? OPENAI_DEFAULT_BASE_URL).replace(/\/+$/, '');
+    let parsed: URL;
+    try {
+      parsed = new URL(this.baseUrl);
+      if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new Error('not http(s)');
+    } catch {
+      throw new AmbiqaError(
+        `LLM base URL "${safeUrl(this.baseUrl)}" is not an http(s) URL`,
+        'set `baseUrl` in the llm config (or OPENAI_BASE_URL) to the API root, e.g. http://127.0.0.1:8080/v1',
+      );
+    }
+    const model = options.model ?? env.OPENAI_MODEL;
+    if (!model) {
+      throw new AmbiqaError(
+        'no model name for the openai-compatible LLM provider',
+        'set `model` in the llm config, or the environment variable OPENAI_MODEL',
+      );
+    }
+    this.model = model;
+    this.#apiKey = options.apiKey ?? env[this.apiKeyEnv];
+    if (!this.#apiKey && parsed.hostname === 'api.openai.com') {
+      throw new AmbiqaError(
+        `no API key for ${this.baseUrl}: the environment variable ${this.apiKeyEnv} is not set`,
+        `export ${this.apiKeyEnv}=<your key> (keys never go into config files)`,
+      );
+    }
+    this.#client = new OpenAI({
+      baseURL: this.baseUrl,
+      // Local servers usually accept any key; the openai client insists on one.
+      apiKey: this.#apiKey || 'no-key',
+      maxRetries: 0,
+      // The limiter's per-call timeout aborts requests; this is only a backstop.
+      timeout: 30 * 60 * 1000,
+      // Pin the log level so an OPENAI_LOG=debug in the environment cannot dump requests.
+      logLevel: 'warn',
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+    });
+  }
+
+  async doGenerate(
+    request: NormalisedRequest,
+    sampleIndex: number,
+    options: { signal?: AbortSignal; timeoutMs?: number },
+  ): Promise<ProviderCompletion> {
+    const body: OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming = {
+      model: this.model,
+      messages: request.messages.map((m) => ({ role: m.role, content: m.content })),
+      temperature: request.temperature,
+      top_p: request.topP,
+      max_tokens: request.maxTokens,
+      n: 1,
+      ...(request.stop.length > 0 ? { stop: request.stop } : {}),
+      // The sample index varies the seed so that n seeded samples differ but each replays.
+      ...(request.seed !== null ? { seed: request.seed + sampleIndex } : {}),
+    };
+    let response: OpenAI.Chat.Completions.ChatCompletion;
+    try {
+      response = await this.#client.chat.completions.create(body, {
+        ...(options.signal ? { signal: options.signal } : {}),
+        maxRetries: 0,
+      });
+    } catch (error) {
+      throw this.translate(error);
+    }
+    const choice = response?.choices?.[0];
+    if (!choice) {
+      throw new LlmRequestError(`the server at ${safeUrl(this.baseUrl)} returned no choices for model "${this.model}"`, {
+        kind: 'other',
+        hint: 'check that the server is OpenAI-compatible and `baseUrl` points at its API root (usually …/v1)',
+      });
+    }
+    return {
+      text: choice.message?.content ?? '',
+      finishReason: mapFinishReason(choice.finish_reason),
+      usage: {
+        // Servers that do not report usage get 0, not a guess: the trace then shows the gap.
+        promptTokens: response.usage?.prompt_tokens ?? 0,
+        completionTokens: response.usage?.completion_tokens ?? 0,
+      },
+    };
+  }
+
+  /** A person-readable, key-free error that still carries what the limiter needs. */
+  private translate(error: unknown): unknown {
+    const e = error as { name?: string; status?: unknown; headers?: unknown; message?: string; error?: unknown };
+    const url = safeUrl(this.baseUrl);
+    const scrub = (s: string) => redactSecrets(s, [this.#apiKey]);
+    // Aborts are the limiter's (timeout) or the caller's business; pass them through untouched.
+    if (e?.name === 'APIUserAbortError' || e?.name === 'AbortError') return error;
+    if (e?.name === 'APIConnectionTimeoutError') {
+      return new LlmRequestError(`the server at ${url} did not answer in time`, { kind: 'timeout' });
+    }
+    if (e?.name === 'APIConnectionError') {
+      const code = errorCode(e) ?? errorCode((e as { cause?: unknown }).cause);
+      return new LlmRequestError(
+        `cannot reach the OpenAI-compatible server at ${url}${code ? ` (${code})` : ''}`,
+        {
+          kind: 'connection',
+          retryable: code !== 'ENOTFOUND',
+          hint: 'check `baseUrl` in the llm config (or OPENAI_BASE_URL) and that the server is running',
+        },
+      );
+    }
+    if (typeof e?.status === 'number') {
+      const status = e.status;
+      const { kind, retryable } = classifyStatus(status);
+      const retryAfterMs = parseRetryAfter(e.headers);
+      const detail = scrub(serverMessage(e) ?? '');
+      const base = `HTTP ${status} from ${url}/chat/completions${detail ? `: ${detail}` : ''}`;
+      let hint: string | undefined;
+      if (status === 401 || status === 403) {
+        hint = this.#apiKey
+          ? `check the key in the environment variable ${this.apiKeyEnv}`
+          : `set the environment variable ${this.apiKeyEnv} to the server's API key`;
+        return new LlmRequestError(`the server at ${url} rejected the API key (HTTP ${status})`, { kind, status, retryable, hint });
+      }
+      if (status === 404) {
+        hint = `check that \`baseUrl\` is the API root (usually ends in /v1) and that the server serves model "${this.model}"`;
+      } else if (status === 429) {
+        hint = 'lower maxConcurrency in the llm config, or wait';
+      }
+      return new LlmRequestError(base, {
+        kind,
+        status,
+        retryable,
+        ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+        ...(hint ? { hint } : {}),
+      });
+    }
+    const message = scrub(error instanceof Error ? error.message : String(error));
+    return new LlmRequestError(`request to ${url} failed: ${message}`, {
+      kind: 'other',
+      hint: 'check that `baseUrl` points at an OpenAI-compatible API root (usually …/v1)',
+    });
+  }
+}
+
+function serverMessage(e: { error?: unknown; message?: string }): string | undefined {
+  const body = e.error as { message?: unknown } | undefined;
+  if (body && typeof body.message === 'string') return body.message;
+  // The SDK's own message starts with the status; keep what follows.
+  return e.message?.replace(/^\d{3}\s*/, '') || undefined;
+}
+
+export function mapFinishReason(reason: string | null | undefined): FinishReason {
+  if (reason === 'stop') return 'stop';
+  if (reason === 'length') return 'length';
+  return 'other';
+}

@@ -1,0 +1,89 @@
+import { emptyUsage, type GenerateRequest, type GenerateResult, type LanguageModel, type UsageTotals } from './types';
+
+/**
+ * Usage accounting. Every `GenerateResult` carries its own per-sample usage; a `UsageMeter`
+ * adds results up for a run (`LlmClient.usage`) or for any narrower scope a caller wants (a
+ * question, a stage) via `meteredModel`.
+ *
+ * Token counts include cache hits: they measure what a method costs, which must not depend on
+ * whether the cache was warm. `cacheHits` and `liveSeconds` say what this run actually paid.
+ */
+export class UsageMeter {
+  private totals: UsageTotals = emptyUsage();
+
+  /** Add one `generate` result: one call, n samples. */
+  add(result: GenerateResult): void {
+    addResult(this.totals, result);
+  }
+
+  /** A copy; later calls do not change it. */
+  snapshot(): UsageTotals {
+    return { ...this.totals };
+  }
+
+  /** Return the totals so far and start again from zero. */
+  reset(): UsageTotals {
+    const before = this.totals;
+    this.totals = emptyUsage();
+    return before;
+  }
+}
+
+export function addResult(totals: UsageTotals, result: GenerateResult): void {
+  totals.calls += 1;
+  for (const c of result.completions) {
+    totals.samples += 1;
+    totals.promptTokens += c.usage.promptTokens;
+    totals.completionTokens += c.usage.completionTokens;
+    if (c.cacheHit) totals.cacheHits += 1;
+    else totals.liveSeconds += c.latencySeconds;
+  }
+}
+
+/** Usage of a single result, as totals. */
+export function usageOf(result: GenerateResult): UsageTotals {
+  const totals = emptyUsage();
+  addResult(totals, result);
+  return totals;
+}
+
+export function addUsage(a: UsageTotals, b: UsageTotals): UsageTotals {
+  return {
+    calls: a.calls + b.calls,
+    samples: a.samples + b.samples,
+    promptTokens: a.promptTokens + b.promptTokens,
+    completionTokens: a.completionTokens + b.completionTokens,
+    cacheHits: a.cacheHits + b.cacheHits,
+    liveSeconds: a.liveSeconds + b.liveSeconds,
+  };
+}
+
+/** `after - before`, for the usage between two snapshots of one meter. */
+export function diffUsage(after: UsageTotals, before: UsageTotals): UsageTotals {
+  return {
+    calls: after.calls - before.calls,
+    samples: after.samples - before.samples,
+    promptTokens: after.promptTokens - before.promptTokens,
+    completionTokens: after.completionTokens - before.completionTokens,
+    cacheHits: after.cacheHits - before.cacheHits,
+    liveSeconds: after.liveSeconds - before.liveSeconds,
+  };
+}
+
+/**
+ * A view of `model` that meters its own calls, e.g. one per question when questions run
+ * concurrently on one client (snapshot differences of the shared meter would mix them).
+ */
+export function meteredModel(model: LanguageModel): LanguageModel & { readonly usage: UsageMeter } {
+  const usage = new UsageMeter();
+  return {
+    provider: model.provider,
+    model: model.model,
+    usage,
+    async generate(request: GenerateRequest): Promise<GenerateResult> {
+      const result = await model.generate(request);
+      usage.add(result);
+      return result;
+    },
+  };
+}
