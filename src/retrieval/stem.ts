@@ -1,0 +1,27 @@
+/**
+ * Stemmers for the BM25 tokeniser.
+ *
+ * `s` is Harman's S-stemmer (1991): it only folds English plurals (`ies`→`y`, `es`→`e`, `s`→``,
+ * with the usual exceptions), which is cheap, predictable and never merges unrelated words.
+ */
+export type StemmerName = 'none' | 's';
+
+export function sStem(word: string): string {
+  const n = word.length;
+  if (n < 4) return word;
+  if (word.endsWith('ies') && !word.endsWith('eies') && !word.endsWith('aies')) return word.slice(0, -3) + 'y';
+  if (word.endsWith('es') && !word.endsWith('aes') && !word.endsWith('ees') && !word.endsWith('oes')) {
+    return word.slice(0, -1);
+  }
+  if (word.endsWith('s') && !word.endsWith('us') && !word.endsWith('ss')) return word.slice(0, -1);
+  return word;
+}
+
+export function stemmerFor(name: StemmerName): ((word: string) => string) | undefined {
+  switch (name) {
+    case 'none':
+      return undefined;
+    case 's':
+      return sStem;
+  }
+}
