@@ -1,0 +1,190 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { AmbiqaError } from '../../src/errors';
+import {
+  configFingerprint,
+  diffConfigs,
+  loadExperimentConfig,
+  resolveExperimentConfig,
+  type ConfigRegistry,
+} from '../../src/experiments/config';
+import { parseOverride } from '../../src/experiments/overrides';
+
+// A registry shaped like the real one, so these tests pin the checker's own behaviour; the real
+// registry is exercised in registry.test.ts.
+const veOptions = z
+  .strictObject({
+    n: z.int().min(1).default(5),
+    threshold: z.int().min(1).optional(),
+    temperature: z.number().min(0).default(0.7),
+  })
+  .superRefine((o, ctx) => {
+    if (o.threshold !== undefined && o.threshold > o.n) {
+      ctx.addIssue({ code: 'custom', path: ['threshold'], message: `must be ≤ n (${o.n})` });
+    }
+  });
+const registry: ConfigRegistry = {
+  pipelineNames: ['closed-book', 'verify-edit'],
+  pipelineOptionsSchema: (name) => (name === 'verify-edit' ? veOptions : z.strictObject({ nShots: z.int().min(0).default(5) })),
+  llmConfigSchema: z.strictObject({
+    provider: z.enum(['embedded', 'openai-compatible']).default('embedded'),
+    model: z.string().optional(),
+    apiKey: z.string().optional(),
+  }),
+  metricNames: ['str_em', 'rougeLsum', 'em', 'f1'],
+  defaultMetrics: (d) => (d === 'asqa' ? ['str_em', 'rougeLsum'] : ['em', 'f1']),
+};
+
+const dir = mkdtempSync(join(tmpdir(), 'ambiqa-config-'));
+const dataFile = join(dir, 'data.json');
+writeFileSync(dataFile, '{}');
+
+function writeConfig(name: string, yaml: string): string {
+  const file = join(dir, name);
+  writeFileSync(file, yaml);
+  return file;
+}
+
+function messageOf(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(AmbiqaError);
+    return (error as AmbiqaError).message;
+  }
+  throw new Error('expected an AmbiqaError');
+}
+
+const good = `
+dataset: { name: hotpotqa-adversarial, path: ${dataFile}, sample: 20, seed: 3 }
+pipeline: { name: verify-edit, options: { n: 5, threshold: 3 } }
+llm: { provider: embedded }
+`;
+
+describe('experiment config', () => {
+  it('fills defaults, resolves the name from the file and keeps validated options', () => {
+    const file = writeConfig('ve.yaml', good);
+    const c = loadExperimentConfig(file, registry);
+    expect(c.name).toBe('ve');
+    expect(c.dataset).toMatchObject({ name: 'hotpotqa-adversarial', path: dataFile, sample: 20, seed: 3, split: 'dev' });
+    expect(c.pipeline.options).toEqual({ n: 5, threshold: 3, temperature: 0.7 });
+    expect(c.metrics).toEqual(['em', 'f1']);
+    expect(c.concurrency).toBe(2);
+    expect(c.tracking.experiment).toBe('ambiqa');
+  });
+
+  it('names the file and the option path when a pipeline option is out of range', () => {
+    const file = writeConfig('ve-bad.yaml', good.replace('threshold: 3', 'threshold: 7'));
+    expect(messageOf(() => loadExperimentConfig(file, registry))).toBe(`${file}: pipeline.options.threshold: must be ≤ n (5)`);
+  });
+
+  it('rejects an unknown pipeline and lists the allowed ones', () => {
+    const file = writeConfig('unknown-pipeline.yaml', good.replace('name: verify-edit', 'name: tree-of-thought'));
+    expect(messageOf(() => loadExperimentConfig(file, registry))).toBe(
+      `${file}: pipeline.name: unknown pipeline "tree-of-thought" (allowed: closed-book, verify-edit)`,
+    );
+  });
+
+  it('rejects an unknown option and lists the options the pipeline has', () => {
+    const file = writeConfig('unknown-option.yaml', good.replace('threshold: 3', 'treshold: 3'));
+    expect(messageOf(() => loadExperimentConfig(file, registry))).toBe(
+      `${file}: pipeline.options: unknown field 'treshold' (allowed: n, threshold, temperature)`,
+    );
+  });
+
+  it('rejects an unknown dataset with the allowed names, and an unknown top-level field', () => {
+    const file = writeConfig('bad-dataset.yaml', good.replace('hotpotqa-adversarial', 'hotpot') + 'concurency: 4\n');
+    const msg = messageOf(() => loadExperimentConfig(file, registry));
+    expect(msg).toContain(`${file}: dataset.name: must be one of "asqa", "ambignq", "situatedqa", "hotpotqa-adversarial", "fever" (got "hotpot")`);
+    expect(msg).toContain(`${file}: (top level): unknown field 'concurency' (allowed: name, description, dataset, pipeline, llm`);
+  });
+
+  it('rejects a dataset path that does not exist', () => {
+    const missing = join(dir, 'nope.json');
+    const file = writeConfig('missing.yaml', good.replace(dataFile, missing));
+    expect(messageOf(() => loadExperimentConfig(file, registry))).toBe(`${file}: dataset.path: file not found: ${missing}`);
+  });
+
+  it('rejects a shard index outside 0..N-1', () => {
+    const file = writeConfig('shard.yaml', good);
+    expect(messageOf(() => loadExperimentConfig(file, registry, { shard: '3/2' }))).toBe(
+      `${file}: shard: '3/2': shard index must be in 0..1 (shards are numbered from 0)`,
+    );
+    expect(messageOf(() => loadExperimentConfig(file, registry, { shard: 'two' }))).toContain("shard: 'two' is not a shard spec");
+    expect(loadExperimentConfig(file, registry, { shard: '1/2' }).name).toBe('shard.shard-1of2');
+  });
+
+  it('validates the llm section with the LLM module schema, naming allowed providers', () => {
+    const file = writeConfig('llm.yaml', good.replace('provider: embedded', 'provider: gpt'));
+    expect(messageOf(() => loadExperimentConfig(file, registry))).toBe(
+      `${file}: llm.provider: must be one of "embedded", "openai-compatible" (got "gpt")`,
+    );
+  });
+
+  it('rejects unknown metrics with the allowed names, and wrong types with what was given', () => {
+    const file = writeConfig('metrics.yaml', good + 'metrics: [em, bleu]\nconcurrency: two\n');
+    const msg = messageOf(() => loadExperimentConfig(file, registry));
+    expect(msg).toContain('concurrency: expected number (got "two")');
+    const file2 = writeConfig('metrics2.yaml', good + 'metrics: [em, bleu]\n');
+    expect(messageOf(() => loadExperimentConfig(file2, registry))).toBe(
+      `${file2}: metrics.1: unknown metric "bleu" (allowed: str_em, rougeLsum, em, f1)`,
+    );
+  });
+
+  it('applies --set overrides with YAML-typed values before validating', () => {
+    const file = writeConfig('ovr.yaml', good);
+    const c = loadExperimentConfig(file, registry, {
+      overrides: [parseOverride('pipeline.options.threshold=2'), parseOverride('concurrency=4'), parseOverride('tracking.experiment=abl')],
+      limit: 7,
+      name: 'custom',
+    });
+    expect(c.pipeline.options.threshold).toBe(2);
+    expect(c.concurrency).toBe(4);
+    expect(c.tracking.experiment).toBe('abl');
+    expect(c.dataset.limit).toBe(7);
+    expect(c.name).toBe('custom');
+    // An override that breaks a rule is reported like a bad file.
+    expect(messageOf(() => loadExperimentConfig(file, registry, { overrides: [parseOverride('pipeline.options.n=2')] }))).toBe(
+      `${file}: pipeline.options.threshold: must be ≤ n (2)`,
+    );
+  });
+
+  it('parses --set values as YAML and keeps sweep axis keys whole', () => {
+    expect(parseOverride('a.b=3').value).toBe(3);
+    expect(parseOverride('a.b=true').value).toBe(true);
+    expect(parseOverride('a.b=[1, 2]').value).toEqual([1, 2]);
+    expect(parseOverride('a.b="3"').value).toBe('3');
+    expect(parseOverride('a.b=x=y').value).toBe('x=y');
+    expect(parseOverride('sweep.pipeline.options.n=[3,5]').path).toEqual(['sweep', 'pipeline.options.n']);
+    expect(() => parseOverride('novalue')).toThrow(/expected path.to.field=value/);
+  });
+
+  it('validates the test-only scripted provider', () => {
+    const c = resolveExperimentConfig(
+      { dataset: { name: 'asqa', path: dataFile }, pipeline: { name: 'closed-book' }, llm: { provider: 'scripted', latencyMs: 5 } },
+      registry,
+      { source: 'inline' },
+    );
+    expect(c.llm).toMatchObject({ provider: 'scripted', latencyMs: 5, reply: 'scripted answer' });
+    expect(c.metrics).toEqual(['str_em', 'rougeLsum']);
+    expect(() =>
+      resolveExperimentConfig(
+        { dataset: { name: 'asqa', path: dataFile }, pipeline: { name: 'closed-book' }, llm: { provider: 'scripted', latencyMs: -1 } },
+        registry,
+        { source: 'inline' },
+      ),
+    ).toThrow('inline: llm.latencyMs: must be ≥ 0 (got -1)');
+  });
+
+  it('fingerprints ignore names, concurrency, shards and where files sit', () => {
+    const file = writeConfig('fp.yaml', good);
+    const a = loadExperimentConfig(file, registry, { shard: '0/2' });
+    const b = loadExperimentConfig(file, registry, { shard: '1/2', overrides: [parseOverride('concurrency=8')] });
+    expect(diffConfigs(configFingerprint(a), configFingerprint(b))).toEqual([]);
+    const c = loadExperimentConfig(file, registry, { overrides: [parseOverride('pipeline.options.threshold=1')] });
+    expect(diffConfigs(configFingerprint(a), configFingerprint(c))).toEqual(['pipeline.options.threshold']);
+  });
+});
