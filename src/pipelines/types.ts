@@ -17,9 +17,22 @@ export interface Demo {
   rationale?: string;
 }
 
+/** Optional filters for `DemoSelector.select`. */
+export interface DemoSelectOptions {
+  /**
+   * Candidate answers found so far for the current question (e.g. ToC's tree). A demo any of
+   * whose answers overlaps one of these (token F1 > `overlapF1`) is dropped, so a demo never
+   * hands the model an answer it is about to produce.
+   */
+  excludeAnswers?: string[];
+  /** Overlap threshold for `excludeAnswers`. Default 0.8. */
+  overlapF1?: number;
+}
+
 /** Picks the demos for a question (kNN over question embeddings, leave-one-out). */
 export interface DemoSelector {
-  select(question: { id: string; question: string }, k: number): Promise<Demo[]>;
+  /** Best match first; never the question itself; may return fewer than `k` when the pool runs out. */
+  select(question: { id: string; question: string }, k: number, options?: DemoSelectOptions): Promise<Demo[]>;
 }
 
 export interface PipelineContext {

@@ -1,16 +1,29 @@
 import type { GenerateRequest, GenerateResult, LanguageModel } from '../llm/types';
 import type { ScoredPassage } from '../retrieval/types';
-import type { LlmCallRecord, MethodDecisions, ParseFailure, PipelineName, RetrievalRecord, Trace } from './types';
+import type {
+  LlmCallRecord,
+  MethodDecisions,
+  ParseFailure,
+  PipelineName,
+  RetrievalRecord,
+  Trace,
+  TraceWarning,
+} from './types';
 
 /**
  * Collects one question's trace. Pipelines call the model through `recorder.llm`, so every call
- * is recorded without the pipeline having to remember to do it.
+ * is recorded without the pipeline having to remember to do it; retrievals, parse failures and
+ * warnings are recorded by the pipeline, and `finish` adds the cost summary (calls, tokens,
+ * cache hits, seconds) that experiments copy into their results.
  */
 export class TraceRecorder {
   readonly llmCalls: LlmCallRecord[] = [];
   readonly retrievals: RetrievalRecord[] = [];
   readonly parseFailures: ParseFailure[] = [];
+  readonly warnings: TraceWarning[] = [];
   demoIds: string[] = [];
+  /** The pipeline's resolved options, copied into the trace. */
+  options?: Record<string, unknown>;
   readonly llm: LanguageModel;
   private readonly startedAt = performance.now();
 
@@ -34,6 +47,11 @@ export class TraceRecorder {
   /** Index of the most recent LLM call, for linking parse failures and expansions to it. */
   get lastCallIndex(): number {
     return this.llmCalls.length - 1;
+  }
+
+  /** LLM calls made so far (for call budgets such as ToC's < 20 per question). */
+  get callCount(): number {
+    return this.llmCalls.length;
   }
 
   recordRetrieval(
@@ -60,12 +78,24 @@ export class TraceRecorder {
     this.parseFailures.push({ purpose, llmCallIndex: this.lastCallIndex, reason, raw, fallback });
   }
 
+  /** Record a condition the pipeline worked around (empty retrieval, no demos, budget). */
+  warn(purpose: string, message: string, fallback?: string): void {
+    this.warnings.push({ purpose, message, ...(fallback !== undefined ? { fallback } : {}) });
+  }
+
+  /** Add demo ids in first-use order without repeats. */
+  useDemos(ids: string[]): void {
+    for (const id of ids) if (!this.demoIds.includes(id)) this.demoIds.push(id);
+  }
+
   finish(decisions: MethodDecisions, output: string, answer?: string): Trace {
     let promptTokens = 0;
     let completionTokens = 0;
     let cacheHits = 0;
+    let samples = 0;
     for (const call of this.llmCalls) {
       for (const c of call.completions) {
+        samples += 1;
         promptTokens += c.promptTokens;
         completionTokens += c.completionTokens;
         if (c.cacheHit) cacheHits += 1;
@@ -80,6 +110,8 @@ export class TraceRecorder {
       llmCalls: this.llmCalls,
       retrievals: this.retrievals,
       parseFailures: this.parseFailures,
+      warnings: this.warnings,
+      ...(this.options ? { options: this.options } : {}),
       decisions,
       summary: {
         llmCalls: this.llmCalls.length,
@@ -89,6 +121,8 @@ export class TraceRecorder {
         seconds: (performance.now() - this.startedAt) / 1000,
         retrievals: this.retrievals.length,
         parseFailures: this.parseFailures.length,
+        warnings: this.warnings.length,
+        samples,
       },
       output,
       ...(answer !== undefined ? { answer } : {}),

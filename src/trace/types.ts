@@ -53,6 +53,17 @@ export interface ParseFailure {
   fallback: string;
 }
 
+/**
+ * Something the pipeline had to work around that is not a parse failure: an empty retrieval, no
+ * demos left for a question, a call budget that cut the search short. Counted in the summary.
+ */
+export interface TraceWarning {
+  purpose: string;
+  message: string;
+  /** What the pipeline did instead. */
+  fallback?: string;
+}
+
 export interface TraceSummary {
   llmCalls: number;
   promptTokens: number;
@@ -62,6 +73,10 @@ export interface TraceSummary {
   seconds: number;
   retrievals: number;
   parseFailures: number;
+  /** Number of `Trace.warnings` (absent in traces written before warnings existed). */
+  warnings?: number;
+  /** LLM samples (a call with n = 5 is one call, five samples). */
+  samples?: number;
 }
 
 // ---------------------------------------------------------------- method-specific decisions
@@ -88,17 +103,32 @@ export interface TocNode {
   unpruned: boolean;
   /** Dropped as a duplicate of an earlier node. */
   duplicateOf?: number;
+  /** Whether the evidence passage contains the node's answer (hasAnswer). */
+  evidenceHasAnswer?: boolean;
+  /** LLM call (index into `llmCalls`) of the expansion that produced the node. */
+  createdByCallIndex?: number;
+  /** LLM call of the node's self-verification. */
+  verifyCallIndex?: number;
+  /**
+   * Set when the node was neither verified nor kept because the search ended first: the valid-node
+   * cap was reached mid-expansion, or the LLM-call budget left no room to verify it.
+   */
+  skipped?: 'max-nodes' | 'max-calls';
 }
 
 export interface TocDecisions {
   kind: 'toc';
   nodes: TocNode[];
   expansions: Array<{ nodeId: number; llmCallIndex: number; newChildren: number; failed: boolean; reason?: string }>;
-  stopReason: 'max-nodes' | 'max-depth' | 'max-trials' | 'max-expansions' | 'queue-empty';
+  stopReason: 'max-nodes' | 'max-depth' | 'max-trials' | 'max-expansions' | 'queue-empty' | 'max-calls';
   /** Node ids given to the answer-generation prompt, in BFS order. */
   validNodeIds: number[];
   /** Passages given to the final prompt. */
   answerPassageIds: string[];
+  /** Node ids restored by un-pruning (nearest the root first). */
+  unprunedNodeIds?: number[];
+  /** Consecutive failed expansions when the search stopped. */
+  failedTrials?: number;
 }
 
 export interface VeSample {
@@ -121,7 +151,13 @@ export interface VeDecisions {
     verifyingQuestion: string;
     retrievedSentences: string[];
     answer: string;
+    /** Passages the retrieved sentences came from. */
+    retrievedPassageIds?: string[];
   }>;
+  /** The rationale that was edited (the first sample giving the majority answer). */
+  majorityRationale?: string;
+  /** The task the prompts were written for. */
+  task?: 'short' | 'fact';
   editedRationale?: string;
   finalAnswer: string;
 }
@@ -139,6 +175,8 @@ export interface DivaDecisions {
   usefulness: DivaUsefulness;
   route: 'rag' | 'closed-book';
   passageIds: string[];
+  /** Per passage id: mean cosine similarity to the interpretations (the diversification ranking). */
+  passageScores?: number[];
 }
 
 export interface ComboDecisions {
@@ -153,6 +191,12 @@ export interface ComboDecisions {
   compatibility: number[][];
   /** matching[i] = generated passage index paired with retrieved passage i. */
   matching: number[];
+  /** Which scorers produced the numbers, e.g. `llm-judge` or `embedding-cosine`. */
+  scorers?: { evidentiality: string; consistency: string };
+  /** Sum of compatibility over the chosen matching. */
+  matchingScore?: number;
+  /** Rows whose consistency was not computed because the passage was judged not evidential. */
+  consistencySkipped?: boolean[];
 }
 
 export interface SelfConsistencyDecisions {
@@ -166,6 +210,8 @@ export interface SelfConsistencyDecisions {
 export interface BaselineDecisions {
   kind: 'baseline';
   passageIds: string[];
+  /** CoT: the generated rationale. */
+  rationale?: string;
 }
 
 export type MethodDecisions =
@@ -186,6 +232,10 @@ export interface Trace {
   llmCalls: LlmCallRecord[];
   retrievals: RetrievalRecord[];
   parseFailures: ParseFailure[];
+  /** Worked-around conditions (empty retrieval, no demos, budget); absent in old traces. */
+  warnings?: TraceWarning[];
+  /** The pipeline's resolved options (every default filled in). */
+  options?: Record<string, unknown>;
   decisions: MethodDecisions;
   summary: TraceSummary;
   /** The final long answer, and the short answer where the method has one. */

@@ -1,0 +1,58 @@
+import type { Example } from '../../datasets/types';
+import { TraceRecorder } from '../../trace/recorder';
+import { callLlm, DEMO_STOPS } from '../common/llm';
+import { selectDemos } from '../common/context';
+import { readCotSample } from '../common/outputs';
+import { resolveTask } from '../common/task';
+import { majorityVote, medoidVote } from '../common/vote';
+import type { Pipeline, PipelineContext, PipelineOutput } from '../types';
+import type { CotScOptions } from './options';
+import { cotPrompt } from './prompts';
+
+/**
+ * Chain of thought with self-consistency: n sampled chains (temperature 0.7), majority vote over
+ * normalised answers; consistency = winner's votes / n. Long answers (ASQA) cannot agree
+ * exactly, so there the medoid by token F1 wins (see common/vote.ts).
+ */
+export class CotScPipeline implements Pipeline {
+  readonly name = 'cot-sc' as const;
+
+  constructor(readonly options: CotScOptions) {}
+
+  async answer(example: Example, ctx: PipelineContext): Promise<PipelineOutput> {
+    const o = this.options;
+    const rec = new TraceRecorder(this.name, example, ctx.llm);
+    rec.options = { ...o };
+    const task = resolveTask(o.answerStyle, example);
+    const demos = await selectDemos(rec, ctx, this.name, example, o.nShots, 'cot-sc.demos');
+    const { texts } = await callLlm(rec, ctx, {
+      purpose: 'cot-sc.sample',
+      prompt: cotPrompt(task, demos, example.question),
+      n: o.n,
+      temperature: o.temperature,
+      topP: o.topP,
+      maxTokens: o.maxTokens,
+      stop: DEMO_STOPS,
+      ...(o.seed !== undefined ? { seed: o.seed } : {}),
+    });
+    const samples = texts.map((t, i) => readCotSample(rec, task, t, 'cot-sc.sample', i));
+    const vote = (task === 'long' ? medoidVote : majorityVote)(samples.map((s) => s.answer));
+    let answer = vote.answer;
+    if (vote.winnerIndex < 0) {
+      answer = task === 'fact' ? 'NOT ENOUGH INFO' : '';
+      rec.warn('cot-sc.vote', 'every sample abstained (no answer parsed)', answer === '' ? 'empty answer' : answer);
+    }
+    const trace = rec.finish(
+      {
+        kind: 'cot-sc',
+        samples: samples.map((s) => ({ rationale: s.rationale, answer: s.answer ?? '' })),
+        votes: vote.votes,
+        majorityAnswer: answer,
+        consistency: vote.consistency,
+      },
+      answer,
+      task === 'long' ? undefined : answer,
+    );
+    return { output: answer, ...(task === 'long' ? {} : { answer }), trace };
+  }
+}

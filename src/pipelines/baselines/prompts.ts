@@ -1,0 +1,110 @@
+/**
+ * Prompt templates of the baselines (closed-book, vanilla RAG, CoT, CoT self-consistency), written
+ * for ambiqa. Demos are listed least similar first, so the nearest neighbour sits right above
+ * the question (ToC's released code orders its kNN demos the same way).
+ */
+import type { Passage } from '../../retrieval/types';
+import type { TaskKind } from '../common/task';
+import { formatContext } from '../common/retrieval';
+import type { Demo } from '../types';
+
+export const INSTRUCTIONS: Record<TaskKind, string> = {
+  long:
+    'Answer the question with a long answer of at least three sentences. If the question can be ' +
+    'read in more than one way, explain each reading and give its answer.',
+  short: 'Answer the question with a short answer: a name, a date, a number or a short phrase. Reply with the answer only.',
+  fact:
+    'Decide whether the claim is supported by facts, refuted by facts, or whether there is not enough ' +
+    'information to tell. Reply with exactly one of: SUPPORTS, REFUTES, NOT ENOUGH INFO.',
+};
+
+const RAG_INSTRUCTION_SUFFIX = ' Use the context passages where they help.';
+
+export const COT_INSTRUCTIONS: Record<TaskKind, string> = {
+  long:
+    'Answer the question. First think step by step about the ways the question can be read and the ' +
+    'answer to each reading, then write "So the answer is:" followed by a long answer of at least ' +
+    'three sentences that covers every reading.',
+  short:
+    'Answer the question. First reason step by step in a few short sentences, then finish with ' +
+    '"So the answer is: <short answer>."',
+  fact:
+    'Decide whether the claim is supported, refuted, or lacks enough information. First reason step ' +
+    'by step in a few short sentences, then finish with "So the answer is: <SUPPORTS, REFUTES or NOT ENOUGH INFO>."',
+};
+
+function questionLabel(task: TaskKind): string {
+  return task === 'fact' ? 'Claim' : 'Question';
+}
+
+/** The answer a demo shows for a task, falling back to what the demo has. */
+export function demoAnswerFor(task: TaskKind, demo: Demo): string {
+  const pairs = demo.qaPairs ?? [];
+  if (task === 'long') {
+    return demo.longAnswer ?? (pairs.length ? pairs.map((p) => `${p.question} ${p.answer}.`).join(' ') : (demo.answer ?? ''));
+  }
+  return demo.answer ?? pairs[0]?.answer ?? demo.longAnswer ?? '';
+}
+
+/** Demos in prompt order: least similar first, nearest last. */
+export function inPromptOrder<T>(demos: T[]): T[] {
+  return [...demos].reverse();
+}
+
+function demoBlock(task: TaskKind, demo: Demo): string {
+  return `${questionLabel(task)}: ${demo.question}\nAnswer: ${demoAnswerFor(task, demo)}`;
+}
+
+/** Closed-book few-shot: instruction, demos, question. */
+export function closedBookPrompt(task: TaskKind, demos: Demo[], question: string): string {
+  const parts = [INSTRUCTIONS[task]];
+  for (const d of inPromptOrder(demos)) parts.push(demoBlock(task, d));
+  parts.push(`${questionLabel(task)}: ${question}\nAnswer:`);
+  return parts.join('\n\n');
+}
+
+/** Vanilla RAG: the same with the retrieved passages above the question. */
+export function ragPrompt(task: TaskKind, demos: Demo[], question: string, passages: Passage[]): string {
+  const parts = [INSTRUCTIONS[task] + RAG_INSTRUCTION_SUFFIX];
+  for (const d of inPromptOrder(demos)) parts.push(demoBlock(task, d));
+  parts.push(`Context:\n${formatContext(passages)}`);
+  parts.push(`${questionLabel(task)}: ${question}\nAnswer:`);
+  return parts.join('\n\n');
+}
+
+/** A demo's rationale: its own, or for ASQA demos the readings spelled out from its DQ/DA pairs. */
+export function demoRationale(demo: Demo): string {
+  if (demo.rationale) return demo.rationale.trim();
+  const pairs = demo.qaPairs ?? [];
+  if (pairs.length === 0) return '';
+  return `The question can be read in ${pairs.length} ways. ${pairs.map((p) => `${p.question} ${p.answer}.`).join(' ')}`;
+}
+
+function cotDemoBlock(task: TaskKind, demo: Demo): string {
+  const answer = demoAnswerFor(task, demo).trim().replace(/\.$/, '');
+  const rationale = demoRationale(demo);
+  return `${questionLabel(task)}: ${demo.question}\nAnswer: ${rationale ? `${rationale} ` : ''}So the answer is: ${answer}.`;
+}
+
+/** Few-shot chain of thought (also the first step of Verify-and-Edit). */
+export function cotPrompt(task: TaskKind, demos: Demo[], question: string): string {
+  const parts = [COT_INSTRUCTIONS[task]];
+  for (const d of inPromptOrder(demos)) parts.push(cotDemoBlock(task, d));
+  parts.push(`${questionLabel(task)}: ${question}\nAnswer:`);
+  return parts.join('\n\n');
+}
+
+/**
+ * The CoT prompt with a given (edited) rationale, asking only for the conclusion. Chat models do
+ * not continue a half-written turn, so the rationale is shown and the answer asked for.
+ */
+export function cotWithRationalePrompt(task: TaskKind, demos: Demo[], question: string, rationale: string): string {
+  const parts = [COT_INSTRUCTIONS[task]];
+  for (const d of inPromptOrder(demos)) parts.push(cotDemoBlock(task, d));
+  parts.push(
+    `${questionLabel(task)}: ${question}\nAnswer: ${rationale.trim()}\n\n` +
+      'The reasoning above is checked against retrieved facts. Conclude from it, replying only with ' +
+      '"So the answer is: <answer>."',
+  );
+  return parts.join('\n\n');
+}

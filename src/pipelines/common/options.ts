@@ -1,0 +1,19 @@
+import { z } from 'zod';
+
+/** Shared option builders, so every pipeline names and bounds the same knob the same way. */
+export const temperature = (def: number, what: string) =>
+  z.number().min(0).max(2).default(def).describe(`sampling temperature for ${what}`);
+
+export const maxTokens = (def: number, what: string) =>
+  z.int().min(1).max(8192).default(def).describe(`max new tokens for ${what}`);
+
+export const nShots = (def: number) => z.int().min(0).max(32).default(def).describe('few-shot demos per prompt (kNN)');
+
+export const topP = z.number().gt(0).max(1).default(1).describe('nucleus sampling mass');
+
+export const seed = z.int().optional().describe('sampling seed for providers that honour one');
+
+export const rerankerChoice = z
+  .enum(['context', 'embedder', 'none'])
+  .default('context')
+  .describe("reranker: the context's, an embedding-similarity one, or none");

@@ -1,0 +1,69 @@
+import { normaliseAnswer, tokenF1 } from './text';
+
+export interface VoteResult {
+  /** Normalised answer → votes (abstaining samples are not counted). */
+  votes: Record<string, number>;
+  /** Index of the first sample that gave the winning answer; -1 when every sample abstained. */
+  winnerIndex: number;
+  /** The winning answer as that sample wrote it ('' when every sample abstained). */
+  answer: string;
+  /** Votes of the winner. */
+  winnerVotes: number;
+  /** winnerVotes / number of samples (abstentions count in the denominator). */
+  consistency: number;
+}
+
+/**
+ * Self-consistency majority vote over short answers, compared after SQuAD normalisation.
+ * Ties go to the answer that appeared first.
+ */
+export function majorityVote(answers: Array<string | null>): VoteResult {
+  const votes: Record<string, number> = {};
+  const firstIndex = new Map<string, number>();
+  answers.forEach((a, i) => {
+    if (a === null) return;
+    const key = normaliseAnswer(a);
+    votes[key] = (votes[key] ?? 0) + 1;
+    if (!firstIndex.has(key)) firstIndex.set(key, i);
+  });
+  let best: string | null = null;
+  for (const [key, count] of Object.entries(votes)) {
+    if (best === null || count > votes[best] || (count === votes[best] && firstIndex.get(key)! < firstIndex.get(best)!)) best = key;
+  }
+  if (best === null) return { votes, winnerIndex: -1, answer: '', winnerVotes: 0, consistency: 0 };
+  const winnerIndex = firstIndex.get(best)!;
+  return {
+    votes,
+    winnerIndex,
+    answer: answers[winnerIndex]!,
+    winnerVotes: votes[best],
+    consistency: answers.length ? votes[best] / answers.length : 0,
+  };
+}
+
+/**
+ * Self-consistency for long answers, where exact votes never agree: pick the medoid, the sample
+ * with the highest mean token F1 to the others; its consistency is that mean. `votes` still
+ * counts exact (normalised) duplicates so the distribution is visible.
+ */
+export function medoidVote(answers: Array<string | null>): VoteResult {
+  const votes: Record<string, number> = {};
+  for (const a of answers) if (a !== null) votes[normaliseAnswer(a)] = (votes[normaliseAnswer(a)] ?? 0) + 1;
+  const present = answers.map((a, i) => ({ a, i })).filter((x): x is { a: string; i: number } => x.a !== null);
+  if (present.length === 0) return { votes, winnerIndex: -1, answer: '', winnerVotes: 0, consistency: 0 };
+  if (present.length === 1) {
+    return { votes, winnerIndex: present[0].i, answer: present[0].a, winnerVotes: 1, consistency: 1 / answers.length };
+  }
+  let best = present[0];
+  let bestScore = -1;
+  for (const x of present) {
+    let sum = 0;
+    for (const y of present) if (y.i !== x.i) sum += tokenF1(x.a, y.a);
+    const mean = sum / (answers.length - 1);
+    if (mean > bestScore) {
+      best = x;
+      bestScore = mean;
+    }
+  }
+  return { votes, winnerIndex: best.i, answer: best.a, winnerVotes: votes[normaliseAnswer(best.a)], consistency: bestScore };
+}

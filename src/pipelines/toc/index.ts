@@ -1,0 +1,356 @@
+/**
+ * Tree of Clarifications (Kim et al., EMNLP 2023; METHODS.md § ToC).
+ *
+ * 1. RAC: for a node's question, retrieve a pool, rerank, keep `nPassages`; prompt with kNN demos
+ *    and the passages; parse DQ/DA pairs.
+ * 2. Breadth-first tree search from the ambiguous question; each new unique pair is a child.
+ * 3. Self-verification: each new child is checked (True/False) against one evidence passage;
+ *    only kept children count as valid and are expanded further.
+ * 4. Un-pruning when too few valid nodes remain, then one answer call with ≤ `answerNodes` valid
+ *    pairs in BFS order and passages that cover their answers.
+ *
+ * Choices where METHODS.md is silent are marked "CHOICE" and listed in docs/pipelines.md.
+ */
+import type { Example } from '../../datasets/types';
+import type { Passage, Reranker, ScoredPassage } from '../../retrieval/types';
+import { TraceRecorder } from '../../trace/recorder';
+import type { TocDecisions, TocNode } from '../../trace/types';
+import { passageHasAnswer } from '../common/answers';
+import { checkAborted, requireRetriever, selectDemos } from '../common/context';
+import { callLlm, DEMO_STOPS } from '../common/llm';
+import { CachingEmbedder, chooseReranker, retrieveAndRerank, uniquePassages } from '../common/retrieval';
+import { normaliseAnswer, normaliseQuestion } from '../common/text';
+import { parseDisambiguations, parseLongAnswer, parseVerdict } from '../parsing';
+import type { Pipeline, PipelineContext, PipelineOutput } from '../types';
+import type { TocOptions } from './options';
+import { answerPrompt, racPrompt, verifyPrompt } from './prompts';
+
+/** A node that counts: not the root, not a duplicate, not skipped, not (currently) pruned. */
+export function isValidNode(n: TocNode): boolean {
+  return n.id !== 0 && !n.pruned && n.duplicateOf === undefined && n.skipped === undefined;
+}
+
+/**
+ * ToC's dedup (released code `check_unique`): a pair duplicates an earlier node when the
+ * questions are equal and the earlier answer is contained in the new one. CHOICE: compared
+ * after normalisation, and against every earlier node (pruned ones too), so a pruned pair that
+ * comes back is not verified a second time.
+ */
+export function findDuplicate(nodes: TocNode[], pair: { question: string; answer: string }): TocNode | undefined {
+  const q = normaliseQuestion(pair.question);
+  const a = normaliseAnswer(pair.answer);
+  return nodes.find(
+    (n) =>
+      n.id !== 0 &&
+      n.duplicateOf === undefined &&
+      normaliseQuestion(n.question) === q &&
+      a.includes(normaliseAnswer(n.answer ?? '')),
+  );
+}
+
+export class TocPipeline implements Pipeline {
+  readonly name = 'toc' as const;
+
+  constructor(readonly options: TocOptions) {}
+
+  async answer(example: Example, ctx: PipelineContext): Promise<PipelineOutput> {
+    const o = this.options;
+    requireRetriever(ctx, this.name);
+    const rec = new TraceRecorder(this.name, example, ctx.llm);
+    rec.options = { ...o };
+    const embedder = ctx.embedder ? new CachingEmbedder(ctx.embedder) : null;
+    const reranker = chooseReranker(ctx, o.reranker, embedder);
+    if (o.reranker !== 'none' && !reranker) {
+      rec.warn('toc.rerank', 'no reranker and no embedder in the context', 'retriever order');
+    }
+    const sampling = { topP: o.topP, ...(o.seed !== undefined ? { seed: o.seed } : {}) };
+
+    const root: TocNode = {
+      id: 0,
+      parentId: null,
+      depth: 0,
+      question: example.question,
+      answer: null,
+      bfsOrder: 0,
+      expanded: false,
+      verdict: null,
+      pruned: false,
+      unpruned: false,
+    };
+    const nodes: TocNode[] = [root];
+    /** Passages shown in RAC prompts so far, in order: the evidence candidates. */
+    let shown: Passage[] = [];
+    let rootPool: ScoredPassage[] | null = null;
+    const queue: number[] = [0];
+    const expansions: TocDecisions['expansions'] = [];
+    let failures = 0;
+    let expansionCount = 0;
+    let depthLimited = false;
+    let stopReason: TocDecisions['stopReason'];
+    const validCount = () => nodes.filter(isValidNode).length;
+    const treeAnswers = () => nodes.filter((n) => n.answer !== null).map((n) => n.answer!);
+    const demoFilter = () =>
+      o.dropOverlappingDemos ? { excludeAnswers: treeAnswers(), overlapF1: o.demoOverlapF1 } : undefined;
+
+    for (;;) {
+      checkAborted(ctx);
+      if (validCount() >= o.maxNodes) {
+        stopReason = 'max-nodes';
+        break;
+      }
+      if (failures >= o.maxTrials) {
+        stopReason = 'max-trials';
+        break;
+      }
+      if (expansionCount >= o.maxExpansions) {
+        stopReason = 'max-expansions';
+        break;
+      }
+      if (queue.length === 0) {
+        stopReason = depthLimited ? 'max-depth' : 'queue-empty';
+        break;
+      }
+      // One RAC call now and the final answer later must both fit the budget.
+      if (rec.callCount + 2 > o.maxLlmCalls) {
+        stopReason = 'max-calls';
+        break;
+      }
+      const node = nodes[queue.shift()!];
+      node.expanded = true;
+      expansionCount += 1;
+
+      // RAC step 1: passages for this node's question.
+      let kept: ScoredPassage[];
+      if (node.id === 0 || o.retrievePerNode) {
+        const r = await retrieveAndRerank(rec, ctx, {
+          purpose: node.id === 0 ? 'toc.rac.retrieve.root' : 'toc.rac.retrieve',
+          query: node.question,
+          poolSize: o.poolSize,
+          keep: o.nPassages,
+          reranker,
+        });
+        if (node.id === 0) rootPool = r.pool;
+        kept = r.kept;
+      } else {
+        kept = await this.rerankRootPool(rec, rootPool ?? [], node.question, reranker, ctx.retriever!.name);
+      }
+      const passages = kept.map((k) => k.passage);
+      shown = uniquePassages([...shown, ...passages]);
+
+      // RAC step 2: clarify.
+      const demos = await selectDemos(rec, ctx, this.name, example, o.nShots, 'toc.rac.demos', demoFilter());
+      const { texts, callIndex } = await callLlm(rec, ctx, {
+        purpose: 'toc.rac',
+        prompt: racPrompt(demos, node.question, passages),
+        temperature: o.expansionTemperature,
+        maxTokens: o.expansionMaxTokens,
+        stop: DEMO_STOPS,
+        ...sampling,
+      });
+      const parsed = parseDisambiguations(texts[0]);
+      if (parsed.pairs.length === 0) {
+        rec.parseFailure('toc.rac', `no DQ/DA pairs (${parsed.problems.join('; ') || 'empty reply'})`, texts[0], 'expansion counted as failed');
+      }
+
+      // Children, dedup, self-verification.
+      let newValid = 0;
+      let reason: string | undefined;
+      const children: TocNode[] = [];
+      for (const pair of parsed.pairs) {
+        const child: TocNode = {
+          id: nodes.length,
+          parentId: node.id,
+          depth: node.depth + 1,
+          question: pair.question,
+          answer: pair.answer,
+          bfsOrder: nodes.length,
+          expanded: false,
+          verdict: null,
+          pruned: false,
+          unpruned: false,
+          createdByCallIndex: callIndex,
+        };
+        children.push(child);
+        const dup = findDuplicate(nodes, pair);
+        if (dup) {
+          child.duplicateOf = dup.id;
+          nodes.push(child);
+          continue;
+        }
+        if (validCount() >= o.maxNodes) {
+          // CHOICE: stop verifying once the cap is reached; the rest of the batch would be cut anyway.
+          child.skipped = 'max-nodes';
+          nodes.push(child);
+          continue;
+        }
+        if (o.pruning) {
+          if (rec.callCount + 2 > o.maxLlmCalls) {
+            child.skipped = 'max-calls';
+            nodes.push(child);
+            reason = 'call budget reached before verification';
+            continue;
+          }
+          const evidence = await this.pickEvidence(shown, child, reranker);
+          if (evidence) {
+            child.evidencePassageId = evidence.id;
+            child.evidenceHasAnswer = passageHasAnswer(evidence, child.answer!);
+          }
+          const v = await callLlm(rec, ctx, {
+            purpose: 'toc.verify',
+            prompt: verifyPrompt(example.question, child.answer!, evidence),
+            temperature: o.verifyTemperature,
+            maxTokens: o.verifyMaxTokens,
+            ...sampling,
+          });
+          child.verifyCallIndex = v.callIndex;
+          let verdict = parseVerdict(v.texts[0]);
+          if (verdict === null) {
+            // The released code keeps a node only when "True" appears; same fallback, but counted.
+            rec.parseFailure('toc.verify', 'no True/False in the verdict', v.texts[0], 'False (pruned)');
+            verdict = false;
+          }
+          child.verdict = verdict;
+          child.pruned = !verdict;
+        }
+        nodes.push(child);
+        if (isValidNode(child)) {
+          newValid += 1;
+          if (child.depth < o.maxDepth) queue.push(child.id);
+          else depthLimited = true;
+        }
+      }
+      if (newValid === 0 && reason === undefined) {
+        const count = (f: (n: TocNode) => boolean) => children.filter(f).length;
+        reason =
+          children.length === 0
+            ? 'no pairs parsed'
+            : `${count((n) => n.duplicateOf !== undefined)} duplicate, ${count((n) => n.pruned)} pruned, ` +
+              `${count((n) => n.skipped !== undefined)} skipped`;
+      }
+      expansions.push({
+        nodeId: node.id,
+        llmCallIndex: callIndex,
+        newChildren: newValid,
+        failed: newValid === 0,
+        ...(reason !== undefined ? { reason } : {}),
+      });
+      failures = newValid === 0 ? failures + 1 : 0;
+    }
+
+    // Un-pruning: restore pruned nodes nearest the root first until enough remain.
+    const unprunedNodeIds: number[] = [];
+    if (o.pruning && validCount() < o.minValidNodes) {
+      const candidates = nodes
+        .filter((n) => n.pruned && n.verdict === false && n.duplicateOf === undefined && n.skipped === undefined)
+        .sort((a, b) => a.depth - b.depth || a.bfsOrder - b.bfsOrder);
+      for (const n of candidates) {
+        if (validCount() >= o.minValidNodes) break;
+        n.pruned = false;
+        n.unpruned = true;
+        unprunedNodeIds.push(n.id);
+      }
+    }
+
+    // Answer generation.
+    checkAborted(ctx);
+    const valid = nodes.filter(isValidNode).sort((a, b) => a.bfsOrder - b.bfsOrder);
+    const answerNodes = valid.slice(0, o.answerNodes);
+    const pairs = answerNodes.map((n) => ({ question: n.question, answer: n.answer! }));
+    const answerPassages = await this.answerPassages(rec, shown, pairs, example.question, reranker);
+    const demos = await selectDemos(rec, ctx, this.name, example, o.nShots, 'toc.answer.demos', demoFilter());
+    const { texts } = await callLlm(rec, ctx, {
+      purpose: 'toc.answer',
+      prompt: answerPrompt(demos, example.question, pairs, answerPassages),
+      temperature: o.answerTemperature,
+      maxTokens: o.maxTokens,
+      stop: DEMO_STOPS,
+      ...sampling,
+    });
+    let output = parseLongAnswer(texts[0]).text;
+    if (output === '') {
+      const fallback = pairs.map((p) => `${p.question.replace(/\?$/, '')}? ${p.answer}.`).join(' ');
+      rec.parseFailure('toc.answer', 'empty long answer', texts[0], 'the valid DQ/DA pairs as sentences');
+      output = fallback;
+    }
+
+    const decisions: TocDecisions = {
+      kind: 'toc',
+      nodes,
+      expansions,
+      stopReason,
+      validNodeIds: answerNodes.map((n) => n.id),
+      answerPassageIds: answerPassages.map((p) => p.id),
+      unprunedNodeIds,
+      failedTrials: failures,
+    };
+    const trace = rec.finish(decisions, output);
+    return { output, trace };
+  }
+
+  /** The released code's variant: rerank the root's pool for a child's question (no new retrieval). */
+  private async rerankRootPool(
+    rec: TraceRecorder,
+    pool: ScoredPassage[],
+    question: string,
+    reranker: Reranker | null,
+    retrieverName: string,
+  ): Promise<ScoredPassage[]> {
+    const n = this.options.nPassages;
+    if (!reranker) return pool.slice(0, n);
+    const kept = await reranker.rerank(question, pool, n);
+    rec.recordRetrieval('toc.rac.rerank-root-pool', retrieverName, question, n, kept, reranker.name);
+    return kept;
+  }
+
+  /**
+   * Evidence for a child: the passages shown so far that contain its answer (all of them when
+   * none does), reranked against the child's question; the best one.
+   */
+  private async pickEvidence(shown: Passage[], child: TocNode, reranker: Reranker | null): Promise<Passage | null> {
+    if (shown.length === 0) return null;
+    const withAnswer = shown.filter((p) => passageHasAnswer(p, child.answer ?? ''));
+    const candidates = withAnswer.length > 0 ? withAnswer : shown;
+    if (!reranker || candidates.length === 1) return candidates[0];
+    const best = await reranker.rerank(
+      child.question,
+      candidates.map((passage, rank) => ({ passage, score: 0, rank })),
+      1,
+    );
+    return best[0]?.passage ?? candidates[0];
+  }
+
+  /**
+   * Passages for the answer prompt: first one answer-containing passage per valid pair (BFS
+   * order, no repeats), then — CHOICE — the remaining slots filled with the best of the other
+   * shown passages by the reranker, so covering passages are never displaced; finally all of
+   * them ordered by the reranker against the ambiguous question.
+   */
+  private async answerPassages(
+    rec: TraceRecorder,
+    shown: Passage[],
+    pairs: Array<{ question: string; answer: string }>,
+    question: string,
+    reranker: Reranker | null,
+  ): Promise<Passage[]> {
+    const n = this.options.nPassages;
+    const covering: Passage[] = [];
+    for (const pair of pairs) {
+      if (covering.length >= n) break;
+      const p = shown.find((s) => !covering.includes(s) && passageHasAnswer(s, pair.answer));
+      if (p) covering.push(p);
+    }
+    const rest = shown.filter((p) => !covering.includes(p));
+    const toScored = (ps: Passage[]) => ps.map((passage, rank) => ({ passage, score: 0, rank }));
+    let chosen: ScoredPassage[];
+    if (reranker) {
+      const fill = covering.length < n ? await reranker.rerank(question, toScored(rest), n - covering.length) : [];
+      const picked = [...covering, ...fill.map((f) => f.passage)];
+      chosen = await reranker.rerank(question, toScored(picked), picked.length);
+    } else {
+      chosen = toScored([...covering, ...rest].slice(0, n));
+    }
+    rec.recordRetrieval('toc.answer.passages', 'toc-tree', question, n, chosen, reranker?.name);
+    return chosen.map((c) => c.passage);
+  }
+}
+

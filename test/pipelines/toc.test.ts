@@ -1,0 +1,268 @@
+import { describe, expect, it } from 'vitest';
+import { TocPipeline } from '../../src/pipelines/toc';
+import { tocOptionsSchema, type TocOptions } from '../../src/pipelines/toc/options';
+import type { PipelineContext } from '../../src/pipelines/types';
+import type { TocDecisions } from '../../src/trace/types';
+import { AmbiqaError } from '../../src/errors';
+import {
+  asqaExample,
+  FakeEmbedder,
+  FakeRetriever,
+  fixedDemos,
+  lastField,
+  passage,
+  promptOf,
+  scriptedLlm,
+  type Responder,
+} from './fakes';
+
+const corpus = [
+  passage('p1', 'Weasley family', 'The Weasley brothers are Bill, Charlie, Percy, Fred, George and Ron.'),
+  passage('p2', 'Rupert Grint', 'Rupert Grint played Ron Weasley in the Harry Potter films.'),
+  passage('p3', 'James Phelps', 'James Phelps played Fred Weasley; his twin Oliver Phelps played George.'),
+  passage('p4', 'Chris Rankin', 'Chris Rankin played Percy Weasley in the Harry Potter films.'),
+  passage('p5', 'Domhnall Gleeson', 'Domhnall Gleeson played Bill Weasley in the later Harry Potter films.'),
+];
+const AQ = 'Who played the Weasley brothers in Harry Potter?';
+
+function options(overrides: Partial<TocOptions> = {}): TocOptions {
+  return tocOptionsSchema.parse({ nShots: 1, poolSize: 5, nPassages: 2, reranker: 'none', ...overrides });
+}
+
+/** A RAC responder that invents `perExpansion` fresh pairs for every question it is asked. */
+function freshPairs(perExpansion: number, answerOf: (k: number) => string = (k) => `Answer ${k}`): Responder {
+  let k = 0;
+  return (request) => {
+    const q = lastField(request, 'Question');
+    const lines: string[] = [];
+    for (let i = 1; i <= perExpansion; i++) {
+      k += 1;
+      lines.push(`DQ ${i}: ${q.replace(/\?$/, '')} variant ${k}?`, `DA ${i}: ${answerOf(k)}`);
+    }
+    lines.push('Answer: A long answer.');
+    return lines.join('\n');
+  };
+}
+
+function ctxWith(routes: Record<string, Responder | string>, extra: Partial<PipelineContext> = {}) {
+  const { llm, provider } = scriptedLlm({ 'toc.answer': 'Answer: The brothers were played by several actors.', ...routes });
+  const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), demos: fixedDemos(), ...extra };
+  return { ctx, provider };
+}
+
+async function run(opts: TocOptions, routes: Record<string, Responder | string>, extra: Partial<PipelineContext> = {}) {
+  const { ctx, provider } = ctxWith(routes, extra);
+  const out = await new TocPipeline(opts).answer(asqaExample('q1', AQ), ctx);
+  return { out, d: out.trace.decisions as TocDecisions, provider };
+}
+
+describe('ToC tree search', () => {
+  it('expands in breadth-first order and never exceeds maxDepth', async () => {
+    for (const maxDepth of [1, 2, 3]) {
+      const { d } = await run(options({ pruning: false, maxNodes: 100, maxDepth, maxLlmCalls: 1000, maxExpansions: 100 }), {
+        'toc.rac': freshPairs(2),
+      });
+      const expanded = d.expansions.map((e) => e.nodeId);
+      // BFS: node ids are created level by level, so expansions visit them in increasing order.
+      expect(expanded).toEqual([...expanded].sort((a, b) => a - b));
+      const depthOf = new Map(d.nodes.map((n) => [n.id, n.depth]));
+      const depths = expanded.map((id) => depthOf.get(id)!);
+      expect(depths).toEqual([...depths].sort((a, b) => a - b));
+      expect(Math.max(...d.nodes.map((n) => n.depth))).toBe(maxDepth);
+      // A full binary tree of depth maxDepth: 2 + 4 + … nodes, and every node above maxDepth expanded.
+      expect(d.nodes.length).toBe(2 ** (maxDepth + 1) - 1);
+      expect(d.nodes.filter((n) => n.expanded).every((n) => n.depth < maxDepth)).toBe(true);
+      expect(d.stopReason).toBe('max-depth');
+    }
+  });
+
+  it('stops at maxNodes valid nodes', async () => {
+    const { d, out } = await run(options({ pruning: false, maxNodes: 3 }), { 'toc.rac': freshPairs(2) });
+    expect(d.stopReason).toBe('max-nodes');
+    expect(d.validNodeIds).toEqual([1, 2, 3]);
+    expect(d.nodes.find((n) => n.id === 4)?.skipped).toBe('max-nodes');
+    expect(d.expansions.map((e) => e.nodeId)).toEqual([0, 1]);
+    // The answer prompt lists exactly the three valid pairs.
+    const answerCall = out.trace.llmCalls.find((c) => c.purpose === 'toc.answer')!;
+    expect(answerCall.messages[0].content).toContain('DQ 3:');
+    expect(answerCall.messages[0].content).not.toContain('DQ 4:');
+  });
+
+  it('stops after maxTrials consecutive failed expansions and counts the parse failures', async () => {
+    let calls = 0;
+    const rac: Responder = (request) => {
+      calls += 1;
+      if (calls === 1) return freshPairs(5)(request, 0);
+      return 'I am not sure what you mean.';
+    };
+    const { d, out } = await run(options({ pruning: false, maxTrials: 3 }), { 'toc.rac': rac });
+    expect(d.stopReason).toBe('max-trials');
+    expect(d.expansions.map((e) => e.failed)).toEqual([false, true, true, true]);
+    expect(out.trace.parseFailures.filter((f) => f.purpose === 'toc.rac')).toHaveLength(3);
+    expect(out.trace.summary.parseFailures).toBe(3);
+    expect(d.failedTrials).toBe(3);
+  });
+
+  it('a successful expansion resets the failed-trial count', async () => {
+    const script = ['pairs', 'fail', 'fail', 'pairs', 'fail', 'fail', 'fail'];
+    let i = 0;
+    const make = freshPairs(4);
+    const rac: Responder = (request) => (script[i++] === 'pairs' ? make(request, 0) : 'no idea');
+    const { d } = await run(options({ pruning: false, maxTrials: 3, maxNodes: 100 }), { 'toc.rac': rac });
+    expect(d.expansions.map((e) => e.failed)).toEqual([false, true, true, false, true, true, true]);
+    expect(d.stopReason).toBe('max-trials');
+  });
+
+  it('stops at maxExpansions', async () => {
+    const { d } = await run(options({ pruning: false, maxNodes: 100, maxDepth: 10, maxExpansions: 4, maxLlmCalls: 1000 }), {
+      'toc.rac': freshPairs(1),
+    });
+    expect(d.expansions).toHaveLength(4);
+    expect(d.stopReason).toBe('max-expansions');
+  });
+
+  it('prunes nodes judged False and keeps those judged True', async () => {
+    const verify: Responder = (request) => (lastField(request, 'Proposed answer').includes('wrong') ? 'False' : 'True.');
+    const { d, out } = await run(options({ maxNodes: 4, minValidNodes: 0 }), {
+      'toc.rac': freshPairs(2, (k) => (k % 2 === 0 ? `wrong ${k}` : `Right ${k}`)),
+      'toc.verify': verify,
+    });
+    const kids = d.nodes.filter((n) => n.id !== 0 && n.skipped === undefined);
+    for (const n of kids) {
+      expect(n.verdict).toBe(!n.answer!.includes('wrong'));
+      expect(n.pruned).toBe(n.answer!.includes('wrong'));
+    }
+    // Pruned nodes are never expanded and never reach the answer prompt.
+    const pruned = new Set(d.nodes.filter((n) => n.pruned).map((n) => n.id));
+    expect(pruned.size).toBeGreaterThan(0);
+    expect(d.expansions.some((e) => pruned.has(e.nodeId))).toBe(false);
+    expect(d.validNodeIds.some((id) => pruned.has(id))).toBe(false);
+    const answerPrompt = out.trace.llmCalls.at(-1)!.messages[0].content;
+    expect(answerPrompt).not.toContain('wrong');
+    expect(out.trace.llmCalls.filter((c) => c.purpose === 'toc.verify')).toHaveLength(kids.length);
+  });
+
+  it('un-prunes nearest the root first when too few nodes remain', async () => {
+    // Root → A (kept), B (pruned); A → C, D (pruned). With minValidNodes 3: restore B, then C.
+    const rac: Responder = (request) => {
+      const q = lastField(request, 'Question');
+      if (q === AQ) return 'DQ 1: Who played Ron?\nDA 1: Rupert Grint\nDQ 2: Who played Percy?\nDA 2: Chris Rankin';
+      if (q === 'Who played Ron?') return 'DQ 1: Who played Ron as a child?\nDA 1: Rupert Grint Jr\nDQ 2: Who played Ron on stage?\nDA 2: Paul Thornley';
+      return 'nothing';
+    };
+    const verify: Responder = (request) => (lastField(request, 'Proposed answer') === 'Rupert Grint' ? 'True' : 'False');
+    const { d } = await run(options({ maxNodes: 10, minValidNodes: 3, maxTrials: 1 }), { 'toc.rac': rac, 'toc.verify': verify });
+    const byQ = new Map(d.nodes.map((n) => [n.question, n]));
+    expect(d.unprunedNodeIds).toEqual([byQ.get('Who played Percy?')!.id, byQ.get('Who played Ron as a child?')!.id]);
+    expect(byQ.get('Who played Ron on stage?')!.pruned).toBe(true);
+    expect(byQ.get('Who played Percy?')!.unpruned).toBe(true);
+    expect(byQ.get('Who played Percy?')!.verdict).toBe(false);
+    expect(d.validNodeIds).toEqual([1, 2, 3]);
+  });
+
+  it('drops duplicate pairs without verifying them again', async () => {
+    const rac = 'DQ 1: Who played Ron?\nDA 1: Rupert Grint\nDQ 2: who played ron\nDA 2: Rupert Grint (actor)';
+    const { d, out } = await run(options({ maxTrials: 2 }), { 'toc.rac': rac, 'toc.verify': 'True' });
+    expect(d.nodes[2].duplicateOf).toBe(1);
+    expect(out.trace.llmCalls.filter((c) => c.purpose === 'toc.verify')).toHaveLength(1);
+    // The second expansion (of node 1) yields only duplicates: a failed expansion.
+    expect(d.expansions[1]).toMatchObject({ nodeId: 1, failed: true });
+  });
+
+  it('picks as evidence the best passage containing the answer, else the best overall', async () => {
+    const rac = 'DQ 1: Who played Percy Weasley?\nDA 1: Chris Rankin\nDQ 2: Who played the oldest brother?\nDA 2: Nobody Known';
+    const { d, out } = await run(options({ nPassages: 5, maxTrials: 1 }), { 'toc.rac': rac, 'toc.verify': 'True' });
+    expect(d.nodes[1].evidencePassageId).toBe('p4');
+    expect(d.nodes[1].evidenceHasAnswer).toBe(true);
+    // No shown passage contains "Nobody Known": the best passage overall (top-ranked, no reranker).
+    expect(d.nodes[2].evidenceHasAnswer).toBe(false);
+    expect(d.nodes[2].evidencePassageId).toBe(out.trace.retrievals[0].hits[0].id);
+  });
+
+  it('with an embedder, evidence is reranked against the DQ among answer-containing passages', async () => {
+    const rac = 'DQ 1: Which Phelps twin played Fred Weasley?\nDA 1: Weasley';
+    const { d } = await run(options({ nPassages: 5, maxTrials: 1, reranker: 'embedder' }), { 'toc.rac': rac, 'toc.verify': 'True' }, {
+      embedder: new FakeEmbedder(),
+    });
+    // Every passage contains "Weasley"; the one about Fred is the closest to the DQ.
+    expect(d.nodes[1].evidencePassageId).toBe('p3');
+  });
+
+  it('answer passages cover the valid nodes first', async () => {
+    const rac = 'DQ 1: Who played Bill?\nDA 1: Domhnall Gleeson\nDQ 2: Who played Percy?\nDA 2: Chris Rankin';
+    const { d } = await run(options({ nPassages: 2, poolSize: 5, maxTrials: 1, retrievePerNode: true }), {
+      'toc.rac': rac,
+      'toc.verify': 'True',
+    }, {
+      // A retriever whose top-2 for the root are p1/p2 and, for the children, the covering passages.
+      retriever: new FakeRetriever(corpus),
+    });
+    expect(d.answerPassageIds.slice().sort()).toEqual(['p4', 'p5']);
+  });
+
+  it('stays under 20 LLM calls with the default options', async () => {
+    const scenarios: Array<Record<string, Responder | string>> = [
+      { 'toc.rac': freshPairs(3), 'toc.verify': 'True' },
+      { 'toc.rac': freshPairs(5), 'toc.verify': (r) => (/[02468]$/.test(lastField(r, 'Proposed answer')) ? 'True' : 'False') },
+      { 'toc.rac': freshPairs(5), 'toc.verify': 'False' },
+      { 'toc.rac': freshPairs(1), 'toc.verify': 'True' },
+    ];
+    for (const routes of scenarios) {
+      const { out, d } = await run(tocOptionsSchema.parse({ nShots: 1 }), routes);
+      expect(out.trace.summary.llmCalls).toBeLessThan(20);
+      expect(out.trace.llmCalls.at(-1)!.purpose).toBe('toc.answer');
+      expect(d.nodes.length).toBeGreaterThan(1);
+    }
+  });
+
+  it('uses the paper temperatures: 0.7 for expansions, 0 for the answer and verification', async () => {
+    const { out } = await run(options({ maxTrials: 1 }), { 'toc.rac': freshPairs(1), 'toc.verify': 'True' });
+    const t = (purpose: string) => out.trace.llmCalls.filter((c) => c.purpose === purpose).map((c) => c.params.temperature);
+    expect(new Set(t('toc.rac'))).toEqual(new Set([0.7]));
+    expect(t('toc.verify').length).toBeGreaterThan(0);
+    expect(new Set(t('toc.verify'))).toEqual(new Set([0]));
+    expect(t('toc.answer')).toEqual([0]);
+    expect(out.trace.llmCalls.at(-1)!.params.maxTokens).toBe(300);
+  });
+
+  it('an unreadable verdict is a counted parse failure that prunes the node', async () => {
+    const { d, out } = await run(options({ maxTrials: 1, minValidNodes: 0 }), {
+      'toc.rac': freshPairs(1),
+      'toc.verify': 'Hmm, hard to say.',
+    });
+    expect(d.nodes[1]).toMatchObject({ verdict: false, pruned: true });
+    expect(out.trace.parseFailures).toEqual([
+      expect.objectContaining({ purpose: 'toc.verify', fallback: 'False (pruned)' }),
+    ]);
+  });
+
+  it('an empty retrieval is a recorded warning, and the question is still answered', async () => {
+    const { out } = await run(options({ maxTrials: 1 }), { 'toc.rac': freshPairs(1), 'toc.verify': 'True' }, {
+      retriever: new FakeRetriever([]),
+    });
+    expect(out.trace.warnings?.some((w) => /no passages/.test(w.message))).toBe(true);
+    expect(out.output).toContain('several actors');
+    expect(promptOf({ messages: out.trace.llmCalls[0].messages } as never)).toContain('(no passages found)');
+  });
+
+  it('without a demo pool and nShots > 0 it fails before any LLM call', async () => {
+    const { ctx, provider } = ctxWith({ 'toc.rac': freshPairs(1) }, { demos: undefined });
+    await expect(new TocPipeline(options()).answer(asqaExample('q', AQ), ctx)).rejects.toThrow(AmbiqaError);
+    expect(provider.received).toHaveLength(0);
+  });
+
+  it('without a retriever it fails with a clear error', async () => {
+    const { ctx } = ctxWith({}, { retriever: undefined });
+    await expect(new TocPipeline(options()).answer(asqaExample('q', AQ), ctx)).rejects.toThrow(/needs a retriever/);
+  });
+
+  it('drops demos whose answers overlap the answers already in the tree', async () => {
+    // The tree finds "Leonard Cohen", the answer of demo d1; d1 must leave the later prompts.
+    const rac = 'DQ 1: Who wrote it in 1984?\nDA 1: Leonard Cohen';
+    const { out } = await run(options({ nShots: 3, maxTrials: 1 }), { 'toc.rac': rac, 'toc.verify': 'True' });
+    const first = out.trace.llmCalls[0].messages[0].content;
+    const last = out.trace.llmCalls.at(-1)!.messages[0].content;
+    expect(first).toContain('Who wrote the song Hallelujah?');
+    expect(last).not.toContain('Who wrote the song Hallelujah?');
+  });
+});
