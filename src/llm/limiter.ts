@@ -1,3 +1,4 @@
+import { APIConnectionError, APIConnectionTimeoutError, APIUserAbortError } from 'openai';
 import { LlmRequestError, isRetryableKind, type LlmErrorKind } from './errors';
 
 /**
@@ -196,19 +197,24 @@ export function classifyError(error: unknown): Classified {
       ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}),
     };
   }
+  // The openai package's errors all have name "Error"; tell them apart by class.
+  if (error instanceof APIUserAbortError) return { kind: 'aborted', retryable: false };
+  if (error instanceof APIConnectionTimeoutError) return { kind: 'timeout', retryable: true };
   const e = error as { name?: string; status?: unknown; headers?: unknown } | null;
   if (e && typeof e === 'object') {
-    if (e.name === 'APIUserAbortError' || e.name === 'AbortError') return { kind: 'aborted', retryable: false };
-    if (e.name === 'APIConnectionTimeoutError' || e.name === 'TimeoutError') return { kind: 'timeout', retryable: true };
+    if (e.name === 'AbortError') return { kind: 'aborted', retryable: false };
+    if (e.name === 'TimeoutError') return { kind: 'timeout', retryable: true };
+    // Any HTTP error that carries its status (openai's APIError and look-alikes).
     if (typeof e.status === 'number') {
       const retryAfterMs = parseRetryAfter(e.headers);
       return { ...classifyStatus(e.status), status: e.status, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
     }
-    if (e.name === 'APIConnectionError') return { kind: 'connection', retryable: true };
   }
   const code = errorCode(error);
-  if (code && RETRYABLE_CODES.has(code)) return { kind: 'connection', retryable: true };
   if (code === 'ENOTFOUND') return { kind: 'connection', retryable: false };
+  if (code && RETRYABLE_CODES.has(code)) return { kind: 'connection', retryable: true };
+  // openai wraps socket failures; without a code it is still a connection problem.
+  if (error instanceof APIConnectionError) return { kind: 'connection', retryable: true };
   return { kind: 'other', retryable: false };
 }
 

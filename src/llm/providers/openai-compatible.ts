@@ -1,4 +1,4 @@
-import OpenAI from 'openai';
+import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIUserAbortError } from 'openai';
 import { AmbiqaError } from '../../errors';
 import { LlmRequestError, redactSecrets, safeUrl } from '../errors';
 import { classifyStatus, errorCode, parseRetryAfter } from '../limiter';
@@ -125,12 +125,12 @@ export class OpenAICompatibleProvider implements LanguageModelProvider {
     const url = safeUrl(this.baseUrl);
     const scrub = (s: string) => redactSecrets(s, [this.#apiKey]);
     // Aborts are the limiter's (timeout) or the caller's business; pass them through untouched.
-    if (e?.name === 'APIUserAbortError' || e?.name === 'AbortError') return error;
-    if (e?.name === 'APIConnectionTimeoutError') {
+    if (error instanceof APIUserAbortError || e?.name === 'AbortError') return error;
+    if (error instanceof APIConnectionTimeoutError) {
       return new LlmRequestError(`the server at ${url} did not answer in time`, { kind: 'timeout' });
     }
-    if (e?.name === 'APIConnectionError') {
-      const code = errorCode(e) ?? errorCode((e as { cause?: unknown }).cause);
+    if (error instanceof APIConnectionError) {
+      const code = errorCode(error);
       return new LlmRequestError(
         `cannot reach the OpenAI-compatible server at ${url}${code ? ` (${code})` : ''}`,
         {
