@@ -29,10 +29,11 @@ export interface Bm25Params {
   b: number;
   /** Drop English stop words. */
   stopWords: boolean;
+  /** Default `porter`: on ASQA dev it raised AC@5 by 1.7 points over no stemming (docs/retrieval.md). */
   stemmer: StemmerName;
 }
 
-export const DEFAULT_BM25: Bm25Params = { k1: 0.9, b: 0.4, stopWords: true, stemmer: 'none' };
+export const DEFAULT_BM25: Bm25Params = { k1: 0.9, b: 0.4, stopWords: true, stemmer: 'porter' };
 
 /** Bumped whenever tokenisation or the file layout changes, so old caches are not reused. */
 const BM25_FORMAT = 1;

@@ -21,7 +21,7 @@ const bm25Schema = z.object({
   k1: z.number().positive().default(DEFAULT_BM25.k1),
   b: z.number().min(0).max(1).default(DEFAULT_BM25.b),
   stopWords: z.boolean().default(DEFAULT_BM25.stopWords),
-  stemmer: z.enum(['none', 's']).default(DEFAULT_BM25.stemmer),
+  stemmer: z.enum(['none', 's', 'porter']).default(DEFAULT_BM25.stemmer),
 });
 
 const denseSchema = z.object({

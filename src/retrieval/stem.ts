@@ -1,10 +1,13 @@
 /**
  * Stemmers for the BM25 tokeniser.
  *
- * `s` is Harman's S-stemmer (1991): it only folds English plurals (`ies`→`y`, `es`→`e`, `s`→``,
- * with the usual exceptions), which is cheap, predictable and never merges unrelated words.
+ * - `porter`: the Porter stemmer (NLTK mode) of `src/metrics/porter.ts`, the one ROUGE uses.
+ * - `s`: Harman's S-stemmer (1991), which only folds English plurals (`ies`→`y`, `es`→`e`,
+ *   `s`→``, with the usual exceptions): cheap, predictable, never merges unrelated words.
  */
-export type StemmerName = 'none' | 's';
+import { porterStem } from '../metrics/porter';
+
+export type StemmerName = 'none' | 's' | 'porter';
 
 export function sStem(word: string): string {
   const n = word.length;
@@ -23,5 +26,7 @@ export function stemmerFor(name: StemmerName): ((word: string) => string) | unde
       return undefined;
     case 's':
       return sStem;
+    case 'porter':
+      return porterStem;
   }
 }

@@ -19,7 +19,19 @@ const MARKS = /\p{M}/gu;
 
 export function makeTokenizer(options: TokenizerOptions = {}): Tokenizer {
   const stop = options.stopWords === false ? undefined : ENGLISH_STOP_WORDS;
-  const stem = stemmerFor(options.stemmer ?? 'none');
+  const stemmer = stemmerFor(options.stemmer ?? 'none');
+  // Stemming is the slow part of indexing and words repeat a lot: remember each word's stem.
+  const memo = new Map<string, string>();
+  const stem = stemmer
+    ? (word: string) => {
+        let s = memo.get(word);
+        if (s === undefined) {
+          s = stemmer(word);
+          if (memo.size < 500_000) memo.set(word, s);
+        }
+        return s;
+      }
+    : undefined;
   return (text: string) => {
     const folded = text.normalize('NFKD').replace(MARKS, '').toLowerCase();
     const out: string[] = [];
