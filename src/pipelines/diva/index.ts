@@ -1,0 +1,155 @@
+/**
+ * Diva: Diversify–Verify–Adapt (METHODS.md § Diva).
+ *
+ * 1. Retrieval diversification: the model names the ambiguity type (+ reason) and writes
+ *    pseudo-interpretations; retrieve for each, take the union, keep the passages with the
+ *    highest mean cosine similarity to all interpretations (src/retrieval/multi-query.ts).
+ * 2. Retrieval verification: per interpretation, do the passages answer it (Yes/No)? All Yes →
+ *    Useful, all No → Useless, otherwise PartialUseful.
+ * 3. Adaptive generation: Useful / PartialUseful → RAG prompt; Useless → closed-book prompt.
+ */
+import type { Example } from '../../datasets/types';
+import { MultiQueryRetriever } from '../../retrieval/multi-query';
+import type { Passage, Retriever, ScoredPassage } from '../../retrieval/types';
+import { TraceRecorder } from '../../trace/recorder';
+import type { AmbiguityType, DivaDecisions, DivaUsefulness } from '../../trace/types';
+import { checkAborted, requireEmbedder, requireRetriever, selectDemos } from '../common/context';
+import { callLlm, DEMO_STOPS } from '../common/llm';
+import { readFinalAnswer } from '../common/outputs';
+import { CachingEmbedder } from '../common/retrieval';
+import { resolveTask } from '../common/task';
+import { parseAmbiguity, parseVerdict } from '../parsing';
+import type { Pipeline, PipelineContext, PipelineOutput } from '../types';
+import type { DivaOptions } from './options';
+import { closedBookPrompt, diversifyPrompt, ragPrompt, verifyPrompt } from './prompts';
+
+/** The usefulness label from per-interpretation verdicts. */
+export function usefulness(verdicts: boolean[]): DivaUsefulness {
+  if (verdicts.length > 0 && verdicts.every(Boolean)) return 'Useful';
+  if (verdicts.every((v) => !v)) return 'Useless';
+  return 'PartialUseful';
+}
+
+/** Records every per-interpretation search of the multi-query retriever in the trace. */
+class RecordingRetriever implements Retriever {
+  constructor(
+    private readonly inner: Retriever,
+    private readonly rec: TraceRecorder,
+    private readonly purpose: string,
+  ) {}
+
+  get name(): string {
+    return this.inner.name;
+  }
+
+  async search(query: string, k: number): Promise<ScoredPassage[]> {
+    const hits = await this.inner.search(query, k);
+    this.rec.recordRetrieval(this.purpose, this.inner.name, query, k, hits);
+    return hits;
+  }
+}
+
+export class DivaPipeline implements Pipeline {
+  readonly name = 'diva' as const;
+
+  constructor(readonly options: DivaOptions) {}
+
+  async answer(example: Example, ctx: PipelineContext): Promise<PipelineOutput> {
+    const o = this.options;
+    const retriever = requireRetriever(ctx, this.name);
+    const embedder = new CachingEmbedder(requireEmbedder(ctx, this.name, 'ranking passages against the interpretations'));
+    const rec = new TraceRecorder(this.name, example, ctx.llm);
+    rec.options = { ...o };
+    const task = resolveTask(o.answerStyle, example);
+    const sampling = { topP: o.topP, ...(o.seed !== undefined ? { seed: o.seed } : {}) };
+
+    const allDemos = await selectDemos(rec, ctx, this.name, example, Math.max(o.nShots, o.diversifyShots), 'diva.demos');
+
+    // 1. Diversify: ambiguity type, reason, pseudo-interpretations.
+    const div = await callLlm(rec, ctx, {
+      purpose: 'diva.diversify',
+      prompt: diversifyPrompt(example.question, o.diversifyExample, allDemos.slice(0, o.diversifyShots)),
+      temperature: o.diversifyTemperature,
+      maxTokens: o.diversifyMaxTokens,
+      stop: ['\nQuestion:', '\n\nQuestion:'],
+      ...sampling,
+    });
+    const parsed = parseAmbiguity(div.texts[0]);
+    let ambiguityType: AmbiguityType = parsed.type ?? 'none';
+    if (parsed.type === null) {
+      rec.parseFailure('diva.diversify', parsed.problems.join('; '), div.texts[0], "ambiguity type 'none'");
+      ambiguityType = 'none';
+    }
+    let interpretations = parsed.interpretations.slice(0, o.maxInterpretations);
+    if (interpretations.length === 0) {
+      rec.parseFailure('diva.diversify', 'no interpretations', div.texts[0], 'the question itself as the only interpretation');
+      interpretations = [example.question];
+    }
+
+    // Multi-query retrieval: union of per-interpretation results, top nPassages by mean similarity.
+    const multi = new MultiQueryRetriever(new RecordingRetriever(retriever, rec, 'diva.retrieve'), embedder, {
+      perQueryK: o.perInterpretationK,
+    });
+    const selected = await multi.searchMany(interpretations, o.nPassages);
+    rec.recordRetrieval('diva.select', multi.name, interpretations.join(' | '), o.nPassages, selected, `mean-cosine:${embedder.name}`);
+    const passages: Passage[] = selected.map((s) => s.passage);
+    if (passages.length === 0) rec.warn('diva.retrieve', 'no passages for any interpretation', 'retrieval judged Useless');
+
+    // 2. Verify: does the passage set answer each interpretation?
+    const verdicts: boolean[] = [];
+    if (!o.verification) {
+      verdicts.push(...interpretations.map(() => passages.length > 0));
+    } else if (passages.length === 0) {
+      // Nothing to judge: every interpretation is unanswered without asking the model.
+      verdicts.push(...interpretations.map(() => false));
+    } else {
+      for (const interpretation of interpretations) {
+        checkAborted(ctx);
+        const v = await callLlm(rec, ctx, {
+          purpose: 'diva.verify',
+          prompt: verifyPrompt(interpretation, passages),
+          temperature: o.verifyTemperature,
+          maxTokens: o.verifyMaxTokens,
+          ...sampling,
+        });
+        let verdict = parseVerdict(v.texts[0]);
+        if (verdict === null) {
+          rec.parseFailure('diva.verify', 'no Yes/No in the verdict', v.texts[0], 'No');
+          verdict = false;
+        }
+        verdicts.push(verdict);
+      }
+    }
+    const label = usefulness(verdicts);
+
+    // 3. Adapt: RAG unless retrieval was useless.
+    const route: DivaDecisions['route'] = o.adaptive && label === 'Useless' ? 'closed-book' : 'rag';
+    const demos = allDemos.slice(0, o.nShots);
+    const gen = await callLlm(rec, ctx, {
+      purpose: route === 'rag' ? 'diva.generate.rag' : 'diva.generate.closed-book',
+      prompt:
+        route === 'rag'
+          ? ragPrompt(task, demos, example.question, interpretations, passages)
+          : closedBookPrompt(task, demos, example.question, interpretations),
+      temperature: o.temperature,
+      maxTokens: o.maxTokens,
+      stop: DEMO_STOPS,
+      ...sampling,
+    });
+    const final = readFinalAnswer(rec, task, gen.texts[0], 'diva.generate');
+
+    const decisions: DivaDecisions = {
+      kind: 'diva',
+      ambiguityType,
+      ambiguityReason: parsed.reason,
+      interpretations,
+      verdicts,
+      usefulness: label,
+      route,
+      passageIds: passages.map((p) => p.id),
+      passageScores: selected.map((s) => s.score),
+    };
+    const trace = rec.finish(decisions, final.output, final.answer);
+    return { output: final.output, ...(final.answer !== undefined ? { answer: final.answer } : {}), trace };
+  }
+}

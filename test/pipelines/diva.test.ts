@@ -1,0 +1,102 @@
+import { describe, expect, it } from 'vitest';
+import { DivaPipeline, usefulness } from '../../src/pipelines/diva';
+import { divaOptionsSchema } from '../../src/pipelines/diva/options';
+import type { PipelineContext } from '../../src/pipelines/types';
+import type { DivaDecisions } from '../../src/trace/types';
+import { asqaExample, FakeEmbedder, FakeRetriever, fixedDemos, lastField, passage, scriptedLlm, type Responder } from './fakes';
+
+const corpus = [
+  passage('w1', 'Rupert Grint', 'Rupert Grint played Ron Weasley in the Harry Potter films.'),
+  passage('w2', 'Chris Rankin', 'Chris Rankin played Percy Weasley in the Harry Potter films.'),
+  passage('w3', 'Cooking', 'A recipe for bread needs flour, water and yeast.'),
+];
+const AQ = 'Who played the Weasley brothers in Harry Potter?';
+const DIVERSIFY =
+  'Ambiguity type: **Subject**\nReason: There are several Weasley brothers.\nInterpretations:\n1. Who played Ron Weasley?\n2. Who played Percy Weasley?\n3. Who played Bill Weasley?';
+
+async function run(verify: Responder | string, options: Record<string, unknown> = {}, extra: Partial<PipelineContext> = {}) {
+  const { llm } = scriptedLlm({
+    'diva.diversify': DIVERSIFY,
+    'diva.verify': verify,
+    'diva.generate.rag': 'Ron was played by Rupert Grint and Percy by Chris Rankin.',
+    'diva.generate.closed-book': 'Several actors played the Weasley brothers.',
+  });
+  const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), embedder: new FakeEmbedder(), demos: fixedDemos(), ...extra };
+  const out = await new DivaPipeline(divaOptionsSchema.parse({ nShots: 1, nPassages: 2, ...options })).answer(asqaExample('q', AQ), ctx);
+  return { out, d: out.trace.decisions as DivaDecisions };
+}
+
+describe('Diva', () => {
+  it('labels verdicts Useful / PartialUseful / Useless', () => {
+    expect(usefulness([true, true])).toBe('Useful');
+    expect(usefulness([true, false])).toBe('PartialUseful');
+    expect(usefulness([false, false])).toBe('Useless');
+    expect(usefulness([])).toBe('Useless');
+  });
+
+  it('routes Useful retrieval to the RAG prompt', async () => {
+    const { d, out } = await run('Yes');
+    expect(d).toMatchObject({ ambiguityType: 'subject', usefulness: 'Useful', route: 'rag', verdicts: [true, true, true] });
+    expect(d.ambiguityReason).toBe('There are several Weasley brothers.');
+    expect(d.interpretations).toEqual(['Who played Ron Weasley?', 'Who played Percy Weasley?', 'Who played Bill Weasley?']);
+    const last = out.trace.llmCalls.at(-1)!;
+    expect(last.purpose).toBe('diva.generate.rag');
+    expect(last.messages[0].content).toContain('Context:');
+    expect(last.params).toMatchObject({ temperature: 0.3, maxTokens: 300 });
+    expect(out.output).toContain('Rupert Grint');
+  });
+
+  it('routes PartialUseful retrieval to the RAG prompt', async () => {
+    const { d, out } = await run((r) => (lastField(r, 'Question').includes('Bill') ? 'No.' : 'Yes, passage 1.'));
+    expect(d).toMatchObject({ usefulness: 'PartialUseful', route: 'rag', verdicts: [true, true, false] });
+    expect(out.trace.llmCalls.at(-1)!.purpose).toBe('diva.generate.rag');
+  });
+
+  it('routes Useless retrieval to the closed-book prompt', async () => {
+    const { d, out } = await run('No');
+    expect(d).toMatchObject({ usefulness: 'Useless', route: 'closed-book' });
+    const last = out.trace.llmCalls.at(-1)!;
+    expect(last.purpose).toBe('diva.generate.closed-book');
+    expect(last.messages[0].content).not.toContain('Context:');
+    expect(last.messages[0].content).not.toContain('Rupert Grint played Ron');
+  });
+
+  it('adaptive off always uses RAG', async () => {
+    const { d } = await run('No', { adaptive: false });
+    expect(d).toMatchObject({ usefulness: 'Useless', route: 'rag' });
+  });
+
+  it('retrieves per interpretation and keeps the top passages by mean similarity', async () => {
+    const { d, out } = await run('Yes');
+    const perQuery = out.trace.retrievals.filter((r) => r.purpose === 'diva.retrieve');
+    expect(perQuery.map((r) => r.query)).toEqual(d.interpretations);
+    expect(d.passageIds).toHaveLength(2);
+    expect(d.passageIds).not.toContain('w3');
+    expect(d.passageScores![0]).toBeGreaterThanOrEqual(d.passageScores![1]);
+    // One verification call per interpretation.
+    expect(out.trace.llmCalls.filter((c) => c.purpose === 'diva.verify')).toHaveLength(3);
+  });
+
+  it('an unparseable diversification falls back to the question itself, counted', async () => {
+    const { llm } = scriptedLlm({ 'diva.diversify': 'Hello!', 'diva.verify': 'yes', 'diva.generate.rag': 'An answer.' });
+    const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), embedder: new FakeEmbedder(), demos: fixedDemos() };
+    const out = await new DivaPipeline(divaOptionsSchema.parse({ nShots: 1 })).answer(asqaExample('q', AQ), ctx);
+    const d = out.trace.decisions as DivaDecisions;
+    expect(d.interpretations).toEqual([AQ]);
+    expect(d.ambiguityType).toBe('none');
+    expect(out.trace.parseFailures.map((f) => f.fallback)).toEqual(["ambiguity type 'none'", 'the question itself as the only interpretation']);
+  });
+
+  it('an empty retrieval is Useless without verification calls and goes closed-book', async () => {
+    const { d, out } = await run('Yes', {}, { retriever: new FakeRetriever([]) });
+    expect(d).toMatchObject({ usefulness: 'Useless', route: 'closed-book', passageIds: [] });
+    expect(out.trace.llmCalls.filter((c) => c.purpose === 'diva.verify')).toHaveLength(0);
+    expect(out.trace.warnings!.length).toBeGreaterThan(0);
+  });
+
+  it('an unreadable verdict counts as No and is recorded', async () => {
+    const { d, out } = await run('Perhaps.');
+    expect(d.usefulness).toBe('Useless');
+    expect(out.trace.parseFailures.filter((f) => f.purpose === 'diva.verify')).toHaveLength(3);
+  });
+});
