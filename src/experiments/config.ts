@@ -68,6 +68,8 @@ const datasetSchema = z.strictObject({
   limit: z.int().min(1).optional(),
   /** A file of few-shot demos in the same format (default: leave-one-out on the evaluation file). */
   demos: z.string().min(1).optional(),
+  /** A JSON list of example ids to keep (e.g. the 1,000 FEVER claims of the VE paper), applied before sampling. */
+  ids: z.string().min(1).optional(),
 });
 
 /** Test-only provider: replies from the config, optional latency, and a log of every provider call. */
@@ -97,6 +99,10 @@ const trackingSchema = z.strictObject({
   tags: z.record(z.string(), z.string()).default({}),
 });
 
+function typeShorthand(value: unknown): unknown {
+  return typeof value === 'string' ? { type: value } : value;
+}
+
 export const experimentFileSchema = z.strictObject({
   name: z.string().regex(runNamePattern, 'must be letters, digits, dot, dash or underscore').optional(),
   description: z.string().optional(),
@@ -106,8 +112,9 @@ export const experimentFileSchema = z.strictObject({
     options: z.record(z.string(), z.unknown()).default({}),
   }),
   llm: z.record(z.string(), z.unknown()).default({}),
-  retriever: z.record(z.string(), z.unknown()).optional(),
-  reranker: z.record(z.string(), z.unknown()).optional(),
+  /** A mapping, or a bare type name (`retriever: bm25` means `{type: bm25}`). */
+  retriever: z.preprocess(typeShorthand, z.record(z.string(), z.unknown())).optional(),
+  reranker: z.preprocess(typeShorthand, z.record(z.string(), z.unknown())).optional(),
   metrics: z.array(z.string().min(1)).min(1).optional(),
   tracking: trackingSchema.default({ experiment: 'ambiqa', enabled: true, tags: {} }),
   /** Examples answered at once. LLM concurrency is the LLM layer's own limit. */
@@ -133,6 +140,7 @@ export interface ExperimentConfig {
     seed: number;
     limit?: number;
     demos?: string;
+    ids?: string;
   };
   pipeline: { name: PipelineName; options: Record<string, unknown> };
   llm: Record<string, unknown> & { provider?: string };
@@ -262,6 +270,7 @@ export function resolveExperimentConfig(
 
   const datasetPath = resolveDataPath(file.dataset.path ?? defaultDatasetPaths[file.dataset.name]);
   const demosPath = file.dataset.demos !== undefined ? resolveDataPath(file.dataset.demos) : undefined;
+  const idsPath = file.dataset.ids !== undefined ? resolveDataPath(file.dataset.ids) : undefined;
   if (options.checkFiles !== false) {
     if (!existsSync(datasetPath)) {
       problems.push(
@@ -270,6 +279,7 @@ export function resolveExperimentConfig(
       );
     }
     if (demosPath && !existsSync(demosPath)) problems.push(`dataset.demos: file not found: ${demosPath}`);
+    if (idsPath && !existsSync(idsPath)) problems.push(`dataset.ids: file not found: ${idsPath}`);
     if (retriever?.corpus && !existsSync(retriever.corpus)) problems.push(`retriever.corpus: file not found: ${retriever.corpus}`);
   }
 
@@ -289,6 +299,7 @@ export function resolveExperimentConfig(
       seed: file.dataset.seed,
       ...(file.dataset.limit !== undefined ? { limit: file.dataset.limit } : {}),
       ...(demosPath !== undefined ? { demos: demosPath } : {}),
+      ...(idsPath !== undefined ? { ids: idsPath } : {}),
     },
     pipeline: { name: file.pipeline.name as PipelineName, options: pipelineOptions },
     llm,
@@ -344,7 +355,12 @@ export function readResolvedConfig(path: string): ExperimentConfig {
 export function configFingerprint(config: ExperimentConfig): Record<string, unknown> {
   const { name: _n, description: _d, concurrency: _c, tracking: _t, shard: _s, sweep: _w, ...rest } = config;
   const clone = structuredClone(rest) as Record<string, unknown> & ExperimentConfig;
-  clone.dataset = { ...clone.dataset, path: basename(clone.dataset.path), ...(clone.dataset.demos ? { demos: basename(clone.dataset.demos) } : {}) };
+  clone.dataset = {
+    ...clone.dataset,
+    path: basename(clone.dataset.path),
+    ...(clone.dataset.demos ? { demos: basename(clone.dataset.demos) } : {}),
+    ...(clone.dataset.ids ? { ids: basename(clone.dataset.ids) } : {}),
+  };
   if (clone.retriever?.corpus) clone.retriever = { ...clone.retriever, corpus: basename(clone.retriever.corpus) };
   if (clone.llm && typeof clone.llm === 'object') {
     const { callLog: _l, cache: _k, ...llm } = clone.llm as Record<string, unknown>;

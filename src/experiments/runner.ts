@@ -10,6 +10,7 @@ import { JsonlAppender, readJsonl, repairJsonl, writeFileAtomic, writeJsonlAtomi
 import { silentProgress, type ProgressSink, type ProgressState } from './progress';
 import type { ExampleResult, MetricAggregate, RunMetrics } from './results';
 import { readJson, runFiles, writeJson, type MlflowRecord, type RunState } from './rundir';
+import { flattenParams, redactSecrets } from '../tracking/redact';
 import { redactConfig } from './secrets';
 import { parseShard, selectShard } from './shard';
 import { countingModel, emptyLiveUsage } from './usage';
@@ -387,19 +388,7 @@ export function metricsForMlflow(m: RunMetrics): Record<string, number> {
  */
 export function configParams(config: ExperimentConfig): Record<string, ParamValue> {
   const { concurrency: _c, tracking: _t, sweep: _s, description: _d, ...rest } = config;
-  const out: Record<string, ParamValue> = {};
-  const walk = (value: unknown, prefix: string) => {
-    if (value === undefined) return;
-    if (value === null) out[prefix] = 'null';
-    else if (Array.isArray(value)) out[prefix] = JSON.stringify(value);
-    else if (typeof value === 'object') {
-      const entries = Object.entries(value as Record<string, unknown>);
-      if (entries.length === 0) out[prefix] = '{}';
-      for (const [k, v] of entries) walk(v, prefix ? `${prefix}.${k}` : k);
-    } else out[prefix] = value as ParamValue;
-  };
-  walk(rest, '');
-  return out;
+  return redactSecrets(flattenParams(rest));
 }
 
 function emptySummary(): TraceSummary {

@@ -1,24 +1,24 @@
-/**
- * Secrets never reach `config.yaml`, MLflow params or artifacts. The tracking module owns the
- * general redaction; this is the runner's view of it, applied to configs before they are written
- * anywhere.
- */
-const secretKey = /(api[_-]?key|apikey|token|secret|password|authorization|bearer)/i;
+import { isSecretKey, knownSecrets, redactText, REDACTED } from '../tracking/redact';
 
-export const REDACTED = '[redacted]';
+/**
+ * Secrets never reach `config.yaml`, MLflow params or artifacts. The tracking module decides
+ * what a secret is (secret-named keys, and known secret values such as an API key in the
+ * environment); this applies it to a whole nested config before it is written anywhere.
+ */
+export { REDACTED };
 
 export function redactConfig<T>(value: T): T {
-  return redact(value) as T;
+  return redact(value, knownSecrets()) as T;
 }
 
-function redact(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(redact);
+function redact(value: unknown, secrets: string[]): unknown {
+  if (Array.isArray(value)) return value.map((v) => redact(v, secrets));
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) {
-      out[k] = secretKey.test(k) && v !== undefined && v !== null && v !== '' ? REDACTED : redact(v);
+      out[k] = isSecretKey(k) && v !== undefined && v !== null && v !== '' ? REDACTED : redact(v, secrets);
     }
     return out;
   }
-  return value;
+  return typeof value === 'string' ? redactText(value, secrets) : value;
 }
