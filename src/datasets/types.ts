@@ -37,4 +37,11 @@ export interface Example {
   passages: ExamplePassage[];
   /** HotpotQA-adversarial: the gold rationale; useful as a CoT demo. */
   rationale?: string;
+  /**
+   * Format-specific facts a loader keeps beside the common fields (plain JSON): SituatedQA
+   * `originalQuestion`, `date`/`dateType`/`location` and `anyAnswer`; AmbigNQ `annotations`
+   * (each `{type, answers: string[][]}`, one answer cluster per interpretation); the source file's
+   * own id where `id` had to be made unique; `source` for examples read from another layout.
+   */
+  meta?: Record<string, unknown>;
 }

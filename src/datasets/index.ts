@@ -1,0 +1,151 @@
+/**
+ * Dataset loading: one loader per file format (one file each, validated with zod), all returning
+ * the common `Example` shape (types.ts). `loadDataset(name, path, options)` is the entry point;
+ * `detectDataset(path)` guesses a file's format without validating it, so that a wrong
+ * `--dataset` gets a message saying what the file looks like.
+ */
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { AmbiqaError } from '../errors';
+import { loadAmbigNq } from './ambignq';
+import { loadAsqa } from './asqa';
+import { loadFever } from './fever';
+import { loadHotpotQaAdversarial } from './hotpotqa-adversarial';
+import { loadQaFeedback } from './qa-feedback';
+import { assertReadableFile } from './read';
+import { sampleIndices } from './sample';
+import { loadSituatedQa } from './situatedqa';
+import type { DatasetName, Example } from './types';
+
+export type { DatasetName, Example, ExamplePassage, FeverLabel, QaPair } from './types';
+export { loadQaFeedback };
+export { FEVER_LABELS, feverPageTitle } from './fever';
+export { sampleIndices, seededRandom } from './sample';
+
+export const datasetNames: readonly DatasetName[] = ['asqa', 'ambignq', 'situatedqa', 'hotpotqa-adversarial', 'fever'];
+
+export function isDatasetName(name: string): name is DatasetName {
+  return (datasetNames as readonly string[]).includes(name);
+}
+
+export interface LoadOptions {
+  /** ASQA: the top-level split key (default `dev`). FEVER: `sampled` / `all` (see fever.ts). Others: ignored. */
+  split?: string;
+  /** Keep a seeded uniform random sample of this many examples (in file order). */
+  sample?: number;
+  /** Seed for `sample` (default 0). */
+  seed?: number;
+  /** Keep the first N examples (after `ids` and `sample`). */
+  limit?: number;
+  /** Keep only these example ids (in file order). */
+  ids?: readonly string[];
+  /** FEVER: a JSON array of claim ids to keep (default: `sampled_ids.json` beside the file). */
+  idsFile?: string;
+}
+
+/** What `detectDataset` can recognise. */
+export type DetectedFormat = DatasetName | 'qa-feedback' | 'fever-ids' | 'hotpotqa' | 'predictions' | 'unknown';
+
+const FORMAT_LABELS: Record<DetectedFormat, string> = {
+  asqa: 'ASQA (dataset asqa)',
+  ambignq: 'AmbigNQ (dataset ambignq)',
+  situatedqa: 'SituatedQA (dataset situatedqa)',
+  'hotpotqa-adversarial': 'adversarial HotpotQA (dataset hotpotqa-adversarial)',
+  fever: 'FEVER claims (dataset fever)',
+  'qa-feedback': 'qa-feedback (ASQA train questions with passages; loads as dataset asqa)',
+  'fever-ids': 'a list of FEVER claim ids (sampled_ids.json)',
+  hotpotqa: 'plain HotpotQA / 2WikiMultihop (not an ambiqa dataset)',
+  predictions: 'a predictions file ({"id", "output"/"answer"} per line)',
+  unknown: 'no format ambiqa knows',
+};
+
+export function describeFormat(format: DetectedFormat): string {
+  return FORMAT_LABELS[format];
+}
+
+/** The first `bytes` bytes of a file as text (enough to recognise a format). */
+function head(path: string, bytes = 65536): string {
+  const fd = openSync(path, 'r');
+  try {
+    const buffer = Buffer.alloc(Math.min(bytes, statSync(path).size));
+    const n = readSync(fd, buffer, 0, buffer.length, 0);
+    return buffer.subarray(0, n).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Guess a file's format from the keys in its first 64 KB. No validation (that is the loaders'
+ * job); meant for messages such as "this file looks like AmbigNQ".
+ */
+export function detectDataset(path: string): DetectedFormat {
+  if (!existsSync(path) || statSync(path).isDirectory()) return 'unknown';
+  const text = head(path);
+  const has = (key: string): boolean => text.includes(`"${key}"`);
+  if (has('ambiguous_question')) return 'asqa';
+  if (has('qas_id') && has('paragraphs')) return 'hotpotqa-adversarial';
+  if (/"(singleAnswer|multipleQAs)"/.test(text)) return 'ambignq';
+  if (has('edited_question')) return 'situatedqa';
+  if (/"label"\s*:\s*"(SUPPORTS|REFUTES|NOT ENOUGH INFO)"/.test(text) && (has('claim') || has('evidence') || has('pars'))) return 'fever';
+  if (has('passages') && has('answer') && has('question') && /^\s*\[/.test(text)) return 'qa-feedback';
+  if (has('supporting_facts') || (has('_id') && has('type') && has('answer')) || /"type"\s*:\s*"(comparison|bridge)"/.test(text)) return 'hotpotqa';
+  if (/^\s*\[\s*-?\d+(\s*,\s*-?\d+)*\s*(,|\])/.test(text)) return 'fever-ids';
+  const firstLine = text.split('\n').find((l) => l.trim());
+  if (firstLine) {
+    try {
+      const value = JSON.parse(firstLine) as Record<string, unknown>;
+      if (value && typeof value === 'object' && 'id' in value && ('output' in value || 'answer' in value)) return 'predictions';
+    } catch {
+      /* not one JSON object per line */
+    }
+  }
+  return 'unknown';
+}
+
+const LOADERS: Record<DatasetName, (path: string, options: LoadOptions) => Example[]> = {
+  asqa: (path, o) => loadAsqa(path, o.split),
+  ambignq: (path) => loadAmbigNq(path),
+  situatedqa: (path) => loadSituatedQa(path),
+  'hotpotqa-adversarial': (path) => loadHotpotQaAdversarial(path),
+  fever: (path, o) => loadFever(path, { split: o.split, idsFile: o.idsFile }),
+};
+
+function positiveInt(value: number | undefined, option: string): void {
+  if (value !== undefined && (!Number.isInteger(value) || value < 1)) {
+    throw new AmbiqaError(`option ${option}=${value} must be a positive integer`);
+  }
+}
+
+/**
+ * Load a dataset file as `Example[]`: validate it with the format's loader, then keep `ids`,
+ * draw the seeded `sample`, and cut to `limit`, in that order. Throws an AmbiqaError naming the
+ * file (and line or record) on bad input, and saying what the file looks like when it is not the
+ * named dataset.
+ */
+export function loadDataset(name: DatasetName, path: string, options: LoadOptions = {}): Example[] {
+  if (!isDatasetName(name)) {
+    throw new AmbiqaError(`unknown dataset "${String(name)}"`, `use one of: ${datasetNames.join(', ')}`);
+  }
+  positiveInt(options.sample, 'sample');
+  positiveInt(options.limit, 'limit');
+  assertReadableFile(path, `${name} data file`);
+  const detected = detectDataset(path);
+  const compatible = detected === name || detected === 'unknown' || (name === 'asqa' && detected === 'qa-feedback');
+  if (!compatible) {
+    const hint = isDatasetName(detected) ? `use dataset "${detected}" for this file, or give the ${name} file` : `give the ${name} data file`;
+    throw new AmbiqaError(`${path} does not look like ${FORMAT_LABELS[name]}: it looks like ${FORMAT_LABELS[detected]}`, hint);
+  }
+  let examples = LOADERS[name](path, options);
+  if (options.ids) {
+    const keep = new Set(options.ids);
+    examples = examples.filter((e) => keep.has(e.id));
+  }
+  if (options.sample !== undefined) {
+    examples = sampleIndices(examples.length, options.sample, options.seed ?? 0).map((i) => examples[i]);
+  }
+  if (options.limit !== undefined) examples = examples.slice(0, options.limit);
+  if (examples.length === 0) {
+    throw new AmbiqaError(`${path}: no ${name} examples${options.ids ? ' left after the id filter' : ''}`);
+  }
+  return examples;
+}

@@ -1,0 +1,31 @@
+/**
+ * Seeded randomness for sampling examples (and for bootstrap resampling in metrics): the same
+ * seed gives the same sample on every machine and Node version.
+ */
+
+/** mulberry32: a small, fast 32-bit PRNG; returns floats in [0, 1). */
+export function seededRandom(seed: number): () => number {
+  let a = (Math.trunc(seed) ^ 0x9e3779b9) >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * `k` distinct indices out of `0..n-1`, chosen uniformly with the seed (a partial Fisher–Yates
+ * shuffle), returned in increasing order so a sample keeps the file's order.
+ */
+export function sampleIndices(n: number, k: number, seed: number): number[] {
+  if (k >= n) return Array.from({ length: n }, (_, i) => i);
+  const rng = seededRandom(seed);
+  const pool = Array.from({ length: n }, (_, i) => i);
+  for (let i = 0; i < k; i++) {
+    const j = i + Math.floor(rng() * (n - i));
+    [pool[i], pool[j]] = [pool[j], pool[i]];
+  }
+  return pool.slice(0, k).sort((a, b) => a - b);
+}
