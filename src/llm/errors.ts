@@ -58,8 +58,8 @@ export function redactSecrets(text: string, secrets: Array<string | undefined> =
     // Very short "secrets" (e.g. a dummy `x`) would shred ordinary text; they are not secret.
     if (secret && secret.length >= 4) out = out.split(secret).join('***');
   }
-  out = out.replace(KEY_PATTERNS[0]!, 'sk-***');
   out = out.replace(KEY_PATTERNS[1]!, '$1 ***');
+  out = out.replace(KEY_PATTERNS[0]!, 'sk-***');
   out = out.replace(KEY_PATTERNS[2]!, '$1***');
   out = out.replace(/(\b[a-z][a-z0-9+.-]*:\/\/[^/\s:@]+):[^@\s/]+@/gi, '$1:***@');
   return out;

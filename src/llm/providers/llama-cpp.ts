@@ -69,14 +69,21 @@ let llamaPromise: Promise<{ lib: NodeLlamaCpp; llama: Llama }> | null = null;
 const models = new Map<string, Promise<ModelEntry>>();
 
 /**
- * Load node-llama-cpp with a real dynamic import. It is ESM with top-level await, so `require`
- * cannot load it, and TypeScript compiling to CommonJS (tslab notebooks) would turn a plain
- * `import()` into `require()`; a Function-built `import()` survives both.
+ * Load node-llama-cpp, which is ESM with top-level await, so `require` cannot load it. Under
+ * tsx and vitest a plain `import()` works; TypeScript compiling to CommonJS (tslab notebooks)
+ * turns that `import()` into a `require()`, which fails with ERR_REQUIRE_ASYNC_MODULE — then a
+ * Function-built `import()`, which no compiler rewrites, loads it by file URL.
  */
-function importNodeLlamaCpp(): Promise<NodeLlamaCpp> {
-  const resolved = createRequire(join(projectRoot, 'package.json')).resolve('node-llama-cpp');
-  const dynamicImport = new Function('specifier', 'return import(specifier)') as (s: string) => Promise<NodeLlamaCpp>;
-  return dynamicImport(pathToFileURL(resolved).href);
+async function importNodeLlamaCpp(): Promise<NodeLlamaCpp> {
+  try {
+    return await import('node-llama-cpp');
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code !== 'ERR_REQUIRE_ASYNC_MODULE' && code !== 'ERR_REQUIRE_ESM') throw error;
+    const resolved = createRequire(join(projectRoot, 'package.json')).resolve('node-llama-cpp');
+    const dynamicImport = new Function('specifier', 'return import(specifier)') as (s: string) => Promise<NodeLlamaCpp>;
+    return dynamicImport(pathToFileURL(resolved).href);
+  }
 }
 
 function getLlamaInstance(): Promise<{ lib: NodeLlamaCpp; llama: Llama }> {
@@ -158,6 +165,11 @@ function getContext(modelEntry: ModelEntry, path: string, contextSize: number, t
     entry.catch(() => modelEntry.contexts.delete(key));
   }
   return entry;
+}
+
+/** Files whose model is loaded (or loading) in this process. */
+export function loadedEmbeddedModels(): string[] {
+  return [...models.keys()];
 }
 
 /** Free every loaded model and context (tests, long-lived notebooks). */
