@@ -15,6 +15,12 @@ export interface StartRunOptions {
   parentRunId?: string;
   /** Re-open this existing run instead of creating one (resume). */
   resumeRunId?: string;
+  /**
+   * Where the resilient tracking keeps this run's operations while the server is unreachable
+   * (`mlflow-pending.jsonl`, uploaded later by `ambiqa sync <dir>`). Defaults to the directory
+   * the tracking was created for; ignored by the live-only tracking.
+   */
+  bufferDir?: string;
 }
 
 export interface RunTracker {

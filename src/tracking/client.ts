@@ -1,0 +1,646 @@
+import { readFile } from 'node:fs/promises';
+import { AmbiqaError } from '../errors';
+import {
+  decodeMetricValue,
+  metricToJson,
+  planLogBatches,
+  type BatchLimits,
+  type KeyValue,
+  type LogBatch,
+  type MetricRecord,
+} from './batch';
+import { MLFLOW_LIMITS, assertValidKey, truncateValue } from './limits';
+import type { RunStatus } from './types';
+
+/**
+ * A typed client for MLflow's REST API (`/api/2.0/mlflow/…`) and its artifact proxy
+ * (`/api/2.0/mlflow-artifacts/…`). Written against MLflow 3.17; the endpoints used here have
+ * been stable since 2.0. It validates and splits what it sends so that a long config or a
+ * 2,500-point metric series never bounces off the server's limits.
+ */
+
+// ---------------------------------------------------------------------------------- REST types
+
+export interface Experiment {
+  experimentId: string;
+  name: string;
+  artifactLocation: string;
+  lifecycleStage: 'active' | 'deleted';
+  tags: Record<string, string>;
+}
+
+export interface RunInfo {
+  runId: string;
+  experimentId: string;
+  runName: string;
+  status: RunStatus | 'SCHEDULED';
+  startTime: number;
+  endTime?: number;
+  artifactUri: string;
+  lifecycleStage: 'active' | 'deleted';
+}
+
+export interface Run {
+  info: RunInfo;
+  /** Latest value of each metric (MLflow keeps the full history; see getMetricHistory). */
+  metrics: Record<string, MetricRecord>;
+  params: Record<string, string>;
+  tags: Record<string, string>;
+}
+
+export interface ArtifactEntry {
+  /** Relative to the run's artifact root. */
+  path: string;
+  isDir: boolean;
+  fileSize?: number;
+}
+
+export interface CreateRunRequest {
+  experimentId: string;
+  runName?: string;
+  /** Milliseconds since the epoch; now when left out. */
+  startTime?: number;
+  tags?: Record<string, string>;
+}
+
+export interface SearchRunsRequest {
+  experimentIds: string[];
+  /** MLflow's filter language, e.g. "tags.`mlflow.parentRunId` = 'abc'". */
+  filter?: string;
+  maxResults?: number;
+  orderBy?: string[];
+  pageToken?: string;
+}
+
+export interface MlflowClientOptions {
+  /** The tracking server, e.g. `http://127.0.0.1:5000`. */
+  uri: string;
+  /** Per-request timeout (default 30 s; artifact transfers get 10 minutes). */
+  timeoutMs?: number;
+  /** Attempts for 429/5xx answers (default 3). */
+  attempts?: number;
+  /** Extra headers; `MLFLOW_TRACKING_TOKEN` or `MLFLOW_TRACKING_USERNAME/PASSWORD` add auth. */
+  headers?: Record<string, string>;
+  batchLimits?: BatchLimits;
+}
+
+// --------------------------------------------------------------------------------- errors
+
+const START_HINT =
+  'start it (e.g. `npx ambiqa mlflow-ui` in another terminal), or unset MLFLOW_TRACKING_URI so that the CLI starts a local server from the project venv';
+
+/** The server did not answer at all: refused, unknown host, reset, or timed out. */
+export class MlflowUnreachableError extends AmbiqaError {
+  constructor(
+    readonly uri: string,
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`MLflow tracking server at ${uri} is unreachable (${reason})`, START_HINT, options);
+    this.name = 'MlflowUnreachableError';
+  }
+}
+
+/** The server answered with an error; `errorCode` is MLflow's, e.g. RESOURCE_DOES_NOT_EXIST. */
+export class MlflowHttpError extends AmbiqaError {
+  constructor(
+    readonly status: number,
+    readonly errorCode: string,
+    readonly serverMessage: string,
+    readonly endpoint: string,
+  ) {
+    super(`MLflow ${endpoint} failed: HTTP ${status} ${errorCode}: ${serverMessage}`, hintFor(status, errorCode));
+    this.name = 'MlflowHttpError';
+  }
+}
+
+function hintFor(status: number, errorCode: string): string | undefined {
+  if (status === 401 || status === 403) return 'set MLFLOW_TRACKING_TOKEN, or MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD';
+  if (status === 404 && errorCode === 'ENDPOINT_NOT_FOUND') {
+    return 'is MLFLOW_TRACKING_URI an MLflow tracking server (not its UI behind a proxy prefix)?';
+  }
+  if (status >= 500) return 'see the MLflow server log; for a local server it is artifacts/mlflow/server.log';
+  return undefined;
+}
+
+export function isUnreachable(error: unknown): error is MlflowUnreachableError {
+  return error instanceof MlflowUnreachableError;
+}
+
+/** Errors after which the server may work again later: worth buffering rather than failing. */
+export function isTransient(error: unknown): boolean {
+  return (
+    error instanceof MlflowUnreachableError ||
+    (error instanceof MlflowHttpError && (error.status === 429 || error.status === 502 || error.status === 503 || error.status === 504))
+  );
+}
+
+// --------------------------------------------------------------------------------- client
+
+interface RequestOptions {
+  query?: Record<string, string | number | undefined>;
+  body?: unknown;
+  raw?: Uint8Array;
+  timeoutMs?: number;
+  /** Return the body bytes instead of parsing JSON. */
+  binary?: boolean;
+}
+
+export class MlflowClient {
+  readonly uri: string;
+  private readonly timeoutMs: number;
+  private readonly attempts: number;
+  private readonly headers: Record<string, string>;
+  private readonly batchLimits?: BatchLimits;
+  /** run id → artifact root path inside the proxy (`<exp>/<run>/artifacts`). */
+  private readonly artifactRoots = new Map<string, string>();
+
+  constructor(options: MlflowClientOptions | string) {
+    const opts = typeof options === 'string' ? { uri: options } : options;
+    this.uri = checkUri(opts.uri);
+    this.timeoutMs = opts.timeoutMs ?? 30_000;
+    this.attempts = Math.max(1, opts.attempts ?? 3);
+    this.headers = { ...authHeaders(), ...(opts.headers ?? {}) };
+    this.batchLimits = opts.batchLimits;
+  }
+
+  // ------------------------------------------------------------------ health
+
+  /** True when `/health` answers; never throws. */
+  async isHealthy(timeoutMs = 2000): Promise<boolean> {
+    try {
+      const res = await fetch(`${this.uri}/health`, { signal: AbortSignal.timeout(timeoutMs), headers: this.headers });
+      await res.arrayBuffer();
+      return res.ok;
+    } catch {
+      return false;
+    }
+  }
+
+  // ------------------------------------------------------------------ experiments
+
+  async getExperimentByName(name: string): Promise<Experiment | undefined> {
+    try {
+      const res = await this.request<{ experiment: RawExperiment }>('GET', 'mlflow/experiments/get-by-name', {
+        query: { experiment_name: name },
+      });
+      return toExperiment(res.experiment);
+    } catch (error) {
+      if (error instanceof MlflowHttpError && error.errorCode === 'RESOURCE_DOES_NOT_EXIST') return undefined;
+      throw error;
+    }
+  }
+
+  async getExperiment(experimentId: string): Promise<Experiment> {
+    const res = await this.request<{ experiment: RawExperiment }>('GET', 'mlflow/experiments/get', {
+      query: { experiment_id: experimentId },
+    });
+    return toExperiment(res.experiment);
+  }
+
+  async createExperiment(name: string, tags: Record<string, string> = {}): Promise<string> {
+    if (!name || name.length > MLFLOW_LIMITS.experimentNameChars) {
+      throw new AmbiqaError(
+        `MLflow experiment name '${name.slice(0, 60)}' must be 1 to ${MLFLOW_LIMITS.experimentNameChars} characters`,
+        'set tracking.experiment in the config to a shorter name',
+      );
+    }
+    const res = await this.request<{ experiment_id: string }>('POST', 'mlflow/experiments/create', {
+      body: { name, tags: toKeyValues(tags) },
+    });
+    return res.experiment_id;
+  }
+
+  /**
+   * The id of the named experiment, created when missing. Two processes racing to create it both
+   * end up with the same id: the loser sees RESOURCE_ALREADY_EXISTS and reads it back. A deleted
+   * experiment of that name is restored, since MLflow keeps the name reserved until it is purged.
+   */
+  async getOrCreateExperiment(name: string): Promise<string> {
+    const existing = await this.getExperimentByName(name);
+    if (existing) {
+      if (existing.lifecycleStage === 'deleted') {
+        await this.request('POST', 'mlflow/experiments/restore', { body: { experiment_id: existing.experimentId } });
+      }
+      return existing.experimentId;
+    }
+    try {
+      return await this.createExperiment(name);
+    } catch (error) {
+      if (error instanceof MlflowHttpError && error.errorCode === 'RESOURCE_ALREADY_EXISTS') {
+        const raced = await this.getExperimentByName(name);
+        if (raced) return raced.experimentId;
+      }
+      throw error;
+    }
+  }
+
+  // ------------------------------------------------------------------ runs
+
+  async createRun(request: CreateRunRequest): Promise<Run> {
+    const tags = request.tags ?? {};
+    for (const key of Object.keys(tags)) assertValidKey('tag', key);
+    const res = await this.request<{ run: RawRun }>('POST', 'mlflow/runs/create', {
+      body: {
+        experiment_id: request.experimentId,
+        ...(request.runName ? { run_name: request.runName } : {}),
+        start_time: request.startTime ?? Date.now(),
+        tags: toKeyValues(tags, MLFLOW_LIMITS.tagValueChars),
+      },
+    });
+    const run = toRun(res.run);
+    this.rememberArtifactRoot(run.info);
+    return run;
+  }
+
+  async getRun(runId: string): Promise<Run> {
+    const res = await this.request<{ run: RawRun }>('GET', 'mlflow/runs/get', { query: { run_id: runId } });
+    const run = toRun(res.run);
+    this.rememberArtifactRoot(run.info);
+    return run;
+  }
+
+  /** Set status (and end time, for a finished run); RUNNING re-opens a run for resume. */
+  async updateRun(runId: string, update: { status?: RunStatus; endTime?: number; runName?: string }): Promise<RunInfo> {
+    const res = await this.request<{ run_info: RawRunInfo }>('POST', 'mlflow/runs/update', {
+      body: {
+        run_id: runId,
+        ...(update.status ? { status: update.status } : {}),
+        ...(update.endTime !== undefined ? { end_time: update.endTime } : {}),
+        ...(update.runName ? { run_name: update.runName } : {}),
+      },
+    });
+    return toRunInfo(res.run_info);
+  }
+
+  /** Mark a run finished, failed or killed, with its end time (now by default). */
+  async finishRun(runId: string, status: Exclude<RunStatus, 'RUNNING'> = 'FINISHED', endTime = Date.now()): Promise<RunInfo> {
+    return this.updateRun(runId, { status, endTime });
+  }
+
+  async searchRuns(request: SearchRunsRequest): Promise<{ runs: Run[]; nextPageToken?: string }> {
+    const res = await this.request<{ runs?: RawRun[]; next_page_token?: string }>('POST', 'mlflow/runs/search', {
+      body: {
+        experiment_ids: request.experimentIds,
+        ...(request.filter ? { filter: request.filter } : {}),
+        max_results: request.maxResults ?? 1000,
+        ...(request.orderBy ? { order_by: request.orderBy } : {}),
+        ...(request.pageToken ? { page_token: request.pageToken } : {}),
+      },
+    });
+    return { runs: (res.runs ?? []).map(toRun), ...(res.next_page_token ? { nextPageToken: res.next_page_token } : {}) };
+  }
+
+  /** Every run matching the search, across pages. */
+  async searchAllRuns(request: Omit<SearchRunsRequest, 'pageToken'>): Promise<Run[]> {
+    const all: Run[] = [];
+    let pageToken: string | undefined;
+    do {
+      const page = await this.searchRuns({ ...request, ...(pageToken ? { pageToken } : {}) });
+      all.push(...page.runs);
+      pageToken = page.nextPageToken;
+    } while (pageToken);
+    return all;
+  }
+
+  async getMetricHistory(runId: string, key: string): Promise<MetricRecord[]> {
+    const out: MetricRecord[] = [];
+    let pageToken: string | undefined;
+    do {
+      const res = await this.request<{ metrics?: RawMetric[]; next_page_token?: string }>('GET', 'mlflow/metrics/get-history', {
+        query: { run_id: runId, metric_key: key, max_results: 25000, page_token: pageToken },
+      });
+      out.push(...(res.metrics ?? []).map(toMetric));
+      pageToken = res.next_page_token || undefined;
+    } while (pageToken);
+    return out;
+  }
+
+  // ------------------------------------------------------------------ logging
+
+  /**
+   * Log params, tags and metrics, split into as few requests as MLflow's limits allow. Values too
+   * long for the server are truncated with a visible marker; invalid keys are an error naming
+   * the key. Requests go out one after another, so metrics keep their order.
+   */
+  async logBatch(runId: string, data: { metrics?: MetricRecord[]; params?: Record<string, string> | KeyValue[]; tags?: Record<string, string> | KeyValue[] }): Promise<number> {
+    const params = normaliseKeyValues('param', data.params, MLFLOW_LIMITS.paramValueChars);
+    const tags = normaliseKeyValues('tag', data.tags, MLFLOW_LIMITS.tagValueChars);
+    const metrics = (data.metrics ?? []).map((m) => {
+      assertValidKey('metric', m.key);
+      return { key: m.key, value: m.value, timestamp: Math.round(m.timestamp), step: Math.round(m.step) };
+    });
+    const batches = planLogBatches({ metrics, params, tags }, this.batchLimits);
+    for (const batch of batches) await this.sendBatch(runId, batch);
+    return batches.length;
+  }
+
+  async logParams(runId: string, params: Record<string, string>): Promise<void> {
+    await this.logBatch(runId, { params });
+  }
+
+  async setTags(runId: string, tags: Record<string, string>): Promise<void> {
+    await this.logBatch(runId, { tags });
+  }
+
+  async setTag(runId: string, key: string, value: string): Promise<void> {
+    assertValidKey('tag', key);
+    await this.request('POST', 'mlflow/runs/set-tag', {
+      body: { run_id: runId, key, value: truncateValue(value, MLFLOW_LIMITS.tagValueChars) },
+    });
+  }
+
+  /** Log metrics at one step (0 when left out) with the current time. */
+  async logMetrics(runId: string, metrics: Record<string, number>, step = 0, timestamp = Date.now()): Promise<void> {
+    await this.logBatch(runId, {
+      metrics: Object.entries(metrics).map(([key, value]) => ({ key, value, step, timestamp })),
+    });
+  }
+
+  private async sendBatch(runId: string, batch: LogBatch): Promise<void> {
+    await this.request('POST', 'mlflow/runs/log-batch', {
+      body: { run_id: runId, metrics: batch.metrics.map(metricToJson), params: batch.params, tags: batch.tags },
+    });
+  }
+
+  // ------------------------------------------------------------------ artifacts
+
+  /**
+   * Upload a local file to `<artifactPath>/<basename>` under the run's artifact root (or to
+   * `destPath` exactly when given), through the server's artifact proxy.
+   */
+  async logArtifact(runId: string, localPath: string, artifactPath?: string): Promise<string> {
+    const name = localPath.split(/[\\/]/).pop()!;
+    const dest = artifactPath ? `${trimSlashes(artifactPath)}/${name}` : name;
+    await this.uploadArtifact(runId, dest, await readFile(localPath));
+    return dest;
+  }
+
+  /** Upload bytes to `path` (relative to the run's artifact root). */
+  async uploadArtifact(runId: string, path: string, data: Uint8Array | string): Promise<void> {
+    const root = await this.artifactRoot(runId);
+    const bytes = typeof data === 'string' ? new TextEncoder().encode(data) : data;
+    await this.request('PUT', `mlflow-artifacts/artifacts/${encodePath(`${root}/${checkArtifactPath(path)}`)}`, {
+      raw: bytes,
+      timeoutMs: 600_000,
+    });
+  }
+
+  /** Entries directly under `path` (the root when left out). */
+  async listArtifacts(runId: string, path?: string): Promise<ArtifactEntry[]> {
+    const res = await this.request<{ files?: Array<{ path: string; is_dir: boolean; file_size?: number | string }> }>(
+      'GET',
+      'mlflow/artifacts/list',
+      { query: { run_id: runId, path: path ? checkArtifactPath(path) : undefined } },
+    );
+    return (res.files ?? []).map((f) => ({
+      path: f.path,
+      isDir: f.is_dir,
+      ...(f.file_size !== undefined ? { fileSize: Number(f.file_size) } : {}),
+    }));
+  }
+
+  /** Every file under `path`, recursively. */
+  async listArtifactsRecursive(runId: string, path?: string): Promise<ArtifactEntry[]> {
+    const out: ArtifactEntry[] = [];
+    for (const entry of await this.listArtifacts(runId, path)) {
+      if (entry.isDir) out.push(...(await this.listArtifactsRecursive(runId, entry.path)));
+      else out.push(entry);
+    }
+    return out;
+  }
+
+  async downloadArtifact(runId: string, path: string): Promise<Buffer> {
+    const root = await this.artifactRoot(runId);
+    return this.request<Buffer>('GET', `mlflow-artifacts/artifacts/${encodePath(`${root}/${checkArtifactPath(path)}`)}`, {
+      binary: true,
+      timeoutMs: 600_000,
+    });
+  }
+
+  private rememberArtifactRoot(info: RunInfo): void {
+    const root = proxyPath(info.artifactUri);
+    if (root) this.artifactRoots.set(info.runId, root);
+  }
+
+  private async artifactRoot(runId: string): Promise<string> {
+    const cached = this.artifactRoots.get(runId);
+    if (cached) return cached;
+    const run = await this.getRun(runId);
+    const root = proxyPath(run.info.artifactUri);
+    if (!root) {
+      throw new AmbiqaError(
+        `MLflow run ${runId} stores artifacts at ${run.info.artifactUri}, which ambiqa cannot reach through the server`,
+        'start the MLflow server with --serve-artifacts (the default) and log to an experiment created by that server (artifact location mlflow-artifacts:/…)',
+      );
+    }
+    this.artifactRoots.set(runId, root);
+    return root;
+  }
+
+  // ------------------------------------------------------------------ transport
+
+  private async request<T>(method: 'GET' | 'POST' | 'PUT', endpoint: string, options: RequestOptions = {}): Promise<T> {
+    const url = new URL(`${this.uri}/api/2.0/${endpoint}`);
+    for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    const headers: Record<string, string> = { ...this.headers };
+    let body: BodyInit | undefined;
+    if (options.raw) {
+      headers['content-type'] = 'application/octet-stream';
+      body = options.raw as unknown as BodyInit;
+    } else if (options.body !== undefined) {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(options.body);
+    }
+    const label = `${endpoint.startsWith('mlflow-artifacts') ? 'artifact ' + method : endpoint}`;
+    for (let attempt = 1; ; attempt++) {
+      let res: Response;
+      try {
+        res = await fetch(url, { method, headers, body, signal: AbortSignal.timeout(options.timeoutMs ?? this.timeoutMs) });
+      } catch (error) {
+        const reason = networkReason(error, options.timeoutMs ?? this.timeoutMs);
+        // A reset connection may be a server restarting; a refused one is a server that is down,
+        // and waiting for it would only delay the buffering that keeps the run going.
+        if (reason.startsWith('ECONNRESET') && attempt < this.attempts) {
+          await sleep(backoff(attempt));
+          continue;
+        }
+        throw new MlflowUnreachableError(this.uri, reason, { cause: error });
+      }
+      if (res.ok) {
+        if (options.binary) return Buffer.from(await res.arrayBuffer()) as T;
+        const text = await res.text();
+        return (text ? JSON.parse(text) : {}) as T;
+      }
+      const text = await res.text().catch(() => '');
+      if ([429, 500, 502, 503, 504].includes(res.status) && attempt < this.attempts) {
+        const retryAfter = Number(res.headers.get('retry-after'));
+        await sleep(Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(retryAfter * 1000, 30_000) : backoff(attempt));
+        continue;
+      }
+      let errorCode = `HTTP_${res.status}`;
+      let message = text.slice(0, 500) || res.statusText;
+      try {
+        const parsed = JSON.parse(text) as { error_code?: string; message?: string };
+        if (parsed.error_code) errorCode = parsed.error_code;
+        if (parsed.message) message = parsed.message;
+      } catch {
+        /* not JSON (a proxy's HTML page, say): keep the text */
+      }
+      throw new MlflowHttpError(res.status, errorCode, message, label);
+    }
+  }
+}
+
+// --------------------------------------------------------------------------------- helpers
+
+function checkUri(uri: string): string {
+  const trimmed = uri.trim().replace(/\/+$/, '');
+  let parsed: URL;
+  try {
+    parsed = new URL(trimmed);
+  } catch {
+    throw new AmbiqaError(`MLFLOW_TRACKING_URI '${uri}' is not a URL`, 'give the server address, e.g. http://127.0.0.1:5000, or unset it to let the CLI start a local server');
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new AmbiqaError(
+      `MLFLOW_TRACKING_URI '${uri}' is not an HTTP tracking server (ambiqa talks to MLflow over its REST API)`,
+      'point it at a running `mlflow server` (http://host:port), or unset it to let the CLI start a local server',
+    );
+  }
+  return trimmed;
+}
+
+function authHeaders(): Record<string, string> {
+  const token = process.env.MLFLOW_TRACKING_TOKEN;
+  if (token) return { authorization: `Bearer ${token}` };
+  const user = process.env.MLFLOW_TRACKING_USERNAME;
+  const password = process.env.MLFLOW_TRACKING_PASSWORD;
+  if (user && password) return { authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` };
+  return {};
+}
+
+function networkReason(error: unknown, timeoutMs: number): string {
+  if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) {
+    return `no answer within ${Math.round(timeoutMs / 1000)} s`;
+  }
+  const cause = (error as { cause?: { code?: string; message?: string } })?.cause;
+  if (cause?.code) return `${cause.code}${cause.message ? ': ' + cause.message : ''}`;
+  return error instanceof Error ? error.message : String(error);
+}
+
+function backoff(attempt: number): number {
+  return Math.min(8000, 250 * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function toKeyValues(record: Record<string, string>, limit?: number): KeyValue[] {
+  return Object.entries(record).map(([key, value]) => ({ key, value: limit ? truncateValue(String(value), limit) : String(value) }));
+}
+
+function normaliseKeyValues(kind: 'param' | 'tag', input: Record<string, string> | KeyValue[] | undefined, limit: number): KeyValue[] {
+  const list = Array.isArray(input) ? input : Object.entries(input ?? {}).map(([key, value]) => ({ key, value }));
+  return list.map(({ key, value }) => {
+    assertValidKey(kind, key);
+    return { key, value: truncateValue(String(value), limit) };
+  });
+}
+
+function trimSlashes(path: string): string {
+  return path.replace(/^\/+|\/+$/g, '');
+}
+
+function checkArtifactPath(path: string): string {
+  const clean = trimSlashes(path.replace(/\\/g, '/'));
+  if (!clean || clean.split('/').some((part) => part === '..' || part === '.' || part === '')) {
+    throw new AmbiqaError(`artifact path '${path}' must be a relative path without '.', '..' or empty parts`, "use e.g. 'outputs/results.jsonl'");
+  }
+  return clean;
+}
+
+function encodePath(path: string): string {
+  return path.split('/').map(encodeURIComponent).join('/');
+}
+
+/**
+ * The path inside the artifact proxy for a run's artifact URI: `mlflow-artifacts:/1/<run>/artifacts`
+ * (or `mlflow-artifacts://host:port/1/…`) → `1/<run>/artifacts`; an http(s) URI pointing at the
+ * proxy works too. Anything else (s3://, file:) is not reachable through the server.
+ */
+export function proxyPath(artifactUri: string): string | undefined {
+  const m = /^mlflow-artifacts:(?:\/\/[^/]*)?\/*(.*)$/.exec(artifactUri);
+  if (m) return trimSlashes(m[1]);
+  const marker = '/api/2.0/mlflow-artifacts/artifacts/';
+  const i = artifactUri.indexOf(marker);
+  if (/^https?:/.test(artifactUri) && i >= 0) return trimSlashes(decodeURIComponent(artifactUri.slice(i + marker.length)));
+  return undefined;
+}
+
+// Raw JSON shapes as the server sends them.
+interface RawExperiment {
+  experiment_id: string;
+  name: string;
+  artifact_location: string;
+  lifecycle_stage: 'active' | 'deleted';
+  tags?: KeyValue[];
+}
+interface RawRunInfo {
+  run_id: string;
+  experiment_id: string;
+  run_name?: string;
+  status: RunInfo['status'];
+  start_time: number | string;
+  end_time?: number | string;
+  artifact_uri: string;
+  lifecycle_stage: 'active' | 'deleted';
+}
+interface RawMetric {
+  key: string;
+  value: number | string;
+  timestamp: number | string;
+  step?: number | string;
+}
+interface RawRun {
+  info: RawRunInfo;
+  data?: { metrics?: RawMetric[]; params?: KeyValue[]; tags?: KeyValue[] };
+}
+
+function toExperiment(raw: RawExperiment): Experiment {
+  return {
+    experimentId: raw.experiment_id,
+    name: raw.name,
+    artifactLocation: raw.artifact_location,
+    lifecycleStage: raw.lifecycle_stage,
+    tags: Object.fromEntries((raw.tags ?? []).map((t) => [t.key, t.value])),
+  };
+}
+
+function toRunInfo(raw: RawRunInfo): RunInfo {
+  return {
+    runId: raw.run_id,
+    experimentId: raw.experiment_id,
+    runName: raw.run_name ?? '',
+    status: raw.status,
+    startTime: Number(raw.start_time),
+    ...(raw.end_time !== undefined && raw.end_time !== null ? { endTime: Number(raw.end_time) } : {}),
+    artifactUri: raw.artifact_uri,
+    lifecycleStage: raw.lifecycle_stage,
+  };
+}
+
+function toMetric(raw: RawMetric): MetricRecord {
+  return { key: raw.key, value: decodeMetricValue(raw.value), timestamp: Number(raw.timestamp), step: Number(raw.step ?? 0) };
+}
+
+function toRun(raw: RawRun): Run {
+  const data = raw.data ?? {};
+  return {
+    info: toRunInfo(raw.info),
+    metrics: Object.fromEntries((data.metrics ?? []).map((m) => [m.key, toMetric(m)])),
+    params: Object.fromEntries((data.params ?? []).map((p) => [p.key, p.value])),
+    tags: Object.fromEntries((data.tags ?? []).map((t) => [t.key, t.value])),
+  };
+}

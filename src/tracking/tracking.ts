@@ -1,0 +1,415 @@
+import { readFile } from 'node:fs/promises';
+import { userInfo } from 'node:os';
+import { basename } from 'node:path';
+import { AmbiqaError } from '../errors';
+import type { MetricRecord } from './batch';
+import { MlflowClient, MlflowHttpError, isTransient } from './client';
+import {
+  Journal,
+  PENDING_EXPERIMENT,
+  isPendingRunId,
+  newPendingRunId,
+  pendingRefs,
+  type JournalOp,
+} from './journal';
+import { sanitizeKey } from './limits';
+import { knownSecrets, redactBytes, redactSecrets } from './redact';
+import { resolvedPendingRun, syncDirectory } from './sync';
+import type { ParamValue, RunStatus, RunTracker, StartRunOptions, Tracking } from './types';
+
+/**
+ * The two `Tracking` implementations the experiment runner uses:
+ *
+ * - `MlflowTracking` talks to the server and nothing else; an unreachable server is an error.
+ * - `ResilientTracking` does the same while the server answers, and from the first operation
+ *   that cannot reach it (at start or in the middle of a run) appends every operation to the run
+ *   directory's journal instead, so that the run completes and `ambiqa sync` uploads it later.
+ *
+ * Both redact secrets from params, tags and artifacts before anything leaves the process (or
+ * reaches the journal), and both send one run's operations strictly in order.
+ */
+
+export interface TrackingOptions {
+  /** The tracking server; `resolveTrackingUri()` (server.ts) finds or starts one. */
+  uri: string;
+  /** Reuse a configured client (tests, custom headers); made from `uri` otherwise. */
+  client?: MlflowClient;
+  /** Where messages for people go (default: stderr). */
+  notify?: (message: string) => void;
+}
+
+export interface ResilientTrackingOptions extends TrackingOptions {
+  /** The run directory: the journal goes here unless `StartRunOptions.bufferDir` says otherwise. */
+  bufferDir: string;
+}
+
+type FinalStatus = Exclude<RunStatus, 'RUNNING'>;
+
+export class MlflowTracking implements Tracking {
+  readonly client: MlflowClient;
+  protected readonly notify: (message: string) => void;
+  private readonly experiments = new Map<string, string>();
+
+  constructor(options: TrackingOptions) {
+    this.client = options.client ?? new MlflowClient(options.uri);
+    this.notify = options.notify ?? ((message) => console.error(message));
+  }
+
+  get uri(): string {
+    return this.client.uri;
+  }
+
+  async startRun(options: StartRunOptions): Promise<MlflowRunTracker> {
+    return this.startLive(options);
+  }
+
+  runUrl(experimentId: string, runId: string): string {
+    if (isPendingRunId(runId) || experimentId === PENDING_EXPERIMENT) {
+      return `${this.uri}/#/experiments (run ${runId} is waiting for \`npx ambiqa sync\`)`;
+    }
+    return `${this.uri}/#/experiments/${experimentId}/runs/${runId}`;
+  }
+
+  protected async experimentId(name: string): Promise<string> {
+    let id = this.experiments.get(name);
+    if (!id) {
+      id = await this.client.getOrCreateExperiment(name);
+      this.experiments.set(name, id);
+    }
+    return id;
+  }
+
+  protected async startLive(options: StartRunOptions, journal?: Journal): Promise<MlflowRunTracker> {
+    const tags = prepareTags(options.tags ?? {});
+    if (options.parentRunId) tags['mlflow.parentRunId'] = options.parentRunId;
+    if (options.resumeRunId) {
+      let run;
+      try {
+        run = await this.client.getRun(options.resumeRunId);
+      } catch (error) {
+        if (error instanceof MlflowHttpError && error.errorCode === 'RESOURCE_DOES_NOT_EXIST') {
+          throw new AmbiqaError(
+            `cannot resume MLflow run ${options.resumeRunId}: the server at ${this.uri} has no such run`,
+            'resume against the server the run was started on (MLFLOW_TRACKING_URI), or start a fresh run without --resume',
+          );
+        }
+        throw error;
+      }
+      await this.client.updateRun(run.info.runId, { status: 'RUNNING' });
+      if (Object.keys(tags).length > 0) await this.client.setTags(run.info.runId, tags);
+      return new MlflowRunTracker(this.context(journal, options), 'live', run.info.runId, run.info.experimentId);
+    }
+    const experimentId = await this.experimentId(options.experimentName);
+    const run = await this.client.createRun({
+      experimentId,
+      runName: options.runName,
+      tags: { ...defaultTags(), ...tags },
+    });
+    return new MlflowRunTracker(this.context(journal, options), 'live', run.info.runId, experimentId);
+  }
+
+  protected context(journal: Journal | undefined, options: StartRunOptions): TrackerContext {
+    return { client: this.client, journal, notify: this.notify, experimentName: options.experimentName, runName: options.runName };
+  }
+}
+
+export class ResilientTracking extends MlflowTracking {
+  readonly bufferDir: string;
+  private readonly journals = new Map<string, Journal>();
+  private warned = false;
+
+  constructor(options: ResilientTrackingOptions) {
+    super(options);
+    this.bufferDir = options.bufferDir;
+  }
+
+  override async startRun(options: StartRunOptions): Promise<MlflowRunTracker> {
+    const dir = options.bufferDir ?? this.bufferDir;
+    const journal = this.journalFor(dir);
+    let resumeRunId = options.resumeRunId;
+
+    // A run first started while the server was down: upload what it logged so far, then carry
+    // on with the real run; if the server is still down, keep appending under the same id.
+    if (resumeRunId && isPendingRunId(resumeRunId)) {
+      try {
+        await syncDirectory(dir, { client: this.client, notify: () => {} });
+      } catch (error) {
+        if (!isTransient(error)) throw error;
+        this.warnOffline(error, journal);
+        journal.append({ op: 'reopen', key: resumeRunId });
+        const tags = prepareTags(options.tags ?? {});
+        if (Object.keys(tags).length > 0) journal.append({ op: 'tags', key: resumeRunId, tags });
+        return new MlflowRunTracker(this.context(journal, options), 'buffered', resumeRunId, PENDING_EXPERIMENT);
+      }
+      const synced = resolvedPendingRun(resumeRunId);
+      if (!synced) {
+        throw new AmbiqaError(
+          `cannot resume run ${resumeRunId}: it was started offline but its journal is not in ${dir}`,
+          'resume from the run directory that holds its mlflow-pending.jsonl, or start a fresh run',
+        );
+      }
+      resumeRunId = synced.runId;
+    }
+
+    // A parent that is itself waiting for sync: the child has to wait too, or it would point at
+    // an id the server has never seen.
+    let parentRunId = options.parentRunId;
+    if (parentRunId && isPendingRunId(parentRunId)) parentRunId = resolvedPendingRun(parentRunId)?.runId ?? parentRunId;
+    const runOptions = { ...options, ...(resumeRunId ? { resumeRunId } : {}), ...(parentRunId ? { parentRunId } : {}) };
+    if (!isPendingRunId(parentRunId)) {
+      try {
+        return await this.startLive(runOptions, journal);
+      } catch (error) {
+        if (!isTransient(error)) throw error;
+        this.warnOffline(error, journal);
+      }
+    }
+
+    const tags = prepareTags(options.tags ?? {});
+    if (resumeRunId) {
+      journal.append({ op: 'attach', key: resumeRunId, experimentName: options.experimentName, reopen: true });
+      if (parentRunId) tags['mlflow.parentRunId'] = parentRunId;
+      if (Object.keys(tags).length > 0) journal.append({ op: 'tags', key: resumeRunId, tags });
+      return new MlflowRunTracker(this.context(journal, options), 'buffered', resumeRunId, PENDING_EXPERIMENT);
+    }
+    const key = newPendingRunId();
+    journal.append({
+      op: 'start',
+      key,
+      experimentName: options.experimentName,
+      runName: options.runName,
+      tags: { ...defaultTags(), ...tags },
+      ...(parentRunId ? { parentRunId } : {}),
+      startTime: Date.now(),
+    });
+    return new MlflowRunTracker(this.context(journal, options), 'buffered', key, PENDING_EXPERIMENT);
+  }
+
+  private journalFor(dir: string): Journal {
+    let journal = this.journals.get(dir);
+    if (!journal) {
+      journal = new Journal(dir);
+      this.journals.set(dir, journal);
+    }
+    return journal;
+  }
+
+  private warnOffline(error: unknown, journal: Journal): void {
+    if (this.warned) return;
+    this.warned = true;
+    this.notify(offlineMessage(error, journal));
+  }
+}
+
+function offlineMessage(error: unknown, journal: Journal): string {
+  const why = error instanceof Error ? error.message : String(error);
+  return `${why}\n  the run continues; what it logs is kept in ${journal.path}\n  upload it later with: npx ambiqa sync ${journal.dir}`;
+}
+
+// ---------------------------------------------------------------------------------- the tracker
+
+interface TrackerContext {
+  client: MlflowClient;
+  /** Present for the resilient tracking: where operations go once the server is unreachable. */
+  journal?: Journal;
+  notify: (message: string) => void;
+  experimentName: string;
+  runName: string;
+}
+
+/**
+ * One run. Operations are queued so they reach the server (or the journal) in the order they
+ * were called even when callers do not await them; a failed operation rejects its own promise
+ * and leaves the queue running.
+ */
+export class MlflowRunTracker implements RunTracker {
+  private queue: Promise<void> = Promise.resolve();
+  private readonly params = new Map<string, string>();
+  private bufferedOps = 0;
+
+  constructor(
+    private readonly ctx: TrackerContext,
+    private mode: 'live' | 'buffered',
+    readonly runId: string,
+    private experimentIdValue: string,
+  ) {}
+
+  get experimentId(): string {
+    return this.experimentIdValue;
+  }
+
+  /** 'buffered' once the server was unreachable: everything since went to the journal. */
+  get state(): 'live' | 'buffered' {
+    return this.mode;
+  }
+
+  get journalPath(): string | undefined {
+    return this.ctx.journal?.path;
+  }
+
+  async logParams(params: Record<string, ParamValue>): Promise<void> {
+    const prepared = this.checkParams(prepareParams(params));
+    if (Object.keys(prepared).length === 0) return;
+    await this.enqueue(
+      () => this.ctx.client.logBatch(this.runId, { params: prepared }),
+      () => ({ op: 'params', key: this.runId, params: prepared }),
+    );
+  }
+
+  async logMetrics(metrics: Record<string, number>, step = 0): Promise<void> {
+    const timestamp = Date.now();
+    const records: MetricRecord[] = Object.entries(metrics).map(([key, value]) => ({
+      key: sanitizeKey(key),
+      value: Number(value),
+      step: Math.round(step),
+      timestamp,
+    }));
+    if (records.length === 0) return;
+    await this.enqueue(
+      () => this.ctx.client.logBatch(this.runId, { metrics: records }),
+      () => ({ op: 'metrics', key: this.runId, metrics: records }),
+    );
+  }
+
+  async setTags(tags: Record<string, string>): Promise<void> {
+    const prepared = prepareTags(tags);
+    if (Object.keys(prepared).length === 0) return;
+    await this.enqueue(
+      async () => {
+        // A tag naming a run that exists only in a journal (merge's mlflow.parentRunId, say)
+        // must wait for sync to learn the real id.
+        const mapped = mapPendingValues(prepared);
+        if (!mapped) throw new NeedsJournal();
+        await this.ctx.client.logBatch(this.runId, { tags: mapped });
+      },
+      () => ({ op: 'tags', key: this.runId, tags: prepared }),
+    );
+  }
+
+  async logArtifact(localPath: string, artifactPath?: string): Promise<void> {
+    const name = basename(localPath);
+    const dest = artifactPath ? `${artifactPath.replace(/^\/+|\/+$/g, '')}/${name}` : name;
+    await this.enqueue(
+      async () => {
+        const { data, replaced } = redactBytes(await readFile(localPath), knownSecrets());
+        if (replaced > 0) this.ctx.notify(`ambiqa: masked ${replaced} secret value(s) in ${localPath} before uploading it`);
+        await this.ctx.client.uploadArtifact(this.runId, dest, data);
+      },
+      () => ({
+        op: 'artifact',
+        key: this.runId,
+        file: this.ctx.journal!.keepFile(localPath, (data) => redactBytes(data, knownSecrets()).data),
+        artifactPath: dest,
+      }),
+    );
+  }
+
+  async finish(status: FinalStatus): Promise<void> {
+    const endTime = Date.now();
+    await this.enqueue(
+      async () => {
+        await this.ctx.client.finishRun(this.runId, status, endTime);
+      },
+      () => ({ op: 'finish', key: this.runId, status, endTime }),
+    );
+    if (this.mode === 'buffered' && this.ctx.journal) {
+      this.ctx.notify(
+        `MLflow run '${this.ctx.runName}' (${status}) kept offline: ${this.bufferedOps} operation(s) in ${this.ctx.journal.path}\n` +
+          `  upload with: npx ambiqa sync ${this.ctx.journal.dir}`,
+      );
+    }
+  }
+
+  /** Wait for every queued operation (finish() already does). */
+  async flush(): Promise<void> {
+    await this.queue;
+  }
+
+  private enqueue(live: () => Promise<unknown>, offline: () => JournalOp): Promise<void> {
+    const next = this.queue.then(async () => {
+      if (this.mode === 'live') {
+        try {
+          await live();
+          return;
+        } catch (error) {
+          const journal = this.ctx.journal;
+          if (!journal || !(error instanceof NeedsJournal || isTransient(error))) throw error;
+          this.mode = 'buffered';
+          // The run exists on the server; sync continues it from here.
+          journal.append({ op: 'attach', key: this.runId, experimentName: this.ctx.experimentName, experimentId: this.experimentIdValue, reopen: false });
+          if (!(error instanceof NeedsJournal)) this.ctx.notify(offlineMessage(error, journal));
+        }
+      }
+      this.ctx.journal!.append(offline());
+      this.bufferedOps++;
+    });
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  /** MLflow params are write-once; catch a changed value here, where the caller can see it. */
+  private checkParams(params: Record<string, string>): Record<string, string> {
+    const fresh: Record<string, string> = {};
+    for (const [key, value] of Object.entries(params)) {
+      const before = this.params.get(key);
+      if (before === undefined) {
+        this.params.set(key, value);
+        fresh[key] = value;
+      } else if (before !== value) {
+        throw new AmbiqaError(
+          `MLflow param '${key}' was already logged as '${before.slice(0, 80)}' and cannot change to '${value.slice(0, 80)}'`,
+          'params are immutable in MLflow: log the new value under another key, or as a tag',
+        );
+      }
+    }
+    return fresh;
+  }
+}
+
+class NeedsJournal extends Error {}
+
+// ---------------------------------------------------------------------------------- preparation
+
+/** Param values as strings, keys made valid, secrets masked. */
+export function prepareParams(params: Record<string, ParamValue>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(redactSecrets(params))) {
+    if (value === undefined || value === null) continue;
+    out[sanitizeKey(key)] = String(value);
+  }
+  return out;
+}
+
+export function prepareTags(tags: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(redactSecrets(tags))) {
+    if (value === undefined || value === null) continue;
+    out[sanitizeKey(key)] = String(value);
+  }
+  return out;
+}
+
+/** Tags with pending run ids replaced by real ones; undefined when one is not known yet. */
+function mapPendingValues(tags: Record<string, string>): Record<string, string> | undefined {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(tags)) {
+    let mapped = value;
+    for (const ref of pendingRefs(value)) {
+      const real = resolvedPendingRun(ref);
+      if (!real) return undefined;
+      mapped = mapped.split(ref).join(real.runId);
+    }
+    out[key] = mapped;
+  }
+  return out;
+}
+
+function defaultTags(): Record<string, string> {
+  let user = 'unknown';
+  try {
+    user = userInfo().username;
+  } catch {
+    /* no passwd entry in some containers */
+  }
+  return { 'mlflow.source.name': 'ambiqa', 'mlflow.source.type': 'LOCAL', 'mlflow.user': user };
+}
