@@ -9,6 +9,7 @@
  * The paper: 40.9 F1 over 12,838 nodes → 59.3 over 4,239 kept.
  */
 import type { Example } from '../datasets/types';
+import { maxOverGolds, tokenF1 } from '../metrics/squad';
 import type { TocNode, Trace } from '../trace/types';
 import { noDataAnnotation } from './consistency';
 import { baseLayout, colors, type Figure } from './types';
@@ -18,6 +19,9 @@ export const PRUNING_STAGES: readonly PruningStage[] = ['no pruning', 'dedup onl
 
 /** Token F1 of a prediction against gold answers (max over them), 0–100 or 0–1: kept as given. */
 export type AnswerF1 = (prediction: string, golds: string[]) => number;
+
+/** SQuAD token F1 (src/metrics/squad.ts), max over the gold answers, on a 0–100 scale. */
+export const squadAnswerF1: AnswerF1 = (prediction, golds) => 100 * maxOverGolds(tokenF1, prediction, golds);
 
 /** questionId → the short answers of each gold DQ. */
 export type GoldDqs = ReadonlyMap<string, string[][]>;
@@ -49,7 +53,7 @@ export function nodeAnswerF1(node: TocNode, gold: string[][], f1: AnswerF1): num
   return best;
 }
 
-export function pruningEffect(traces: readonly Trace[], gold: GoldDqs, f1: AnswerF1): PruningStageStats[] {
+export function pruningEffect(traces: readonly Trace[], gold: GoldDqs, f1: AnswerF1 = squadAnswerF1): PruningStageStats[] {
   const sums = new Map<PruningStage, { n: number; f1: number; questions: number }>(
     PRUNING_STAGES.map((s) => [s, { n: 0, f1: 0, questions: 0 }]),
   );

@@ -86,10 +86,11 @@ export function perQuestionUsage(run: RunData): PerQuestionUsage {
 
 /**
  * Find an option anywhere in a (nested) config by its key, e.g. `maxNodes` whether the config
- * says `toc.maxNodes` or `pipeline.options.maxNodes`. Where several paths hold it, the one
- * mentioning `prefer` (e.g. `toc`) wins, else the shallowest.
+ * says `toc.maxNodes` or `pipeline.options.maxNodes`. Where several paths hold it, those through
+ * a key named in `prefer` win (earlier names first, e.g. `['toc', 'pipeline']`), then the
+ * shallowest.
  */
-export function findOption(config: unknown, key: string, prefer?: string): unknown {
+export function findOption(config: unknown, key: string, prefer: readonly string[] = []): unknown {
   const hits: Array<{ path: string[]; value: unknown }> = [];
   const walk = (node: unknown, path: string[]) => {
     if (typeof node !== 'object' || node === null || Array.isArray(node)) return;

@@ -380,3 +380,12 @@ describe('clarification tree', () => {
     expect(() => clarificationTreeFigure(veTrace('v', { votes: 3 }))).toThrow(/not a ToC one/);
   });
 });
+
+describe('pruning effect with the SQuAD F1 default', () => {
+  it('scores node answers with SQuAD normalisation', () => {
+    const t = tocTrace('q', [tocNode(0, null, null), tocNode(1, 0, 'The Eiffel Tower!'), tocNode(2, 0, 'tower')]);
+    const stats = pruningEffect([t], new Map([['q', [['Eiffel Tower']]]]));
+    // "the" and "!" are removed: 100; "tower" vs "eiffel tower": P=1, R=1/2 → 2/3
+    expect(stats[1].meanF1).toBeCloseTo((100 + 200 / 3) / 2, 9);
+  });
+});

@@ -1,7 +1,75 @@
+import { parseArgs } from 'node:util';
+import { join } from 'node:path';
 import { AmbiqaError } from '../../errors';
 
-export const summary = '(report: not implemented yet)';
+export const summary = 'write a self-contained HTML report (and figure files) for a run or sweep directory';
 
-export async function run(_argv: string[]): Promise<number> {
-  throw new AmbiqaError('`ambiqa report` is not implemented yet');
+const help = `usage: ambiqa report <run dir | sweep dir> [--out report.html] [options]
+
+Reads what \`ambiqa run\` / \`ambiqa sweep\` wrote (config.yaml, results.jsonl, traces.jsonl,
+metrics.json) and writes one HTML file with the config, metrics with 95% CIs, usage, figures and
+a sortable, filterable table of examples with their traces. Nothing is re-run.
+
+options:
+  --out <file>            report file (default: <dir>/report.html)
+  --data <file>           dataset file with the gold answers (default: the run config's dataset.path)
+  --coverage <file>       an \`ambiqa coverage --out\` JSON file to plot (repeatable)
+  --tree-example <id>     which example's clarification tree to draw (ToC runs)
+  --traces <mode>         compact (default for runs) | full | none (default for sweeps)
+  --figures-dir <dir>     also write every figure as <name>.html and <name>.png there
+  --no-png                with --figures-dir: HTML files only (no chromium needed)
+  -h, --help              this help`;
+
+export async function run(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        out: { type: 'string' },
+        data: { type: 'string' },
+        coverage: { type: 'string', multiple: true },
+        'tree-example': { type: 'string' },
+        traces: { type: 'string' },
+        'figures-dir': { type: 'string' },
+        'no-png': { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+  } catch (error) {
+    throw new AmbiqaError((error as Error).message, 'see `ambiqa report --help`');
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    console.log(help);
+    return 0;
+  }
+  if (positionals.length !== 1) {
+    throw new AmbiqaError(
+      positionals.length === 0 ? 'ambiqa report needs a run or sweep directory' : `ambiqa report takes one directory, got ${positionals.length}`,
+      'e.g. `ambiqa report artifacts/runs/toc-asqa --out report.html`',
+    );
+  }
+  const traces = values.traces;
+  if (traces !== undefined && !['compact', 'full', 'none'].includes(traces)) {
+    throw new AmbiqaError(`--traces: '${traces}' is not one of compact, full, none`);
+  }
+  // Loaded lazily: `ambiqa --help` must not read plotly.js.
+  const { buildReport, writeReport, exportReportFigures } = await import('../../report/index');
+  const dir = positionals[0];
+  const report = buildReport(dir, {
+    ...(values.data ? { dataPath: values.data } : {}),
+    ...(values.coverage ? { coverageFiles: values.coverage } : {}),
+    ...(values['tree-example'] ? { treeExample: values['tree-example'] } : {}),
+    ...(traces ? { traces: traces as 'compact' | 'full' | 'none' } : {}),
+  });
+  const out = writeReport(report, values.out ?? join(dir, 'report.html'));
+  for (const note of report.notes) console.error(`note: ${note}`);
+  console.log(`wrote ${out} (${report.figures.figures.length} figures, ${(report.html.length / 1e6).toFixed(1)} MB)`);
+  if (values['figures-dir']) {
+    const exported = await exportReportFigures(report, values['figures-dir'], { png: !values['no-png'] });
+    console.log(`wrote ${exported.reduce((n, e) => n + e.files.length, 0)} figure files to ${values['figures-dir']}`);
+  }
+  return 0;
 }

@@ -1,0 +1,115 @@
+/**
+ * Which figures a report shows, chosen from what the run recorded. A figure that cannot be drawn
+ * from the data (no correctness metric, no gold, …) is skipped with a note saying why, instead of
+ * failing the whole report.
+ */
+import { describeError } from '../errors';
+import { nodeCapFigure } from '../plots/ablation';
+import { consistencyKdeFigure } from '../plots/consistency';
+import { costQualityFigure } from '../plots/cost';
+import { coverageFigure, type CoverageCurve } from '../plots/coverage';
+import { pruningEffect, pruningEffectFigure, type GoldDqs } from '../plots/pruning';
+import { findOption, pipelineOf } from '../plots/runs';
+import { thresholdAblationFigure, thresholdAblationFromSweep, thresholdAblationFromTraces } from '../plots/threshold';
+import { clarificationTreeFigure } from '../plots/tree';
+import type { Figure, RunData } from '../plots/types';
+
+export interface NamedFigure {
+  /** File-safe name (`consistency-kde`), used for exported HTML/PNG files. */
+  name: string;
+  title: string;
+  figure: Figure;
+  caption?: string;
+}
+
+export interface FigureChoice {
+  figures: NamedFigure[];
+  /** Figures that were considered and skipped, with the reason. */
+  skipped: Array<{ name: string; reason: string }>;
+}
+
+export interface FigureInputs {
+  /** questionId → gold DQ answers, for the ToC pruning figure. */
+  gold?: GoldDqs;
+  /** Extra coverage curves to plot (from `ambiqa coverage --out` files). */
+  coverage?: CoverageCurve[];
+  /** Which ToC example's tree to draw (default: the first with the most nodes). */
+  treeExample?: string;
+}
+
+function attempt(choice: FigureChoice, name: string, title: string, build: () => Figure | null, caption?: string): void {
+  try {
+    const figure = build();
+    if (figure) choice.figures.push({ name, title, figure, ...(caption ? { caption } : {}) });
+  } catch (error) {
+    choice.skipped.push({ name, reason: describeError(error).replace(/\n\s*fix:.*/s, '') });
+  }
+}
+
+export function figuresForRun(run: RunData, inputs: FigureInputs = {}): FigureChoice {
+  const choice: FigureChoice = { figures: [], skipped: [] };
+  const kinds = new Set(run.traces.map((t) => t.decisions.kind));
+  if (kinds.has('verify-edit') || kinds.has('cot-sc')) {
+    attempt(choice, 'consistency-kde', 'Consistency of correct and incorrect predictions', () => consistencyKdeFigure(run.traces, run.results),
+      'Gaussian KDE (Scott bandwidth) of the majority answer\'s vote share, with the raw values as a rug.');
+  }
+  if (kinds.has('verify-edit')) {
+    attempt(choice, 'threshold-ablation', 'Threshold ablation (re-applied to this run)', () => {
+      const points = thresholdAblationFromTraces(run.traces, run.results);
+      return points.length > 0 ? thresholdAblationFigure(points) : null;
+    }, 'Edited fraction is exact at every threshold; accuracy and AUC only where this run recorded the outcome (see src/plots/threshold.ts).');
+  }
+  if (kinds.has('toc')) {
+    const tocTraces = run.traces.filter((t) => t.decisions.kind === 'toc');
+    const pick =
+      tocTraces.find((t) => t.questionId === inputs.treeExample) ??
+      [...tocTraces].sort((a, b) => nodeCount(b) - nodeCount(a))[0];
+    if (inputs.treeExample && pick.questionId !== inputs.treeExample) {
+      choice.skipped.push({ name: 'clarification-tree', reason: `no ToC trace for example ${inputs.treeExample}; drew ${pick.questionId}` });
+    }
+    attempt(choice, 'clarification-tree', `Clarification tree of ${pick.questionId}`, () => clarificationTreeFigure(pick));
+    if (inputs.gold) {
+      attempt(choice, 'pruning-effect', 'Pruning effect on node Answer-F1', () => pruningEffectFigure(pruningEffect(tocTraces, inputs.gold!)));
+    } else {
+      choice.skipped.push({ name: 'pruning-effect', reason: 'no gold disambiguations given (the dataset file could not be read)' });
+    }
+  }
+  if (inputs.coverage && inputs.coverage.length > 0) {
+    attempt(choice, 'answer-coverage', 'Answer coverage AC@k', () => coverageFigure(inputs.coverage!));
+  }
+  return choice;
+}
+
+function nodeCount(t: RunData['traces'][number]): number {
+  return t.decisions.kind === 'toc' ? t.decisions.nodes.length : 0;
+}
+
+const distinct = (values: unknown[]) => new Set(values.map((v) => JSON.stringify(v))).size;
+
+export function figuresForSweep(runs: readonly RunData[], inputs: FigureInputs = {}): FigureChoice {
+  const choice: FigureChoice = { figures: [], skipped: [] };
+  const pipelines = new Set(runs.map(pipelineOf));
+  const veRuns = runs.filter((r) => r.traces.some((t) => t.decisions.kind === 'verify-edit'));
+  const thresholds = veRuns.map((r) => r.traces.find((t) => t.decisions.kind === 'verify-edit')!.decisions).map((d) => (d as { threshold: number }).threshold);
+  if (veRuns.length > 1 && distinct(thresholds) > 1) {
+    attempt(choice, 'threshold-ablation', 'Threshold ablation (one run per threshold)', () => thresholdAblationFigure(thresholdAblationFromSweep(veRuns)));
+  }
+  const tocRuns = runs.filter((r) => pipelineOf(r) === 'toc');
+  if (tocRuns.length > 1 && distinct(tocRuns.map((r) => findOption(r.config, 'maxNodes', ['toc', 'pipeline']))) > 1) {
+    attempt(choice, 'node-cap-ablation', 'Node cap ablation', () => nodeCapFigure(tocRuns));
+  }
+  if (runs.length > 1) {
+    attempt(choice, 'cost-quality-tokens', 'Cost against quality (tokens)', () => costQualityFigure(runs, { cost: 'tokens' }));
+    attempt(choice, 'cost-quality-seconds', 'Cost against quality (seconds)', () => costQualityFigure(runs, { cost: 'seconds' }));
+  }
+  if (pipelines.size === 1 && runs.length > 0) {
+    // Per-run figures of the first point are still useful (e.g. a tree), drawn from its traces.
+    for (const f of figuresForRun(runs[0], { ...inputs, coverage: undefined }).figures) {
+      choice.figures.push({ ...f, name: `${f.name}-first-point`, title: `${f.title} — ${runs[0].name}` });
+    }
+  }
+  if (inputs.coverage && inputs.coverage.length > 0) {
+    attempt(choice, 'answer-coverage', 'Answer coverage AC@k', () => coverageFigure(inputs.coverage!));
+  }
+  return choice;
+}

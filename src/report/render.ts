@@ -1,0 +1,279 @@
+/**
+ * The shareable report: one self-contained HTML file (plotly.js and all data inline, no network)
+ * with the config, metrics and their confidence intervals, usage, figures and a browsable table
+ * of examples. Everything that came from a model, a dataset or a passage is HTML-escaped on the
+ * server side, and the embedded trace data is JSON escaped for a script element and only ever
+ * shown through `textContent`.
+ */
+import { stringify as toYaml } from 'yaml';
+import type { ExampleResult, RunMetrics } from '../experiments/results';
+import { escapeHtml, figureDivHtml, inlineScript, jsonForScript, plotlyJs } from '../plots/export';
+import { metricOf, perQuestionUsage, pipelineOf } from '../plots/runs';
+import type { RunData } from '../plots/types';
+import type { Trace } from '../trace/types';
+import { REPORT_CSS, REPORT_JS } from './assets';
+import type { FigureChoice } from './figures';
+import type { LoadedRun, LoadedSweep } from './load';
+
+/** What the report shows as an example's gold: any of these the dataset has. */
+export interface GoldInfo {
+  answers?: string[];
+  qaPairs?: Array<{ question: string; shortAnswers: string[] }>;
+  longAnswers?: string[];
+  label?: string;
+}
+
+export interface ReportOptions {
+  figures?: FigureChoice;
+  gold?: ReadonlyMap<string, GoldInfo>;
+  /**
+   * `compact` (default) embeds every trace with each prompt and completion cut to
+   * `maxMessageChars`; `full` embeds them whole; `none` leaves traces out.
+   */
+  traces?: 'compact' | 'full' | 'none';
+  maxMessageChars?: number;
+  title?: string;
+  /** Shown in the header; default: now. */
+  generatedAt?: string;
+}
+
+const fmt = (x: number | undefined, digits = 1) => (x === undefined || Number.isNaN(x) ? '' : x.toFixed(digits));
+const fmtInt = (x: number) => (Number.isInteger(x) ? String(x) : x.toFixed(1));
+
+function cut(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const head = Math.floor(max * 0.7);
+  const tail = max - head;
+  return `${text.slice(0, head)}\n… [${text.length - max} characters left out of the report] …\n${text.slice(text.length - tail)}`;
+}
+
+/** A copy of the trace with long prompts and completions shortened (the report stays openable). */
+export function compactTrace(trace: Trace, maxChars: number): Trace {
+  return {
+    ...trace,
+    llmCalls: trace.llmCalls.map((c) => ({
+      ...c,
+      messages: c.messages.map((m) => ({ ...m, content: cut(m.content, maxChars) })),
+      completions: c.completions.map((x) => ({ ...x, text: cut(x.text, maxChars) })),
+    })),
+  };
+}
+
+function metricNames(results: readonly ExampleResult[], metrics?: RunMetrics): string[] {
+  const names = new Set(Object.keys(metrics?.metrics ?? {}));
+  for (const r of results) for (const k of Object.keys(r.metrics ?? {})) names.add(k);
+  return [...names];
+}
+
+function metricsTable(run: RunData): string {
+  const names = metricNames(run.results, run.metrics);
+  if (names.length === 0) return '<p class="note">No metrics recorded.</p>';
+  const rows = names.map((name) => {
+    const m = metricOf(run, name);
+    const ci = m && m.ciLow !== m.ciHigh ? `[${fmt(m.ciLow)}, ${fmt(m.ciHigh)}]` : '';
+    return `<tr><td>${escapeHtml(name)}</td><td class="num">${fmt(m?.mean)}</td><td class="num">${ci}</td><td class="num">${m?.n ?? ''}</td></tr>`;
+  });
+  return `<table class="metrics"><thead><tr><th>metric</th><th class="num">mean</th><th class="num">95% CI (bootstrap)</th><th class="num">n</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
+}
+
+function usageTable(run: RunData): string {
+  const per = perQuestionUsage(run);
+  const total = run.metrics?.usage;
+  const row = (label: string, t: number | undefined, p: number, digits = 1) =>
+    `<tr><td>${label}</td><td class="num">${t === undefined ? '' : fmtInt(t)}</td><td class="num">${fmt(p, digits)}</td></tr>`;
+  return (
+    `<table class="usage"><thead><tr><th>usage</th><th class="num">total</th><th class="num">per question</th></tr></thead><tbody>` +
+    row('LLM calls', total?.llm_calls, per.llmCalls) +
+    row('prompt tokens', total?.prompt_tokens, per.promptTokens, 0) +
+    row('completion tokens', total?.completion_tokens, per.completionTokens, 0) +
+    row('cache hits', total?.cache_hits, run.results.length ? run.results.reduce((a, r) => a + (r.usage?.cacheHits ?? 0), 0) / run.results.length : 0) +
+    row('seconds', total?.wall_seconds, per.seconds, 2) +
+    `</tbody></table><p class="note">Per-question seconds are each question's own wall time; the run total overlaps them when questions run concurrently.</p>`
+  );
+}
+
+function figuresHtml(choice: FigureChoice | undefined): string {
+  if (!choice || (choice.figures.length === 0 && choice.skipped.length === 0)) return '<p class="note">No figures for this run.</p>';
+  const parts = choice.figures.map(
+    (f) => `<section class="figure" id="fig-${escapeHtml(f.name)}"><h3>${escapeHtml(f.title)}</h3>${figureDivHtml(f.figure)}${f.caption ? `<p class="caption">${escapeHtml(f.caption)}</p>` : ''}</section>`,
+  );
+  if (choice.skipped.length > 0) {
+    parts.push(`<ul class="skipped">${choice.skipped.map((s) => `<li>${escapeHtml(s.name)} not drawn: ${escapeHtml(s.reason)}</li>`).join('')}</ul>`);
+  }
+  return parts.join('\n');
+}
+
+function goldHtml(gold: GoldInfo | undefined): string {
+  if (!gold) return '';
+  const parts: string[] = [];
+  if (gold.label) parts.push(`<b>label:</b> ${escapeHtml(gold.label)}`);
+  if (gold.qaPairs && gold.qaPairs.length > 0) {
+    parts.push(gold.qaPairs.map((q) => `• ${escapeHtml(q.question)} → ${escapeHtml(q.shortAnswers.join(' | '))}`).join('\n'));
+  } else if (gold.answers && gold.answers.length > 0) parts.push(escapeHtml(gold.answers.join(' | ')));
+  return parts.join('\n');
+}
+
+function goldText(gold: GoldInfo | undefined): string {
+  if (!gold) return '';
+  return [gold.label ?? '', ...(gold.qaPairs ?? []).flatMap((q) => [q.question, ...q.shortAnswers]), ...(gold.answers ?? [])].join(' ');
+}
+
+/** The sortable, filterable table of examples. `tableId` keeps ids unique when a page holds several. */
+export function examplesTable(run: RunData, options: ReportOptions & { tableId?: string } = {}): string {
+  const names = metricNames(run.results, run.metrics);
+  const hasGold = options.gold !== undefined && run.results.some((r) => options.gold!.has(r.id));
+  const hasTraces = (options.traces ?? 'compact') !== 'none' && run.traces.length > 0;
+  const prefix = options.tableId ? `${options.tableId}-` : '';
+  const head = [
+    '<th>id</th><th>question</th><th>output</th>',
+    hasGold ? '<th>gold</th>' : '',
+    ...names.map((n) => `<th class="num">${escapeHtml(n)}</th>`),
+    '<th class="num">LLM calls</th><th class="num">tokens</th><th class="num">seconds</th>',
+    hasTraces ? '<th>trace</th>' : '',
+  ].join('');
+  const rows = run.results.map((r) => {
+    const gold = options.gold?.get(r.id);
+    const tokens = (r.usage?.promptTokens ?? 0) + (r.usage?.completionTokens ?? 0);
+    const output = r.error ? `[error] ${r.error}` : r.output + (r.answer !== undefined && r.answer !== r.output ? `\n(short answer: ${r.answer})` : '');
+    return (
+      `<tr id="ex-${escapeHtml(prefix + r.id)}" data-id="${escapeHtml(prefix + r.id)}"${r.error ? ' class="error"' : ''}>` +
+      `<td>${escapeHtml(r.id)}</td><td class="text">${escapeHtml(r.question)}</td><td class="text">${escapeHtml(output)}</td>` +
+      (hasGold ? `<td class="text" data-v="${escapeHtml(goldText(gold))}">${goldHtml(gold)}</td>` : '') +
+      names.map((n) => {
+        const v = r.metrics?.[n];
+        return typeof v === 'number' ? `<td class="num" data-v="${v}">${fmt(v)}</td>` : '<td class="num" data-v=""></td>';
+      }).join('') +
+      `<td class="num">${r.usage?.llmCalls ?? ''}</td><td class="num">${tokens}</td><td class="num">${fmt(r.usage?.seconds, 2)}</td>` +
+      (hasTraces ? `<td><button class="trace-btn" type="button">trace</button> <a href="#ex-${escapeHtml(encodeURIComponent(prefix + r.id))}">link</a></td>` : '') +
+      `</tr>`
+    );
+  });
+  return (
+    `<div class="examples-block"><div class="controls"><input type="search" placeholder="filter examples (any column)" aria-label="filter examples">` +
+    `<label><input type="checkbox" class="errors-only"> errors only</label><span class="count"></span></div>` +
+    `<table class="examples"><thead><tr>${head}</tr></thead><tbody>${rows.join('\n')}</tbody></table></div>`
+  );
+}
+
+function tracesData(runs: ReadonlyArray<{ run: RunData; prefix: string }>, options: ReportOptions): string {
+  const mode = options.traces ?? 'compact';
+  if (mode === 'none') return '';
+  const max = options.maxMessageChars ?? 4000;
+  const data: Record<string, Trace> = {};
+  for (const { run, prefix } of runs) {
+    for (const t of run.traces) data[prefix + t.questionId] = mode === 'full' ? t : compactTrace(t, max);
+  }
+  return `<script type="application/json" id="ambiqa-traces">${jsonForScript(data)}</script>`;
+}
+
+function page(title: string, body: string, scripts: string): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)}</title>
+<style>${REPORT_CSS}</style>
+${inlineScript(plotlyJs())}
+</head><body>
+${body}
+${scripts}
+<script>${REPORT_JS}</script>
+</body></html>
+`;
+}
+
+function configYaml(config: Record<string, unknown>): string {
+  return Object.keys(config).length > 0 ? `<pre>${escapeHtml(toYaml(config))}</pre>` : '<p class="note">No config.yaml in the run directory.</p>';
+}
+
+function header(title: string, facts: Array<[string, string | undefined]>, generatedAt: string): string {
+  const spans = facts.filter(([, v]) => v !== undefined && v !== '').map(([k, v]) => `<span><b>${escapeHtml(k)}:</b> ${escapeHtml(v!)}</span>`);
+  return `<h1>${escapeHtml(title)}</h1><div class="meta">${spans.join('')}<span><b>report:</b> ${escapeHtml(generatedAt)}</span></div>`;
+}
+
+function mlflowLink(run: { mlflow?: { runUrl?: string } }): string {
+  const url = run.mlflow?.runUrl;
+  return url && /^https?:\/\//.test(url) ? `<p>MLflow run: <a href="${escapeHtml(url)}">${escapeHtml(url)}</a></p>` : '';
+}
+
+function llmOf(run: RunData): string | undefined {
+  const t = run.traces[0];
+  return t ? `${t.llm.provider}/${t.llm.model}` : undefined;
+}
+
+function datasetOf(run: RunData): string | undefined {
+  const d = run.config.dataset;
+  if (typeof d === 'string') return d;
+  if (d && typeof d === 'object') {
+    const o = d as Record<string, unknown>;
+    return [o.name, o.split].filter((x) => typeof x === 'string').join(' / ') || undefined;
+  }
+  return undefined;
+}
+
+export function renderRunReport(run: RunData & Partial<Pick<LoadedRun, 'mlflow' | 'state'>>, options: ReportOptions = {}): string {
+  const title = options.title ?? `ambiqa run: ${run.name}`;
+  const generatedAt = options.generatedAt ?? new Date().toISOString();
+  const errors = run.results.filter((r) => r.error).length;
+  const body = [
+    header(title, [
+      ['pipeline', pipelineOf(run)],
+      ['dataset', datasetOf(run)],
+      ['LLM', llmOf(run)],
+      ['examples', String(run.results.length)],
+      ['errors', errors ? String(errors) : undefined],
+      ['status', run.state?.status],
+    ], generatedAt),
+    mlflowLink(run),
+    '<h2>Metrics</h2>', metricsTable(run),
+    '<h2>Usage</h2>', usageTable(run),
+    '<h2>Figures</h2>', figuresHtml(options.figures),
+    '<h2>Examples</h2>', examplesTable(run, options),
+    '<h2>Config</h2>', configYaml(run.config),
+  ].join('\n');
+  return page(title, body, tracesData([{ run, prefix: '' }], options));
+}
+
+function sweepTable(sweep: LoadedSweep): string {
+  const metricSet = new Set<string>();
+  for (const r of sweep.runs) for (const n of metricNames(r.results, r.metrics)) metricSet.add(n);
+  const metrics = [...metricSet];
+  const axes = sweep.axes.length > 0 ? sweep.axes : [];
+  const head = ['<th>run</th>', ...axes.map((a) => `<th>${escapeHtml(a)}</th>`), '<th class="num">n</th>',
+    ...metrics.map((m) => `<th class="num">${escapeHtml(m)}</th>`),
+    '<th class="num">LLM calls / q</th><th class="num">tokens / q</th><th class="num">seconds / q</th>'].join('');
+  const rows = sweep.runs.map((run, i) => {
+    const per = perQuestionUsage(run);
+    return `<tr><td><a href="#run-${i}">${escapeHtml(run.name)}</a></td>` +
+      axes.map((a) => `<td>${escapeHtml(JSON.stringify(run.sweepValues?.[a] ?? ''))}</td>`).join('') +
+      `<td class="num">${run.results.length}</td>` +
+      metrics.map((m) => {
+        const a = metricOf(run, m);
+        return `<td class="num">${a ? `${fmt(a.mean)}${a.ciLow !== a.ciHigh ? ` <span class="note">[${fmt(a.ciLow)}, ${fmt(a.ciHigh)}]</span>` : ''}` : ''}</td>`;
+      }).join('') +
+      `<td class="num">${fmt(per.llmCalls)}</td><td class="num">${fmt(per.tokens, 0)}</td><td class="num">${fmt(per.seconds, 2)}</td></tr>`;
+  });
+  return `<table class="sweep"><thead><tr>${head}</tr></thead><tbody>${rows.join('\n')}</tbody></table>`;
+}
+
+/** A sweep's report. Traces are left out unless asked for (`traces: 'compact'`): a sweep has many. */
+export function renderSweepReport(sweep: LoadedSweep, options: ReportOptions = {}): string {
+  options = { ...options, traces: options.traces ?? 'none' };
+  const title = options.title ?? `ambiqa sweep: ${sweep.name}`;
+  const generatedAt = options.generatedAt ?? new Date().toISOString();
+  const children = sweep.runs.map((run, i) =>
+    `<details class="run" id="run-${i}"><summary><b>${escapeHtml(run.name)}</b> · ${run.results.length} examples</summary>` +
+    mlflowLink(run) + metricsTable(run) + usageTable(run) + examplesTable(run, { ...options, tableId: `r${i}` }) +
+    `<h4>Config</h4>${configYaml(run.config)}</details>`,
+  );
+  const body = [
+    header(title, [
+      ['runs', String(sweep.runs.length)],
+      ['axes', sweep.axes.join(', ')],
+      ['pipelines', [...new Set(sweep.runs.map(pipelineOf))].join(', ')],
+    ], generatedAt),
+    mlflowLink(sweep),
+    '<h2>Summary</h2>', sweepTable(sweep),
+    '<h2>Figures</h2>', figuresHtml(options.figures),
+    '<h2>Runs</h2>', children.join('\n'),
+  ].join('\n');
+  return page(title, body, tracesData(sweep.runs.map((run, i) => ({ run, prefix: `r${i}-` })), options));
+}
