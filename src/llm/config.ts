@@ -5,6 +5,7 @@ import { AmbiqaError } from '../errors';
 import { defaultCachePath, type CacheOptions } from './cache';
 import { LlmClient } from './client';
 import { safeUrl } from './errors';
+import type { RetryEvent } from './limiter';
 import { OPENAI_DEFAULT_BASE_URL, OpenAICompatibleProvider } from './providers/openai-compatible';
 import { DEFAULT_CONTEXT_SIZE, LlamaCppProvider, embeddedModelFromManifest } from './providers/llama-cpp';
 
@@ -84,10 +85,18 @@ export function resolveLlmConfig(config: LlmConfigInput | LlmConfig = {}): Resol
  * Build the client for a config: provider, cache and limiter. Embedded models load lazily on
  * the first call (or eagerly with `(client.backend as LlamaCppProvider).load()`).
  */
+export interface CreateLanguageModelOptions {
+  /** Where OPENAI_* and the `apiKeyEnv` variable are read from. Default `process.env`. */
+  env?: NodeJS.ProcessEnv;
+  /** Told about each retry (e.g. to print "HTTP 429, retrying in 2 s"); messages hold no key. */
+  onRetry?: (event: RetryEvent) => void;
+}
+
 export async function createLanguageModel(
   config: LlmConfigInput | LlmConfig = {},
-  env: NodeJS.ProcessEnv = process.env,
+  options: CreateLanguageModelOptions = {},
 ): Promise<LlmClient> {
+  const env = options.env ?? process.env;
   const c = resolveLlmConfig(config);
   const provider =
     c.provider === 'embedded'
@@ -107,7 +116,12 @@ export async function createLanguageModel(
   const cache: CacheOptions | null = c.cache.mode === 'off' ? null : { mode: c.cache.mode, path: c.cache.path };
   return new LlmClient(provider, {
     cache,
-    limiter: { maxConcurrency: c.maxConcurrency, maxRetries: c.maxRetries, timeoutMs: c.timeoutSeconds * 1000 },
+    limiter: {
+      maxConcurrency: c.maxConcurrency,
+      maxRetries: c.maxRetries,
+      timeoutMs: c.timeoutSeconds * 1000,
+      ...(options.onRetry ? { onRetry: options.onRetry } : {}),
+    },
   });
 }
 

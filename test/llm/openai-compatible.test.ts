@@ -110,7 +110,7 @@ describe('OpenAI-compatible provider, end to end against a local server', () => 
   it('is built by createLanguageModel from a config and OPENAI_* variables', async () => {
     const client = await createLanguageModel(
       { provider: 'openai-compatible', cache: { mode: 'off' } },
-      { OPENAI_BASE_URL: server.url, OPENAI_MODEL: 'from-env', OPENAI_API_KEY: 'k-env-0002' },
+      { env: { OPENAI_BASE_URL: server.url, OPENAI_MODEL: 'from-env', OPENAI_API_KEY: 'k-env-0002' } },
     );
     expect(client.provider).toBe('openai-compatible');
     expect(client.model).toBe('from-env');

@@ -1,0 +1,14 @@
+/**
+ * The LLM layer's public surface, for notebooks and other domains. Pipelines see only
+ * `LanguageModel` (types.ts); experiments build clients with `createLanguageModel` (config.ts).
+ */
+export * from './types';
+export { LlmClient, normaliseRequest, DEFAULT_MAX_TOKENS, type LlmClientOptions } from './client';
+export { llmConfigSchema, createLanguageModel, describeLlmConfig, resolveLlmConfig, type LlmConfig, type LlmConfigInput } from './config';
+export { LlmCache, cacheKey, defaultCachePath, type CacheMode, type CacheOptions } from './cache';
+export { Limiter, type LimiterOptions, type RetryEvent } from './limiter';
+export { UsageMeter, meteredModel, usageOf, addUsage, diffUsage } from './usage';
+export { LlmRequestError, redactSecrets, type LlmErrorKind } from './errors';
+export { ScriptedProvider } from './providers/scripted';
+export { OpenAICompatibleProvider } from './providers/openai-compatible';
+export { LlamaCppProvider, unloadEmbeddedModels } from './providers/llama-cpp';
