@@ -1,0 +1,41 @@
+/**
+ * FEVER label accuracy (Verify-and-Edit's FEVER metric): 100 when the predicted label equals the
+ * gold label, else 0; mean over claims.
+ *
+ * Predicted labels are read leniently but explicitly (`normalizeFeverLabel`): case, surrounding
+ * punctuation and spacing are ignored; SUPPORTS / SUPPORT / SUPPORTED / TRUE → SUPPORTS,
+ * REFUTES / REFUTE / REFUTED / FALSE → REFUTES, NOT ENOUGH INFO / NOT ENOUGH INFORMATION / NEI /
+ * NOT_ENOUGH_INFO → NOT ENOUGH INFO. Anything else is no label: it scores 0 and is reported.
+ */
+import type { FeverLabel } from '../datasets/types';
+import type { Score, Scorer } from './score';
+
+const LABELS: Record<string, FeverLabel> = {
+  supports: 'SUPPORTS',
+  support: 'SUPPORTS',
+  supported: 'SUPPORTS',
+  true: 'SUPPORTS',
+  refutes: 'REFUTES',
+  refute: 'REFUTES',
+  refuted: 'REFUTES',
+  false: 'REFUTES',
+  'not enough info': 'NOT ENOUGH INFO',
+  'not enough information': 'NOT ENOUGH INFO',
+  nei: 'NOT ENOUGH INFO',
+};
+
+export function normalizeFeverLabel(text: string): FeverLabel | null {
+  const key = text
+    .toLowerCase()
+    .replace(/[_-]+/g, ' ')
+    .replace(/[^\p{L}\p{N} ]+/gu, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+  return Object.prototype.hasOwnProperty.call(LABELS, key) ? LABELS[key] : null;
+}
+
+/** 100 / 0 per claim; metadata says which label was read (null: none recognised). */
+export const FeverAccuracy: Scorer<string, FeverLabel> = ({ output, expected }): Score => {
+  const label = normalizeFeverLabel(output);
+  return { name: 'accuracy', score: label === expected ? 100 : 0, metadata: { predicted_label: label } };
+};

@@ -1,0 +1,58 @@
+/**
+ * The papers' metrics, one file per family (each checkable against METHODS.md line by line):
+ * squad.ts (normalisation, EM, F1) · str-em.ts (STR-EM, STR-HIT) · rouge.ts (ROUGE-L, ROUGE-Lsum)
+ * with porter.ts and sentences.ts (Punkt) · disambig-f1.ts (+ qa-onnx-reader.ts) · dr.ts ·
+ * answer-f1.ts · coverage.ts (AC@k) · fever.ts · calibration.ts (accuracy–coverage AUC) ·
+ * bootstrap.ts (CIs) · example.ts (scoreExample, aggregate). docs/metrics.md has the table.
+ */
+export type { Score, Scorer } from './score';
+export { ExactMatch, F1, answerTokens, exactMatch, maxOverGolds, normalizeAnswer, tokenF1 } from './squad';
+export { StrEm, StrHit, dqHits, exactPresence, strEm, strHit } from './str-em';
+export { porterStem } from './porter';
+export {
+  PunktSentenceSplitter,
+  RuleBasedSentenceSplitter,
+  defaultPunktDir,
+  defaultSentenceSplitter,
+  loadPunktParameters,
+  type PunktParameters,
+  type SentenceSplitter,
+} from './sentences';
+export {
+  RougeL,
+  RougeLsum,
+  lcsIndices,
+  lcsLength,
+  lsumSentences,
+  maxFOverReferences,
+  rougeL,
+  rougeLsum,
+  rougeTokenize,
+  scoreLcs,
+  summaryLevelLcs,
+  unionLcs,
+  type RougeScore,
+} from './rouge';
+export { DisambigF1, LlmSpanReader, disambigF1, parseReaderReply, readerPrompt, type DisambigReader, type DisambigF1Result } from './disambig-f1';
+export { drScore } from './dr';
+export { answerF1, meanAnswerF1 } from './answer-f1';
+export { answerCoverage, coverageCurve, hasAnswer } from './coverage';
+export { FeverAccuracy, normalizeFeverLabel } from './fever';
+export { accuracyCoverageAuc, accuracyCoverageCurve, type AccuracyCoverageOptions, type CoveragePoint, type TieRule } from './calibration';
+export { bootstrapInterval, bootstrapMean, percentile, type BootstrapOptions } from './bootstrap';
+export {
+  aggregate,
+  checkMetrics,
+  defaultMetrics,
+  isMetricName,
+  metricNames,
+  metricsFor,
+  scoreExample,
+  type ExampleScores,
+  type MetricName,
+  type Prediction,
+  type ScoreOptions,
+} from './example';
+
+/** The ONNX QA reader loads transformers.js; import it lazily: `await import('./qa-onnx-reader')`. */
+export type { OnnxQaReader, OnnxQaReaderOptions } from './qa-onnx-reader';
