@@ -52,6 +52,8 @@ export interface ConfigRegistry {
   metricNames: readonly string[];
   /** Metrics computed when the config names none. */
   defaultMetrics(dataset: DatasetName): string[];
+  /** Pipelines that cannot run without `retriever:`. */
+  requiresRetriever?(pipeline: string): boolean;
 }
 
 const runNamePattern = /^[A-Za-z0-9][A-Za-z0-9._=,+-]*$/;
@@ -235,6 +237,10 @@ export function resolveExperimentConfig(
       else problems.push(...formatIssues(r.error.issues, { prefix: ['retriever'], schema: registry.retrieverConfigSchema, input: rest }));
     }
     retriever = { ...checked, ...(typeof corpus === 'string' ? { corpus: resolveProjectPath(corpus) } : {}) };
+  }
+
+  if (!file.retriever && problems.length === 0 && registry.requiresRetriever?.(file.pipeline.name)) {
+    problems.push(`retriever: pipeline ${file.pipeline.name} needs a retriever (e.g. \`retriever: bm25\`; types: bm25, dense, hybrid, multi-query)`);
   }
 
   let reranker = file.reranker;

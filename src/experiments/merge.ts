@@ -5,7 +5,7 @@ import type { Trace } from '../trace/types';
 import type { RunTracker } from '../tracking/types';
 import { configFingerprint, configToYaml, diffConfigs, readResolvedConfig, type ExperimentConfig } from './config';
 import { readJsonl, writeFileAtomic, writeJsonlAtomic } from './jsonl';
-import type { ExampleResult, MetricAggregate } from './results';
+import type { ExampleResult, MetricAggregate, RunMetrics } from './results';
 import { readJson, runFiles, writeJson, type MlflowRecord, type RunState } from './rundir';
 import { configParams, metricsForMlflow, summariseRun, type TrackingFactory } from './runner';
 import { parseShard } from './shard';
@@ -32,6 +32,7 @@ export interface MergeOutcome {
   dir: string;
   config: ExperimentConfig;
   results: ExampleResult[];
+  metrics: RunMetrics;
   mlflow: MlflowRecord | null;
   missingShards: number[];
 }
@@ -185,7 +186,7 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
     }
     await guard(warn, 'finish the merged run', () => parent.finish(complete ? 'FINISHED' : 'KILLED'));
   }
-  return { dir, config, results, mlflow, missingShards };
+  return { dir, config, results, metrics, mlflow, missingShards };
 }
 
 async function guard(warn: (m: string) => void, what: string, fn: () => Promise<void>): Promise<void> {

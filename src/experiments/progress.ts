@@ -57,6 +57,7 @@ export class ProgressBar implements ProgressSink {
       this.stream.write(`\r${fit(this.render(state, t, true), width)}\x1b[K`);
       return;
     }
+    if (state.done >= state.total) return; // finish() prints the last line
     const decile = state.total > 0 ? Math.floor((10 * state.done) / state.total) : 10;
     const interval = (this.options.plainIntervalSeconds ?? 15) * 1000;
     if (decile > this.lastPlainDecile || t - this.lastPlain >= interval) {

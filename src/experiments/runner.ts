@@ -71,6 +71,22 @@ export interface RunOutcome {
   error?: string;
 }
 
+/**
+ * Refuse early (before models load) to write into an existing run without `--resume`. `--resume`
+ * of a run that does not exist yet starts it, so that a retried job (a Kubernetes pod restart,
+ * a GNU parallel retry) can always pass `--resume`. Returns whether there is a run to resume.
+ */
+export function checkRunDir(runDir: string, resume: boolean): boolean {
+  const started = existsSync(join(runDir, runFiles.config));
+  if (started && !resume) {
+    throw new AmbiqaError(
+      `run directory already exists: ${runDir}`,
+      'add --resume to finish or extend it, or --name <new-name> to start a new run',
+    );
+  }
+  return started;
+}
+
 export async function runExperiment(request: RunRequest): Promise<RunOutcome> {
   const { config, runDir, components } = request;
   const warn = request.warn ?? ((m: string) => process.stderr.write(`warning: ${m}\n`));

@@ -1,7 +1,99 @@
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
 import { AmbiqaError } from '../../errors';
+import { loadExperimentConfig } from '../../experiments/config';
+import { createComposer } from '../../experiments/compose';
+import { parseOverride } from '../../experiments/overrides';
+import { ProgressBar } from '../../experiments/progress';
+import { checkRunDir, runExperiment } from '../../experiments/runner';
+import { runsDir } from '../../experiments/rundir';
+import { describeOutcome, interruptSignal, parsePositiveInt } from '../../experiments/cli-support';
 
-export const summary = '(run: not implemented yet)';
+export const summary = 'run an experiment config over its dataset (resumable, sharded, logged to MLflow)';
 
-export async function run(_argv: string[]): Promise<number> {
-  throw new AmbiqaError('`ambiqa run` is not implemented yet');
+const usage = `usage: ambiqa run <config.yaml> [options]
+
+Answers every selected question of the config's dataset with its pipeline and writes
+artifacts/runs/<name>/ (config.yaml, results.jsonl, traces.jsonl, metrics.json, mlflow.json),
+logging params, metrics, tags and those files to MLflow.
+
+options:
+  --name NAME            run name (default: the config's name, else the file name)
+  --set path=value       override any config field; the value is YAML (repeatable),
+                         e.g. --set pipeline.options.threshold=2 --set dataset.sample=50
+  --limit N              answer only the first N selected questions
+  --resume               finish an interrupted run (skips finished questions; the LLM
+                         cache replays every call that had finished; same MLflow run)
+  --shard i/N            run shard i of N (0-based): a deterministic slice of the questions;
+                         combine the shards with \`ambiqa merge\`
+  --no-tracking          do not log to MLflow (same as --set tracking.enabled=false)
+  --quiet                no progress line
+  -h, --help             this help
+
+Ctrl-C stops cleanly (what is done is kept; the MLflow run is marked KILLED); run the same
+command with --resume to finish. With MLflow unreachable the run completes and keeps the
+MLflow operations in the run dir for \`ambiqa sync\`.`;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      name: { type: 'string' },
+      set: { type: 'string', multiple: true },
+      limit: { type: 'string' },
+      resume: { type: 'boolean' },
+      shard: { type: 'string' },
+      'no-tracking': { type: 'boolean' },
+      quiet: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    console.log(usage);
+    return 0;
+  }
+  if (positionals.length !== 1) throw new AmbiqaError('ambiqa run: expected one config file', 'e.g. `npx ambiqa run experiments/toc-asqa.yaml`');
+  const overrides = (values.set ?? []).map(parseOverride);
+  if (values['no-tracking']) overrides.push(parseOverride('tracking.enabled=false'));
+
+  // Everything is checked before a model is loaded or called.
+  const composer = createComposer();
+  try {
+    const config = loadExperimentConfig(positionals[0], composer.registry, {
+      overrides,
+      ...(values.name !== undefined ? { name: values.name } : {}),
+      ...(values.limit !== undefined ? { limit: parsePositiveInt(values.limit, '--limit') } : {}),
+      ...(values.shard !== undefined ? { shard: values.shard } : {}),
+    });
+    if (config.sweep) {
+      process.stderr.write(`note: ${positionals[0]} has a sweep: section; \`ambiqa run\` runs the base config only (use \`ambiqa sweep\` for the grid)\n`);
+    }
+    const runDir = join(runsDir(), config.name);
+    const exists = checkRunDir(runDir, values.resume ?? false);
+    if (values.resume && !exists) process.stderr.write(`note: no run at ${runDir} yet; starting it\n`);
+
+    const interrupt = interruptSignal();
+    try {
+      const components = await composer.components(config);
+      const outcome = await runExperiment({
+        config,
+        runDir,
+        resume: values.resume ?? false,
+        components,
+        tracking: composer.tracking(),
+        tags: composer.tags(config),
+        progress: values.quiet
+          ? undefined
+          : new ProgressBar({ label: config.name }),
+        signal: interrupt.signal,
+      });
+      console.log(describeOutcome(outcome, positionals[0]));
+      return outcome.status === 'FINISHED' ? 0 : outcome.status === 'KILLED' ? 130 : 1;
+    } finally {
+      interrupt.dispose();
+    }
+  } finally {
+    await composer.close();
+  }
 }

@@ -1,7 +1,113 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { basename, extname, join } from 'node:path';
+import { parseArgs } from 'node:util';
+import YAML from 'yaml';
 import { AmbiqaError } from '../../errors';
+import { interruptSignal, parsePositiveInt } from '../../experiments/cli-support';
+import { createComposer } from '../../experiments/compose';
+import { applyOverrides, parseOverride } from '../../experiments/overrides';
+import { ProgressBar } from '../../experiments/progress';
+import { sweepsDir } from '../../experiments/rundir';
+import { planSweep, runSweep } from '../../experiments/sweep';
 
-export const summary = '(sweep: not implemented yet)';
+export const summary = 'run a config over the grid in its sweep: section (nested MLflow runs, shared LLM cache, summary table)';
 
-export async function run(_argv: string[]): Promise<number> {
-  throw new AmbiqaError('`ambiqa sweep` is not implemented yet');
+const usage = `usage: ambiqa sweep <config.yaml> [options]
+
+Runs the config once per point of its \`sweep:\` grid, e.g.
+
+  sweep:
+    pipeline.options.threshold: [1, 2, 3, 4, 5]
+    llm.temperature: [0.3, 0.7]          # axes multiply: 10 runs
+
+as child runs of one MLflow parent run, in one process sharing the loaded models and the LLM
+cache (identical calls are made once). Writes artifacts/sweeps/<name>/ with runs/<point>/ and
+summary.md / summary.csv / summary.json, and attaches the summary to the parent run.
+
+options:
+  --name NAME            sweep name (default: the config's name, else the file name)
+  --set path=value       override any config field (YAML value, repeatable); a grid axis too:
+                         --set sweep.pipeline.options.n=[3,5]
+  --limit N              answer only the first N selected questions in every run
+  --resume               finish an interrupted sweep (finished points are kept)
+  --dry-run              validate every point and print the plan; run nothing
+  --no-tracking          do not log to MLflow
+  --quiet                no progress lines
+  -h, --help             this help`;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      name: { type: 'string' },
+      set: { type: 'string', multiple: true },
+      limit: { type: 'string' },
+      resume: { type: 'boolean' },
+      'dry-run': { type: 'boolean' },
+      'no-tracking': { type: 'boolean' },
+      quiet: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    console.log(usage);
+    return 0;
+  }
+  if (positionals.length !== 1) throw new AmbiqaError('ambiqa sweep: expected one config file', 'e.g. `npx ambiqa sweep experiments/ablation-ve-threshold.yaml`');
+  const file = positionals[0];
+  if (!existsSync(file)) throw new AmbiqaError(`config file not found: ${file}`);
+  let raw: Record<string, unknown>;
+  try {
+    raw = YAML.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  } catch (error) {
+    throw new AmbiqaError(`${file}: not valid YAML: ${(error as Error).message}`);
+  }
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new AmbiqaError(`${file}: must be a YAML mapping`);
+  const overrides = (values.set ?? []).map(parseOverride);
+  if (values['no-tracking']) overrides.push(parseOverride('tracking.enabled=false'));
+  raw = applyOverrides(raw, overrides, file);
+
+  const composer = createComposer();
+  try {
+    const request = {
+      raw,
+      source: file,
+      registry: composer.registry,
+      options: {
+        defaultName: basename(file, extname(file)),
+        ...(values.name !== undefined ? { name: values.name } : {}),
+        ...(values.limit !== undefined ? { limit: parsePositiveInt(values.limit, '--limit') } : {}),
+      },
+      sweepDir: (name: string) => join(sweepsDir(), name),
+    };
+    const plan = planSweep(request); // every point validated before anything runs
+    if (values['dry-run']) {
+      console.log(`sweep ${plan.name}: ${plan.points.length} runs into ${plan.dir}`);
+      for (const p of plan.points) console.log(`  ${p.point.label}`);
+      return 0;
+    }
+    if (existsSync(join(plan.dir, 'sweep.yaml')) && !values.resume) {
+      throw new AmbiqaError(`sweep directory already exists: ${plan.dir}`, 'add --resume to finish it, or --name <new-name> for a new sweep');
+    }
+    const interrupt = interruptSignal();
+    try {
+      const outcome = await runSweep({
+        ...request,
+        resume: values.resume ?? false,
+        components: (config) => composer.components(config),
+        tracking: composer.tracking(),
+        tags: composer.tags(plan.base),
+        ...(values.quiet ? {} : { progress: (label: string) => new ProgressBar({ label }) }),
+        signal: interrupt.signal,
+      });
+      console.log(`sweep ${plan.name} ${outcome.status}: ${outcome.dir}/summary.md`);
+      if (outcome.mlflow?.runUrl) console.log(`MLflow parent run: ${outcome.mlflow.runUrl}`);
+      return outcome.status === 'FINISHED' ? 0 : outcome.status === 'KILLED' ? 130 : 1;
+    } finally {
+      interrupt.dispose();
+    }
+  } finally {
+    await composer.close();
+  }
 }

@@ -1,0 +1,66 @@
+import { relative } from 'node:path';
+import { AmbiqaError } from '../errors';
+import { formatCount, formatDuration } from './progress';
+import type { RunOutcome } from './runner';
+
+/**
+ * What `ambiqa run`, `sweep` and `merge` share: Ctrl-C handling and the closing summary.
+ *
+ * The first Ctrl-C (or SIGTERM, which is what Kubernetes and `timeout` send) asks the run to stop
+ * cleanly: in-flight questions are abandoned, finished ones are kept, metrics are written and the
+ * MLflow run is marked KILLED. A second one exits at once; `--resume` still finishes the run.
+ */
+export function interruptSignal(stream: NodeJS.WriteStream = process.stderr): { signal: AbortSignal; dispose(): void } {
+  const controller = new AbortController();
+  let count = 0;
+  const onSignal = (name: NodeJS.Signals) => {
+    count += 1;
+    if (count === 1) {
+      stream.write(`\n${name}: stopping after writing what is done (press Ctrl-C again to quit at once; finish later with --resume)\n`);
+      controller.abort(new AmbiqaError(`interrupted by ${name}`));
+    } else {
+      stream.write(`\n${name}: quitting now\n`);
+      process.exit(130);
+    }
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return {
+    signal: controller.signal,
+    dispose() {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    },
+  };
+}
+
+export function parsePositiveInt(text: string, option: string): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(n) || n < 1) {
+    throw new AmbiqaError(`${option} ${text}: must be a positive whole number`);
+  }
+  return n;
+}
+
+/** The lines printed when a run ends. */
+export function describeOutcome(outcome: RunOutcome, configFile?: string): string {
+  const m = outcome.metrics;
+  const lines = [
+    `run ${outcome.runDir.split('/').pop()} ${outcome.status}: ${m.n}/${m.total ?? m.n} questions, ${m.errors ?? 0} errors, ${formatDuration(m.usage.wall_seconds)}`,
+  ];
+  const width = Math.max(8, ...Object.keys(m.metrics).map((k) => k.length));
+  for (const [name, a] of Object.entries(m.metrics)) {
+    lines.push(`  ${name.padEnd(width)}  ${a.mean.toFixed(1).padStart(5)}  95% CI [${a.ciLow.toFixed(1)}, ${a.ciHigh.toFixed(1)}]`);
+  }
+  lines.push(
+    `  LLM: ${m.usage.llm_calls} calls, ${m.usage.cache_hits} cache hits, ${formatCount(m.usage.prompt_tokens)} prompt + ${formatCount(m.usage.completion_tokens)} completion tokens`,
+  );
+  const rel = relative(process.cwd(), outcome.runDir);
+  lines.push(`  results: ${rel.startsWith('..') ? outcome.runDir : rel || '.'}/`);
+  if (outcome.mlflow?.runUrl) lines.push(`  MLflow:  ${outcome.mlflow.runUrl}`);
+  if (outcome.error) lines.push(`  error:   ${outcome.error}`);
+  if (outcome.status !== 'FINISHED' && configFile) {
+    lines.push(`  finish it: run the same command (config ${configFile}, same --name/--set/--shard) with --resume`);
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,222 @@
+import { readFileSync } from 'node:fs';
+import { loadDataset } from '../datasets';
+import type { Example } from '../datasets/types';
+import { AmbiqaError } from '../errors';
+import { defaultCachePath } from '../llm/cache';
+import type { LlmClient } from '../llm/client';
+import { createLanguageModel, llmConfigSchema } from '../llm/config';
+import { buildDemoPool, KnnDemoSelector } from '../pipelines/demos';
+import type { DemoSelector, PipelineContext } from '../pipelines/types';
+import { loadCorpus, corpusFromPassages, type Corpus } from '../retrieval/corpus';
+import { buildCorpus, defaultSources } from '../retrieval/corpus-builder';
+import { MiniLmEmbedder } from '../retrieval/embedder';
+import { createReranker, createRetriever, rerankerConfigSchema, retrieverConfigSchema } from '../retrieval/factory';
+import type { Embedder, Retriever } from '../retrieval/types';
+import { openTracking, stopLocalServer } from '../tracking';
+import {
+  aggregateResults,
+  createPipeline,
+  createScorer,
+  defaultMetrics,
+  metricNames,
+  pipelineNames,
+  pipelineOptionsSchema,
+  retrievalPipelines,
+} from './bindings';
+import { scriptedLlmSchema, type ConfigRegistry, type ExperimentConfig } from './config';
+import { collectProvenance, provenanceTags, type Provenance } from './provenance';
+import type { ExampleResult, MetricAggregate } from './results';
+import type { RunComponents, TrackingFactory } from './runner';
+import { createScriptedLanguageModel } from './scripted-llm';
+
+/**
+ * Turns a validated config into the parts of a run: examples, LLM, retriever, reranker, demo
+ * pool, pipeline, scorer, and MLflow tracking. One composer serves a whole sweep, so models,
+ * corpora and indexes are built once and shared by every run that asks for the same thing
+ * (same LLM config → same client, hence one loaded GGUF and one cache connection).
+ */
+export interface Composer {
+  registry: ConfigRegistry;
+  components(config: ExperimentConfig): Promise<RunComponents>;
+  /** null when MLflow is off for this process (`AMBIQA_TRACKING=off`). */
+  tracking(): TrackingFactory | null;
+  /** Provenance tags for a run of `config` (git, packages, model checksums). */
+  tags(config: ExperimentConfig): Record<string, string>;
+  aggregate(results: ExampleResult[]): Record<string, MetricAggregate>;
+  close(): Promise<void>;
+}
+
+export const registry: ConfigRegistry = {
+  pipelineNames,
+  pipelineOptionsSchema,
+  llmConfigSchema,
+  retrieverConfigSchema,
+  rerankerConfigSchema,
+  metricNames,
+  defaultMetrics,
+  requiresRetriever: (name) => retrievalPipelines.has(name as never),
+};
+
+export function createComposer(options: { notify?: (message: string) => void } = {}): Composer {
+  const notify = options.notify ?? ((m: string) => process.stderr.write(m + '\n'));
+  const datasets = new Map<string, Example[]>();
+  const llms = new Map<string, Promise<LlmClient>>();
+  const corpora = new Map<string, Corpus>();
+  const retrievers = new Map<string, Promise<Retriever>>();
+  const demoSelectors = new Map<string, DemoSelector>();
+  let embedder: Embedder | undefined;
+  let provenance: Provenance | undefined;
+
+  const dataset = (name: ExperimentConfig['dataset']['name'], path: string, opts: Parameters<typeof loadDataset>[2]) => {
+    const key = JSON.stringify([name, path, opts]);
+    let examples = datasets.get(key);
+    if (!examples) {
+      examples = loadDataset(name, path, opts);
+      datasets.set(key, examples);
+    }
+    return examples;
+  };
+
+  const getEmbedder = () => (embedder ??= new MiniLmEmbedder());
+
+  const getLlm = (config: ExperimentConfig): Promise<LlmClient> => {
+    const key = JSON.stringify(config.llm);
+    let llm = llms.get(key);
+    if (!llm) {
+      llm =
+        config.llm.provider === 'scripted'
+          ? Promise.resolve(createScriptedLanguageModel(scriptedLlmSchema.parse(config.llm), defaultCachePath()))
+          : createLanguageModel(config.llm as never);
+      llms.set(key, llm);
+    }
+    return llm;
+  };
+
+  const getCorpus = (path: string | undefined): Corpus => {
+    const key = path ?? '(shared data)';
+    let corpus = corpora.get(key);
+    if (!corpus) {
+      if (path) corpus = loadCorpus(path);
+      else {
+        // No corpus file given: pool the passages the evaluation data carries (ASQA contexts and
+        // knowledge, qa-feedback, HotpotQA paragraphs, FEVER evidence), as shared/data's README
+        // recommends, so that every question has thousands of distractors.
+        const sources = defaultSources();
+        if (sources.length === 0) {
+          throw new AmbiqaError('retriever: no corpus given and no passage sources found in the data dir', 'set retriever.corpus to a corpus file (`npx ambiqa corpus build`)');
+        }
+        corpus = corpusFromPassages(buildCorpus(sources).passages);
+      }
+      corpora.set(key, corpus);
+    }
+    return corpus;
+  };
+
+  return {
+    registry,
+
+    async components(config) {
+      const name = config.dataset.name;
+      const ids = config.dataset.ids ? readIds(config.dataset.ids) : undefined;
+      const examples = dataset(name, config.dataset.path, {
+        split: config.dataset.split,
+        ...(config.dataset.sample !== undefined ? { sample: config.dataset.sample, seed: config.dataset.seed } : {}),
+        ...(config.dataset.limit !== undefined ? { limit: config.dataset.limit } : {}),
+        ...(ids ? { ids } : {}),
+      });
+
+      const options = config.pipeline.options;
+      const nShots = typeof options.nShots === 'number' ? options.nShots : 0;
+      const context: PipelineContext = { llm: await getLlm(config) };
+      if (needsEmbedder(config)) context.embedder = getEmbedder();
+
+      if (config.retriever) {
+        const { corpus: corpusPath, ...retrieverConfig } = config.retriever;
+        const key = JSON.stringify([corpusPath ?? null, retrieverConfig]);
+        let retriever = retrievers.get(key);
+        if (!retriever) {
+          retriever = createRetriever(retrieverConfig as never, getCorpus(corpusPath), context.embedder ? { embedder: context.embedder } : {});
+          retrievers.set(key, retriever);
+        }
+        context.retriever = await retriever;
+      }
+      if (config.reranker) context.reranker = createReranker(config.reranker as never, context.embedder ? { embedder: context.embedder } : {});
+
+      if (nShots > 0) {
+        // Demos: a separate pool file when given, else the whole evaluation file, leave-one-out
+        // (the selector never returns the question itself).
+        const poolPath = config.dataset.demos ?? config.dataset.path;
+        const key = JSON.stringify([name, poolPath, config.dataset.split]);
+        let selector = demoSelectors.get(key);
+        if (!selector) {
+          // A separate FEVER pool sits beside sampled_ids.json, which must not filter it: split `all`.
+          const pool = config.dataset.demos
+            ? dataset(name, poolPath, name === 'fever' ? { split: 'all' } : {})
+            : dataset(name, poolPath, { split: config.dataset.split });
+          selector = new KnnDemoSelector(buildDemoPool(pool), getEmbedder());
+          demoSelectors.set(key, selector);
+        }
+        context.demos = selector;
+      }
+
+      return {
+        examples,
+        pipeline: createPipeline(config.pipeline.name, options),
+        context,
+        score: createScorer(config.metrics),
+        aggregate: aggregateResults,
+      };
+    },
+
+    tracking() {
+      if (process.env.AMBIQA_TRACKING === 'off') return null;
+      return (dir: string) => openTracking({ bufferDir: dir, notify });
+    },
+
+    tags(config) {
+      provenance ??= collectProvenance();
+      return provenanceTags(provenance, {
+        embeddedLlm: config.llm.provider === undefined || config.llm.provider === 'embedded',
+        embedder: needsEmbedder(config),
+      });
+    },
+
+    aggregate: aggregateResults,
+
+    async close() {
+      for (const llm of llms.values()) {
+        try {
+          const client = await llm;
+          client.close();
+          await client.backend.dispose?.();
+        } catch {
+          /* a client that failed to start has nothing to close */
+        }
+      }
+      llms.clear();
+      await stopLocalServer();
+    },
+  };
+}
+
+/** Runs that need the MiniLM embedder: kNN demos, dense retrieval, embedding rerankers, and pipelines that compare sentences. */
+function needsEmbedder(config: ExperimentConfig): boolean {
+  const nShots = config.pipeline.options.nShots;
+  if (typeof nShots !== 'number' || nShots > 0) return true;
+  if (config.retriever && config.retriever.type !== 'bm25') return true;
+  if (config.reranker && config.reranker.type !== 'none') return true;
+  return ['verify-edit', 'diva', 'combo', 'toc'].includes(config.pipeline.name);
+}
+
+function readIds(path: string): string[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new AmbiqaError(`dataset.ids: ${path} is not valid JSON (${(error as Error).message})`);
+  }
+  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string' && typeof v !== 'number')) {
+    throw new AmbiqaError(`dataset.ids: ${path} must be a JSON list of ids`);
+  }
+  return value.map(String);
+}
