@@ -44,7 +44,7 @@ function readJson(path: string, kind: string): unknown {
 }
 
 function formatError(path: string, kind: string, what: string): AmbiqaError {
-  return new AmbiqaError(`${path}: not a ${kind} file (${what})`, `pass the ${kind} file in its official layout (see shared/data/README.md)`);
+  return new AmbiqaError(`${path}: not in the ${kind} layout (${what})`, `pass the ${kind} file in its official layout (see shared/data/README.md)`);
 }
 
 /** ASQA: `qa_pairs[].context` titled by `wikipage`, and `annotations[].knowledge[].content`. */
