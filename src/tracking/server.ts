@@ -23,6 +23,8 @@ export interface LocalServer {
   logFile: string;
   /** Stop the server and wait for it to exit (idempotent). */
   stop(): Promise<void>;
+  /** Settles when the server process has exited, for whatever reason. */
+  exited: Promise<void>;
 }
 
 export interface StartServerOptions {
@@ -205,7 +207,7 @@ async function launch(venv: string, storeDir: string, host: string, port: number
   const deadline = Date.now() + (options.timeoutMs ?? 240_000);
   while (Date.now() < deadline) {
     if (exited !== null) break;
-    if (await client.isHealthy(2000)) return { uri, storeDir, logFile, stop };
+    if (await client.isHealthy(2000)) return { uri, storeDir, logFile, stop, exited: exitPromise };
     await Promise.race([exitPromise, new Promise((r) => setTimeout(r, 500))]);
   }
   await stop();
