@@ -1,0 +1,143 @@
+/**
+ * The TypeScript Jupyter kernel for ambiqa's notebooks: tslab, registered under a project-local
+ * Jupyter prefix (`<repo>/.jupyter`, git-ignored), started from the repository root.
+ *
+ * Why from the root: tslab compiles every cell and every imported `.ts` file to CommonJS with
+ * `rootDir` = the kernel's working directory, so a notebook can import `./src/...` only when the
+ * kernel runs at the root — whichever folder the notebook sits in. The kernel's argv therefore
+ * `cd`s there before starting tslab. `ambiqa notebook`, CI and the notebook test all register the
+ * kernel through `registerKernel()` here (or scripts/jupyter-kernel.sh, which calls it).
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { basename, delimiter, join, resolve } from 'node:path';
+import { projectRoot } from '../config/paths';
+import { AmbiqaError } from '../errors';
+
+export const KERNEL_NAME = 'ambiqa-tslab';
+export const KERNEL_DISPLAY_NAME = 'TypeScript (ambiqa, tslab)';
+
+/** Where the kernel spec lives: `<repo>/.jupyter` unless AMBIQA_JUPYTER_PREFIX moves it. */
+export function jupyterPrefix(root: string = projectRoot): string {
+  return resolve(process.env.AMBIQA_JUPYTER_PREFIX ?? join(root, '.jupyter'));
+}
+
+/** Debian's Jupyter (`apt-get install jupyter-notebook jupyter-nbconvert …`, done by setup). */
+export function jupyterBinary(): string {
+  const bin = process.env.AMBIQA_JUPYTER ?? '/usr/bin/jupyter';
+  if (!existsSync(bin)) {
+    throw new AmbiqaError(
+      `Jupyter not found at ${bin}`,
+      'install it: `sudo apt-get install -y --no-install-recommends jupyter-notebook jupyter-nbconvert python3-nbclient python3-ipykernel` (or set AMBIQA_JUPYTER)',
+    );
+  }
+  return bin;
+}
+
+export interface KernelRegistration {
+  name: string;
+  prefix: string;
+  /** Put this first on JUPYTER_PATH so Jupyter finds the kernel. */
+  jupyterPath: string;
+  kernelJson: string;
+  root: string;
+}
+
+export interface KernelSpec {
+  argv: string[];
+  display_name: string;
+  language: string;
+  env: Record<string, string>;
+  metadata: Record<string, unknown>;
+}
+
+/**
+ * The kernel spec. The root and the tslab binary are passed to `sh -c` as positional arguments
+ * ($1, $2) rather than spliced into the script, so paths with spaces or quotes are safe; `$0` is
+ * the connection file Jupyter substitutes for `{connection_file}`.
+ */
+export function kernelSpec(root: string, tslab: string): KernelSpec {
+  return {
+    argv: ['/bin/sh', '-c', 'cd "$1" && exec "$2" kernel --config-path "$0"', '{connection_file}', root, tslab],
+    display_name: KERNEL_DISPLAY_NAME,
+    language: 'typescript',
+    env: { AMBIQA_ROOT: root },
+    metadata: { ambiqa: { note: 'written by ambiqa notebook / scripts/jupyter-kernel.sh; runs tslab from the repository root' } },
+  };
+}
+
+/** Write (or refresh) the kernel spec. Cheap and idempotent: call it before every Jupyter start. */
+export function registerKernel(options: { prefix?: string; root?: string } = {}): KernelRegistration {
+  const root = resolve(options.root ?? projectRoot);
+  const prefix = resolve(options.prefix ?? jupyterPrefix(root));
+  const tslab = join(root, 'node_modules', '.bin', 'tslab');
+  if (!existsSync(tslab)) {
+    throw new AmbiqaError(`tslab not found at ${tslab}`, 'run `npm install` in the repository (tslab is a dependency of ambiqa)');
+  }
+  const dir = join(prefix, 'share', 'jupyter', 'kernels', KERNEL_NAME);
+  mkdirSync(dir, { recursive: true });
+  const kernelJson = join(dir, 'kernel.json');
+  const text = JSON.stringify(kernelSpec(root, tslab), null, 2) + '\n';
+  if (!existsSync(kernelJson) || readFileSync(kernelJson, 'utf8') !== text) writeFileSync(kernelJson, text);
+  return { name: KERNEL_NAME, prefix, jupyterPath: join(prefix, 'share', 'jupyter'), kernelJson, root };
+}
+
+/** Environment for Jupyter processes that should see the project kernel. */
+export function jupyterEnv(reg: KernelRegistration, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  return {
+    ...base,
+    JUPYTER_PATH: [reg.jupyterPath, base.JUPYTER_PATH].filter(Boolean).join(delimiter),
+    // Debian's debugpy warns on every kernel start without this.
+    PYDEVD_DISABLE_FILE_VALIDATION: '1',
+    AMBIQA_ROOT: reg.root,
+  };
+}
+
+export interface NotebookRun {
+  notebook: string;
+  output: string;
+  ok: boolean;
+  exitCode: number | null;
+  seconds: number;
+  /** nbconvert's stderr: on failure it names the cell and the error. */
+  log: string;
+}
+
+/**
+ * Execute a notebook headless with nbconvert (never `--allow-errors`: with it tslab reports empty
+ * outputs for every later cell and exit code 0). The executed copy goes to `outDir`; the source
+ * notebook is not modified.
+ */
+export function executeNotebook(
+  notebook: string,
+  options: { outDir: string; registration?: KernelRegistration; cellTimeoutS?: number; env?: NodeJS.ProcessEnv },
+): Promise<NotebookRun> {
+  const reg = options.registration ?? registerKernel();
+  const jupyter = jupyterBinary();
+  mkdirSync(options.outDir, { recursive: true });
+  const name = basename(notebook).replace(/\.ipynb$/, '.out.ipynb');
+  const args = [
+    'nbconvert', '--to', 'notebook', '--execute', resolve(notebook),
+    '--output-dir', resolve(options.outDir), '--output', name,
+    `--ExecutePreprocessor.kernel_name=${reg.name}`,
+    `--ExecutePreprocessor.timeout=${options.cellTimeoutS ?? 600}`,
+  ];
+  const started = Date.now();
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(jupyter, args, { cwd: reg.root, env: jupyterEnv(reg, options.env ?? process.env), stdio: ['ignore', 'pipe', 'pipe'] });
+    let log = '';
+    child.stdout.on('data', (d) => (log += d));
+    child.stderr.on('data', (d) => (log += d));
+    child.on('error', reject);
+    child.on('close', (code) =>
+      resolvePromise({
+        notebook,
+        output: join(resolve(options.outDir), name),
+        ok: code === 0,
+        exitCode: code,
+        seconds: (Date.now() - started) / 1000,
+        log,
+      }),
+    );
+  });
+}
