@@ -56,7 +56,7 @@ function overlaps(demo: Demo, options: DemoSelectOptions | undefined): boolean {
 
 function checkK(k: number): void {
   if (!Number.isInteger(k) || k < 0) {
-    throw new AmbiqaError(`demo count k=${k} must be a whole number ≥ 0`, 'set the pipeline option nShots to 0 or more');
+    throw new AmbiqaError(`demo count k=${k} (option nShots) must be a whole number ≥ 0`, 'set the pipeline option nShots to 0 or more');
   }
 }
 

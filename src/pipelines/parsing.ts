@@ -33,11 +33,13 @@ export function stripMarkdown(text: string): string {
 
 /** Trim white space, wrapping quotes, list bullets and one trailing period. */
 export function cleanFragment(text: string): string {
+  const QUOTES = /^["'“”‘’]+|["'“”‘’]+$/g;
   let s = text.trim();
   s = s.replace(/^[-*•]\s+/, '');
-  s = s.replace(/^["'“”‘’]+|["'“”‘’]+$/g, '').trim();
-  if (/[^.]\.$/.test(s) && !/\b[A-Z]\.$/.test(s) && !/\b(?:Jr|Sr|Inc|Ltd|Co|St)\.$/.test(s)) s = s.slice(0, -1);
-  return s.trim();
+  const dropPeriod = (x: string) =>
+    /[^.]\.$/.test(x) && !/\b[A-Z]\.$/.test(x) && !/\b(?:Jr|Sr|Inc|Ltd|Co|St)\.$/.test(x) ? x.slice(0, -1) : x;
+  s = dropPeriod(s).replace(QUOTES, '').trim();
+  return dropPeriod(s).trim();
 }
 
 // `DQ 1:`, `DQ:`, `Q1:`, `Q 1.`, `Disambiguated question 1:`, `Question 2:` (numbered only),
@@ -58,7 +60,7 @@ const NUMBERED_LIST_LINE = /^\s*(\d+)\s*[.)]\s+(.*)$/;
 /** Put each `DQ n:` / `DA n:` / `Answer:` marker on its own line (models write them inline). */
 function splitInlineMarkers(text: string): string {
   return text.replace(
-    /([^\n])\s+(?=(?:DQ|DA)\s*\d*\s*:|(?:Q|A)\s*\d+\s*:|Answer\s*:|Long\s+answer\s*:)/gi,
+    /([^\n\-*•])[ \t]+(?=(?:DQ|DA)\s*\d*\s*:|(?:Q|A)\s*\d+\s*:|Answer\s*:|Long\s+answer\s*:)/gi,
     '$1\n',
   );
 }
