@@ -11,7 +11,11 @@ export function formatIssues(
   options: { prefix?: string[]; schema?: z.ZodType; input?: unknown } = {},
 ): string[] {
   const prefix = options.prefix ?? [];
-  return issues.map((issue) => {
+  return issues.flatMap((issue) => {
+    if (issue.code === 'invalid_union') {
+      const inner = explainUnion(issue as z.core.$ZodIssueInvalidUnion);
+      if (inner) return formatIssues(inner, { ...options, prefix: [...prefix, ...issue.path.map(String)], input: valueAt(options.input, issue.path) });
+    }
     const path = [...prefix, ...issue.path.map(String)];
     const where = path.length > 0 ? path.join('.') : '(top level)';
     return `${where}: ${describeIssue(issue, options.schema, options.input)}`;
@@ -49,6 +53,27 @@ function describeIssue(issue: z.core.$ZodIssue, schema?: z.ZodType, input?: unkn
     default:
       return issue.message;
   }
+}
+
+/**
+ * A union (e.g. retriever types) failed every branch. When every branch rejected the same
+ * discriminating field (`type`), the useful message is that field's allowed values; otherwise
+ * the branch that came closest (fewest issues) says what is wrong.
+ */
+function explainUnion(issue: z.core.$ZodIssueInvalidUnion): z.core.$ZodIssue[] | undefined {
+  const branches = issue.errors;
+  if (!branches || branches.length === 0) return undefined;
+  const discriminators = branches.map((b) => b.find((i) => i.code === 'invalid_value' && i.path.length === 1));
+  if (discriminators.every((d) => d !== undefined)) {
+    const key = discriminators[0]!.path[0];
+    if (discriminators.every((d) => d!.path[0] === key)) {
+      const values = discriminators.flatMap((d) => (d as z.core.$ZodIssueInvalidValue).values);
+      return [{ code: 'invalid_value', values, path: [key], message: '', input: undefined } as unknown as z.core.$ZodIssue];
+    }
+  }
+  const best = branches.filter((b) => !b.some((i) => i.code === 'invalid_value' && i.path.length === 1));
+  const pool = best.length > 0 ? best : branches;
+  return [...pool].sort((a, b) => a.length - b.length)[0];
 }
 
 function got(value: unknown): string {

@@ -89,7 +89,9 @@ describe('ambiqa run refuses bad input before any LLM call', () => {
       c.pipeline = { name: 'vanilla-rag', options: { nShots: 0 } };
       c.retriever = { type: 'colbert' };
     });
-    expect(await refusal(() => runCommand([file2]))).toContain(`${file2}: retriever`);
+    expect(await refusal(() => runCommand([file2]))).toBe(
+      `${file2}: retriever.type: must be one of "bm25", "dense", "hybrid", "multi-query" (got "colbert")`,
+    );
   });
 
   it('a sweep whose grid holds an invalid point, before the first point runs', async () => {
