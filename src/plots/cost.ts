@@ -46,7 +46,7 @@ export function costQualityFigure(
   runs: readonly RunData[],
   options: { metric?: string; cost?: CostAxis; title?: string } = {},
 ): Figure {
-  const metric = options.metric ?? (runs.length > 0 ? commonMetric(runs, ['dr', 'str_em', 'disambig_f1', 'rougeLsum', 'accuracy', 'em']) : 'dr');
+  const metric = options.metric ?? (runs.length > 0 ? commonMetric(runs, ['dr', 'str_em', 'd_f1', 'rougeLsum', 'accuracy', 'em']) : 'dr');
   const cost = options.cost ?? 'tokens';
   const points = costPoints(runs, metric, cost);
   const pipelines = [...new Set(points.map((p) => p.pipeline))];

@@ -2,14 +2,14 @@
  * Tree of Clarifications' pruning analysis: the quality of clarification nodes before and after
  * each filter, computed from ToC traces and the gold disambiguations (never by re-running).
  * A node's Answer-F1 is the token F1 of its answer against the best-matching gold DQ's answers
- * (max over DQs, max over each DQ's answers). Stages:
+ * (max over DQs, max over each DQ's answers; src/metrics/answer-f1.ts). Stages:
  *  - `no pruning`: every generated node (duplicates included);
  *  - `dedup only`: nodes not dropped as duplicates;
  *  - `self-verification`: deduplicated nodes kept by self-verification (after un-pruning).
  * The paper: 40.9 F1 over 12,838 nodes → 59.3 over 4,239 kept.
  */
-import type { Example } from '../datasets/types';
-import { maxOverGolds, tokenF1 } from '../metrics/squad';
+import type { Example, QaPair } from '../datasets/types';
+import { answerF1 } from '../metrics/answer-f1';
 import type { TocNode, Trace } from '../trace/types';
 import { noDataAnnotation } from './consistency';
 import { baseLayout, colors, type Figure } from './types';
@@ -17,17 +17,11 @@ import { baseLayout, colors, type Figure } from './types';
 export type PruningStage = 'no pruning' | 'dedup only' | 'self-verification';
 export const PRUNING_STAGES: readonly PruningStage[] = ['no pruning', 'dedup only', 'self-verification'];
 
-/** Token F1 of a prediction against gold answers (max over them), 0–100 or 0–1: kept as given. */
-export type AnswerF1 = (prediction: string, golds: string[]) => number;
+/** questionId → the gold disambiguations (DQs with their short answers). */
+export type GoldDqs = ReadonlyMap<string, readonly QaPair[]>;
 
-/** SQuAD token F1 (src/metrics/squad.ts), max over the gold answers, on a 0–100 scale. */
-export const squadAnswerF1: AnswerF1 = (prediction, golds) => 100 * maxOverGolds(tokenF1, prediction, golds);
-
-/** questionId → the short answers of each gold DQ. */
-export type GoldDqs = ReadonlyMap<string, string[][]>;
-
-export function goldFromExamples(examples: readonly Example[]): Map<string, string[][]> {
-  return new Map(examples.map((e) => [e.id, e.qaPairs.map((q) => q.shortAnswers)]));
+export function goldDqsFromExamples(examples: readonly Example[]): Map<string, QaPair[]> {
+  return new Map(examples.filter((e) => e.qaPairs.length > 0).map((e) => [e.id, e.qaPairs]));
 }
 
 export function inStage(node: TocNode, stage: PruningStage): boolean {
@@ -41,19 +35,13 @@ export function inStage(node: TocNode, stage: PruningStage): boolean {
 export interface PruningStageStats {
   stage: PruningStage;
   nodes: number;
-  /** Mean node Answer-F1, on the scale `answerF1` returns; NaN when there are no nodes. */
+  /** Mean node Answer-F1 (0–100); NaN when there are no nodes. */
   meanF1: number;
   /** Questions whose traces recorded self-verification (for the last stage). */
   questions: number;
 }
 
-export function nodeAnswerF1(node: TocNode, gold: string[][], f1: AnswerF1): number {
-  let best = 0;
-  for (const answers of gold) if (answers.length > 0) best = Math.max(best, f1(node.answer ?? '', answers));
-  return best;
-}
-
-export function pruningEffect(traces: readonly Trace[], gold: GoldDqs, f1: AnswerF1 = squadAnswerF1): PruningStageStats[] {
+export function pruningEffect(traces: readonly Trace[], gold: GoldDqs): PruningStageStats[] {
   const sums = new Map<PruningStage, { n: number; f1: number; questions: number }>(
     PRUNING_STAGES.map((s) => [s, { n: 0, f1: 0, questions: 0 }]),
   );
@@ -71,7 +59,7 @@ export function pruningEffect(traces: readonly Trace[], gold: GoldDqs, f1: Answe
       for (const node of nodes) {
         if (!inStage(node, stage)) continue;
         acc.n += 1;
-        acc.f1 += nodeAnswerF1(node, dqs, f1);
+        acc.f1 += answerF1(node.answer ?? '', dqs).f1;
       }
     }
   }

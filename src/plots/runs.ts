@@ -9,7 +9,7 @@ import type { RunData } from './types';
 const canon = (name: string) => name.toLowerCase().replace(/[-\s]/g, '_');
 
 /** Quality metrics tried in this order when none is named: DR first, as the ToC/Diva papers. */
-export const QUALITY_METRICS = ['dr', 'str_em', 'disambig_f1', 'rougeLsum', 'accuracy', 'em', 'f1'] as const;
+export const QUALITY_METRICS = ['dr', 'str_em', 'd_f1', 'rougeLsum', 'accuracy', 'em', 'f1'] as const;
 
 function metricNames(run: RunData): string[] {
   const names = new Set(Object.keys(run.metrics?.metrics ?? {}));

@@ -16,54 +16,16 @@
  */
 import type { ExampleResult } from '../experiments/results';
 import type { Trace, VeDecisions } from '../trace/types';
+import { accuracyCoverageAuc } from '../metrics/calibration';
 import { correctness, type CorrectnessOptions } from './correctness';
 import { noDataAnnotation } from './consistency';
 import { baseLayout, colors, type Figure, type PlotlyTrace, type RunData } from './types';
-
-export interface CoverageCurvePoint {
-  coverage: number;
-  accuracy: number;
-}
-
-/**
- * Rank predictions by confidence (descending) and integrate accuracy over coverage. Ties share a
- * rank: the curve steps once per distinct confidence, at coverage = share of predictions with at
- * least that confidence, and the area is Σ (cⱼ − cⱼ₋₁) · accⱼ. Without ties this equals the mean
- * over k of the accuracy of the k most confident predictions. Returned on a 0–1 scale.
- */
-export function accuracyCoverage(points: ReadonlyArray<{ confidence: number; correct: boolean }>): {
-  curve: CoverageCurvePoint[];
-  auc: number;
-} {
-  if (points.length === 0) return { curve: [], auc: Number.NaN };
-  const sorted = [...points].sort((a, b) => b.confidence - a.confidence);
-  const curve: CoverageCurvePoint[] = [];
-  let covered = 0;
-  let right = 0;
-  let auc = 0;
-  let prevCoverage = 0;
-  for (let i = 0; i < sorted.length; ) {
-    let j = i;
-    while (j < sorted.length && sorted[j].confidence === sorted[i].confidence) {
-      covered += 1;
-      if (sorted[j].correct) right += 1;
-      j += 1;
-    }
-    const coverage = covered / sorted.length;
-    const accuracy = right / covered;
-    auc += (coverage - prevCoverage) * accuracy;
-    curve.push({ coverage, accuracy });
-    prevCoverage = coverage;
-    i = j;
-  }
-  return { curve, auc };
-}
 
 export interface ThresholdPoint {
   threshold: number;
   /** Percent; null where it cannot be known exactly from the input. */
   accuracy: number | null;
-  /** Accuracy–coverage AUC ×100; null where not exact. */
+  /** Accuracy–coverage AUC (0–100, VE's definition: src/metrics/calibration.ts); null where not exact. */
   auc: number | null;
   /** Percent of examples edited at this threshold. */
   editedFraction: number;
@@ -134,13 +96,17 @@ export function thresholdAblationFromTraces(
     return {
       threshold: t,
       accuracy,
-      auc: exact ? 100 * accuracyCoverage(outcomes).auc : null,
+      auc: exact ? auc(outcomes) : null,
       editedFraction: (100 * edited) / items.length,
       known,
       n: items.length,
       source: recordedThresholds.size === 1 && recordedThresholds.has(t) ? 'recorded' : 're-applied',
     };
   });
+}
+
+function auc(outcomes: ReadonlyArray<{ confidence: number; correct: boolean }>): number | null {
+  return accuracyCoverageAuc(outcomes.map((o) => o.confidence), outcomes.map((o) => o.correct));
 }
 
 /** One point per run of a threshold sweep; the threshold is read from the runs' traces. */
@@ -154,7 +120,7 @@ export function thresholdAblationFromSweep(runs: readonly RunData[], options: Co
     points.push({
       threshold: items[0].d.threshold,
       accuracy: (100 * outcomes.filter((o) => o.correct).length) / items.length,
-      auc: 100 * accuracyCoverage(outcomes).auc,
+      auc: auc(outcomes),
       editedFraction: (100 * items.filter(({ d }) => d.edited).length) / items.length,
       known: items.length,
       n: items.length,

@@ -32,7 +32,7 @@ const loaders: Record<string, (path: string, split?: string) => Example[]> = {
 
 export function goldFromExamples(examples: readonly Example[], source: string): GoldSet {
   const info = new Map<string, GoldInfo>();
-  const dqs = new Map<string, string[][]>();
+  const dqs = new Map<string, Example['qaPairs']>();
   for (const e of examples) {
     info.set(e.id, {
       answers: e.answers,
@@ -40,7 +40,7 @@ export function goldFromExamples(examples: readonly Example[], source: string): 
       longAnswers: e.longAnswers,
       ...(e.label ? { label: e.label } : {}),
     });
-    if (e.qaPairs.length > 0) dqs.set(e.id, e.qaPairs.map((q) => q.shortAnswers));
+    if (e.qaPairs.length > 0) dqs.set(e.id, e.qaPairs);
   }
   return { info, dqs, source };
 }
