@@ -11,7 +11,8 @@ import { mlflowExecutable, startLocalServer, type LocalServer } from '../src/tra
  * a throw-away server is started on a temporary store for this test run and stopped at the end.
  *
  * Starting MLflow costs 15–40 s on two busy cores, so it only happens when a selected test file
- * mentions MLflow or tracking (`npx vitest run test/llm` does not pay for it). Override with
+ * asks for the server (mentions MLFLOW_TRACKING_URI, `inject('mlflowTrackingUri')` or
+ * `trackingUri()`), so that `npx vitest run test/llm` does not pay for it. Override with
  * AMBIQA_TEST_MLFLOW=always|never. Tests read the address from `inject('mlflowTrackingUri')` or
  * MLFLOW_TRACKING_URI (both are set).
  */
@@ -58,14 +59,14 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   };
 }
 
-/** Does any test file in this run mention MLflow or tracking? No file filter means the whole suite: yes. */
+/** Does any test file in this run ask for the server? No file filter means the whole suite: yes. */
 async function selectionNeedsMlflow(project: TestProject): Promise<boolean> {
   // `filenamePattern` holds the CLI's file filters (not a public API; without it we assume yes).
   const filters = (project.vitest as unknown as { filenamePattern?: string[] }).filenamePattern;
   if (!filters || filters.length === 0) return true;
   try {
     const { testFiles } = await project.globTestFiles(filters);
-    return testFiles.some((file) => /mlflow|tracking/i.test(readFileSync(file, 'utf8')));
+    return testFiles.some((file) => /MLFLOW_TRACKING_URI|mlflowTrackingUri|\btrackingUri\(/.test(readFileSync(file, 'utf8')));
   } catch {
     return true;
   }
