@@ -81,8 +81,10 @@ const NO_ANSWER = /^(none|no answer|n\/?a|unanswerable|unknown|not (mentioned|st
 export function parseReaderReply(reply: string, context: string, requireSpan = true): { span: string; notInContext: boolean } {
   let s = (reply.split('\n').find((l) => l.trim()) ?? '').trim();
   s = s.replace(/^(answer|span)\s*:\s*/i, '').trim();
-  s = s.replace(/^["'“”‘’`]+|["'“”‘’`]+$/g, '').trim();
-  s = s.replace(/[.。]+$/u, '').trim();
+  for (let previous = ''; previous !== s; ) {
+    previous = s;
+    s = s.replace(/^["'“”‘’`]+|["'“”‘’`]+$/g, '').replace(/[.。]+$/u, '').trim();
+  }
   if (!s || NO_ANSWER.test(s)) return { span: '', notInContext: false };
   if (requireSpan) {
     const n = normalizeAnswer(s);
