@@ -99,4 +99,35 @@ describe.skipIf(!uri && !process.env.CI)('resume after SIGKILL (child process, r
     expect(metric(run, 'llm_calls')).toBe(12);
     expect(JSON.parse(readFileSync(join(runDir, 'run.json'), 'utf8'))).toMatchObject({ status: 'FINISHED', sessions: 2, done: 12 });
   }, 240_000);
+
+  it('stops cleanly on Ctrl-C (SIGINT): exit 130, partial files written, MLflow run KILLED, resumable', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ambiqa-sigint-'));
+    const experiment = `test-sigint-${Date.now()}`;
+    const config = writeYaml(join(dir, 'stop.yaml'), {
+      dataset: { name: 'asqa', path: writeAsqa(dir, 10) },
+      pipeline: { name: 'closed-book', options: { nShots: 0, maxTokens: 16 } },
+      llm: { provider: 'scripted', reply: 'In 1990.', latencyMs: 300, cache: join(dir, 'cache.sqlite') },
+      tracking: { experiment },
+      concurrency: 1,
+    });
+    const env = { AMBIQA_ARTIFACTS_DIR: join(dir, 'artifacts'), MLFLOW_TRACKING_URI: uri };
+    const runDir = join(dir, 'artifacts', 'runs', 'stop');
+    const results = join(runDir, 'results.jsonl');
+    const p = cli(['run', config, '--quiet'], env);
+    await waitFor(() => existsSync(results) && readJsonl(results).length >= 2, 'two finished questions');
+    p.child.kill('SIGINT');
+    expect(await p.exited, p.output()).toBe(130);
+    expect(p.output()).toContain('SIGINT: stopping');
+    const metrics = JSON.parse(readFileSync(join(runDir, 'metrics.json'), 'utf8'));
+    expect(metrics.status).toBe('KILLED');
+    expect(metrics.n).toBeLessThan(10);
+    expect(metrics.n).toBe(readJsonl(results).length);
+    const runId = JSON.parse(readFileSync(join(runDir, 'mlflow.json'), 'utf8')).runId as string;
+    expect((await getRun(uri, runId)).info.status).toBe('KILLED');
+
+    const again = cli(['run', config, '--resume', '--quiet'], env);
+    expect(await again.exited, again.output()).toBe(0);
+    expect((await getRun(uri, runId)).info.status).toBe('FINISHED');
+    expect(readJsonl(results)).toHaveLength(10);
+  }, 120_000);
 });
