@@ -159,8 +159,14 @@ export async function runExperiment(request: RunRequest): Promise<RunOutcome> {
     done: resumedCount,
   };
   const baseWall = state.wallSeconds;
-  const checkpoint = () => {
-    state.wallSeconds = baseWall + (performance.now() - sessionStart) / 1000;
+  let lastCheckpoint = 0;
+  // run.json carries the wall time across sessions; after a SIGKILL it is as fresh as the last
+  // checkpoint, so once a second is plenty (an fsync per example would cost more than it tells).
+  const checkpoint = (force = true) => {
+    const now = performance.now();
+    if (!force && now - lastCheckpoint < 1000) return;
+    lastCheckpoint = now;
+    state.wallSeconds = baseWall + (now - sessionStart) / 1000;
     state.updatedAt = new Date().toISOString();
     writeJson(paths.state, state);
   };
@@ -291,7 +297,8 @@ export async function runExperiment(request: RunRequest): Promise<RunOutcome> {
       successesNow += 1;
       answeredNow += 1;
       progressState.done += 1;
-      checkpoint();
+      state.done = progressState.done;
+      checkpoint(false);
       syncProgress();
       progress.update(progressState);
     };
