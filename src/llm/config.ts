@@ -1,4 +1,3 @@
-import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { AmbiqaError } from '../errors';
@@ -7,7 +6,7 @@ import { LlmClient } from './client';
 import { safeUrl } from './errors';
 import type { RetryEvent } from './limiter';
 import { OPENAI_DEFAULT_BASE_URL, OpenAICompatibleProvider } from './providers/openai-compatible';
-import { DEFAULT_CONTEXT_SIZE, LlamaCppProvider, embeddedModelFromManifest } from './providers/llama-cpp';
+import { DEFAULT_CONTEXT_SIZE, LlamaCppProvider, defaultThreads, embeddedModelFromManifest } from './providers/llama-cpp';
 
 /**
  * The `llm:` section of an experiment config, and the one factory that turns it into a client.
@@ -38,7 +37,7 @@ export const llmConfigSchema = z.strictObject({
       error: 'API keys never go into config files: put the key in an environment variable and name it in `apiKeyEnv`',
     })
     .optional(),
-  /** embedded: CPU threads (default: the machine's available parallelism). */
+  /** embedded: CPU threads (default: AMBIQA_LLM_THREADS, else one fewer than the cores, at least 1). */
   threads: z.int().min(1).optional(),
   /** embedded: context window in tokens. */
   contextSize: z.int().min(256).default(DEFAULT_CONTEXT_SIZE),
@@ -76,7 +75,7 @@ export function resolveLlmConfig(config: LlmConfigInput | LlmConfig = {}): Resol
     ...c,
     maxConcurrency: c.maxConcurrency ?? (embedded ? 1 : 4),
     timeoutSeconds: c.timeoutSeconds ?? (embedded ? 600 : 120),
-    threads: c.threads ?? availableParallelism(),
+    threads: c.threads ?? defaultThreads(),
     cache: { mode: c.cache.mode, path: resolve(c.cache.path ?? defaultCachePath()) },
   };
 }

@@ -1,9 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { describeError } from '../../src/errors';
 import { createLanguageModel, describeLlmConfig, llmConfigSchema, resolveLlmConfig } from '../../src/llm/config';
+import { defaultThreads } from '../../src/llm/providers/llama-cpp';
 
 describe('llmConfigSchema', () => {
   it('fills defaults: embedded provider, cache on, 3 retries, key from OPENAI_API_KEY', () => {
@@ -18,13 +19,19 @@ describe('llmConfigSchema', () => {
 
   it('fills provider-dependent defaults when resolved', () => {
     const embedded = resolveLlmConfig({});
-    expect(embedded).toMatchObject({ maxConcurrency: 1, timeoutSeconds: 600, threads: availableParallelism() });
+    expect(embedded).toMatchObject({ maxConcurrency: 1, timeoutSeconds: 600, threads: defaultThreads() });
     expect(embedded.cache.path).toMatch(/llm-cache\.sqlite$/);
     expect(resolveLlmConfig({ provider: 'openai-compatible' })).toMatchObject({ maxConcurrency: 4, timeoutSeconds: 120 });
     expect(resolveLlmConfig({ provider: 'openai-compatible', maxConcurrency: 9, timeoutSeconds: 5 })).toMatchObject({
       maxConcurrency: 9,
       timeoutSeconds: 5,
     });
+  });
+
+  it('defaults threads to AMBIQA_LLM_THREADS, else one fewer than the cores, never 0', () => {
+    expect(defaultThreads({ AMBIQA_LLM_THREADS: '3' })).toBe(3);
+    expect(defaultThreads({ AMBIQA_LLM_THREADS: 'lots' })).toBeGreaterThanOrEqual(1);
+    expect(defaultThreads({})).toBeGreaterThanOrEqual(1);
   });
 
   it('accepts a cache path as a string', () => {

@@ -24,8 +24,8 @@ import type { ChatMessage, FinishReason, LanguageModelProvider, NormalisedReques
  *
  * - One loaded model per file, shared by every client in the process (a module-level registry):
  *   loading costs seconds and memory, and runs open many clients.
- * - Explicit `threads`: node-llama-cpp's default picks 4 threads, which on a 2-core machine was
- *   20× slower than 2.
+ * - Explicit `threads` always: node-llama-cpp's default picked 4 threads on a 2-core machine and
+ *   was 20× slower (see `defaultThreads`).
  * - One context (and one sequence) per (file, contextSize, threads); llama.cpp contexts are not
  *   safe for concurrent use, so generations on it are serialised by a promise chain.
  * - The prompt is rendered with the chat template stored in the GGUF (Jinja), as the model was
@@ -38,13 +38,25 @@ export interface LlamaCppOptions {
   modelPath?: string;
   /** The file's sha256; default from the manifest when the file is the manifest's, else computed. */
   sha256?: string;
-  /** CPU threads for evaluation. Default `os.availableParallelism()`. */
+  /** CPU threads for evaluation. Default `defaultThreads()`. */
   threads?: number;
   /** Context window in tokens (prompt + completion). Default 4096, capped at the model's. */
   contextSize?: number;
 }
 
 export const DEFAULT_CONTEXT_SIZE = 4096;
+
+/**
+ * Threads when none are configured: `AMBIQA_LLM_THREADS`, else one fewer than the cores.
+ * llama.cpp's threads wait for each other at every step, so when any other work competes for a
+ * core (the Node thread, the embedder, a parallel test worker) a thread per core collapses:
+ * measured on the 2-core machine under load, 1 thread gave 12–20 tokens/s and 2 threads 0.7–1.2.
+ */
+export function defaultThreads(env: NodeJS.ProcessEnv = process.env): number {
+  const fromEnv = Number(env.AMBIQA_LLM_THREADS);
+  if (Number.isInteger(fromEnv) && fromEnv > 0) return fromEnv;
+  return Math.max(1, availableParallelism() - 1);
+}
 
 type NodeLlamaCpp = typeof import('node-llama-cpp');
 
@@ -253,7 +265,7 @@ export class LlamaCppProvider implements LanguageModelProvider {
       }
     }
     this.model = sha256 ?? fileSha256(this.modelPath);
-    this.threads = Math.max(1, Math.floor(options.threads ?? availableParallelism()));
+    this.threads = Math.max(1, Math.floor(options.threads ?? defaultThreads()));
     this.contextSize = Math.max(64, Math.floor(options.contextSize ?? DEFAULT_CONTEXT_SIZE));
   }
 
