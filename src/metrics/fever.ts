@@ -8,7 +8,7 @@
  * NOT_ENOUGH_INFO → NOT ENOUGH INFO. Anything else is no label: it scores 0 and is reported.
  */
 import type { FeverLabel } from '../datasets/types';
-import type { Score, Scorer } from './score';
+import type { Score, SyncScorer } from './score';
 
 const LABELS: Record<string, FeverLabel> = {
   supports: 'SUPPORTS',
@@ -35,7 +35,7 @@ export function normalizeFeverLabel(text: string): FeverLabel | null {
 }
 
 /** 100 / 0 per claim; metadata says which label was read (null: none recognised). */
-export const FeverAccuracy: Scorer<string, FeverLabel> = ({ output, expected }): Score => {
+export const FeverAccuracy: SyncScorer<string, FeverLabel> = ({ output, expected }): Score => {
   const label = normalizeFeverLabel(output);
   return { name: 'accuracy', score: label === expected ? 100 : 0, metadata: { predicted_label: label } };
 };

@@ -5,7 +5,7 @@
  * answer-f1.ts · coverage.ts (AC@k) · fever.ts · calibration.ts (accuracy–coverage AUC) ·
  * bootstrap.ts (CIs) · example.ts (scoreExample, aggregate). docs/metrics.md has the table.
  */
-export type { Score, Scorer } from './score';
+export type { Score, Scorer, SyncScorer } from './score';
 export { ExactMatch, F1, answerTokens, exactMatch, maxOverGolds, normalizeAnswer, tokenF1 } from './squad';
 export { StrEm, StrHit, dqHits, exactPresence, strEm, strHit } from './str-em';
 export { porterStem } from './porter';

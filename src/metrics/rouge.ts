@@ -24,7 +24,7 @@
  */
 import { porterStem } from './porter';
 import { defaultSentenceSplitter, type SentenceSplitter } from './sentences';
-import type { Score, Scorer } from './score';
+import type { Score, SyncScorer } from './score';
 
 export interface RougeScore {
   precision: number;
@@ -181,13 +181,13 @@ export function maxFOverReferences(references: readonly string[], prediction: st
 }
 
 /** ROUGE-L F (max over reference long answers), 0–100; null without references. */
-export const RougeL: Scorer<string, readonly string[]> = ({ output, expected }): Score => ({
+export const RougeL: SyncScorer<string, readonly string[]> = ({ output, expected }): Score => ({
   name: 'rougeL',
   score: expected.length === 0 ? null : 100 * maxFOverReferences(expected, output, rougeL),
 });
 
 /** ROUGE-Lsum F (max over reference long answers), 0–100; the splitter is named in the metadata. */
-export const RougeLsum: Scorer<string, readonly string[], { splitter?: SentenceSplitter }> = ({ output, expected, splitter }): Score => {
+export const RougeLsum: SyncScorer<string, readonly string[], { splitter?: SentenceSplitter }> = ({ output, expected, splitter }): Score => {
   const s = splitter ?? defaultSentenceSplitter();
   return {
     name: 'rougeLsum',

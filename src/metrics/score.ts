@@ -17,6 +17,9 @@ export type Scorer<Output, Expected, Extra extends object = object> = (
   args: { output: Output; expected: Expected } & Extra,
 ) => Score | Promise<Score>;
 
+/** A scorer that needs no model and answers at once (every family except D-F1). */
+export type SyncScorer<Output, Expected, Extra extends object = object> = (args: { output: Output; expected: Expected } & Extra) => Score;
+
 /** Mean of a list, or null for an empty one (never NaN). */
 export function meanOrNull(values: readonly number[]): number | null {
   if (values.length === 0) return null;

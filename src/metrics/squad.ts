@@ -12,7 +12,7 @@
  * - white_space_fix: `' '.join(s.split())` with Python's Unicode whitespace.
  */
 import { PY_ASCII_PUNCTUATION, PY_WORD_CLASS, pySplit } from './pytext';
-import type { Score, Scorer } from './score';
+import type { Score, SyncScorer } from './score';
 
 const punctuation = new Set(PY_ASCII_PUNCTUATION);
 const articles = new RegExp(`(?<![${PY_WORD_CLASS}])(?:a|an|the)(?![${PY_WORD_CLASS}])`, 'gu');
@@ -66,13 +66,13 @@ export function maxOverGolds(metric: (prediction: string, gold: string) => numbe
 }
 
 /** Exact match against any gold answer, 0–100. Null when there are no gold answers. */
-export const ExactMatch: Scorer<string, readonly string[]> = ({ output, expected }): Score => ({
+export const ExactMatch: SyncScorer<string, readonly string[]> = ({ output, expected }): Score => ({
   name: 'em',
   score: expected.length === 0 ? null : 100 * maxOverGolds(exactMatch, output, expected),
 });
 
 /** Token F1 against the best gold answer, 0–100. Null when there are no gold answers. */
-export const F1: Scorer<string, readonly string[]> = ({ output, expected }): Score => ({
+export const F1: SyncScorer<string, readonly string[]> = ({ output, expected }): Score => ({
   name: 'f1',
   score: expected.length === 0 ? null : 100 * maxOverGolds(tokenF1, output, expected),
 });

@@ -10,7 +10,7 @@
  */
 import type { QaPair } from '../datasets/types';
 import { normalizeAnswer } from './squad';
-import type { Score, Scorer } from './score';
+import type { Score, SyncScorer } from './score';
 
 /** ALCE `exact_presence`: is any normalised short answer a substring of the normalised text? */
 export function exactPresence(shortAnswers: readonly string[], text: string): boolean {
@@ -35,12 +35,12 @@ export function strHit(qaPairs: readonly QaPair[], output: string): number | nul
   return dqHits(qaPairs, output).every(Boolean) ? 100 : 0;
 }
 
-export const StrEm: Scorer<string, readonly QaPair[]> = ({ output, expected }): Score => {
+export const StrEm: SyncScorer<string, readonly QaPair[]> = ({ output, expected }): Score => {
   const hits = dqHits(expected, output);
   return { name: 'str_em', score: strEm(expected, output), metadata: { dq_hits: hits } };
 };
 
-export const StrHit: Scorer<string, readonly QaPair[]> = ({ output, expected }): Score => ({
+export const StrHit: SyncScorer<string, readonly QaPair[]> = ({ output, expected }): Score => ({
   name: 'str_hit',
   score: strHit(expected, output),
 });
