@@ -1,3 +1,4 @@
+import { AmbiqaError } from '../errors';
 import { resolveTrackingUri } from './server';
 import { MlflowTracking, ResilientTracking } from './tracking';
 
@@ -38,9 +39,22 @@ export interface OpenTrackingOptions {
   notify?: (message: string) => void;
 }
 
-/** Tracking against MLFLOW_TRACKING_URI, or a local server started for this process. */
+/**
+ * Tracking against MLFLOW_TRACKING_URI, or a local server started for this process. With a
+ * `bufferDir`, even a local server that cannot start (no venv yet, a broken install) does not
+ * stop the run: it is logged to the journal, with the reason printed once.
+ */
 export async function openTracking(options: OpenTrackingOptions = {}): Promise<MlflowTracking> {
-  const uri = options.uri ?? (await resolveTrackingUri({ ...(options.notify ? { notify: options.notify } : {}) })).uri;
   const notify = options.notify ? { notify: options.notify } : {};
+  let uri = options.uri;
+  if (!uri) {
+    try {
+      uri = (await resolveTrackingUri(notify)).uri;
+    } catch (error) {
+      if (!options.bufferDir || !(error instanceof AmbiqaError)) throw error;
+      // Any valid address does for the client: an offline tracking never sends a request.
+      return new ResilientTracking({ uri: 'http://127.0.0.1:1', bufferDir: options.bufferDir, offline: error, ...notify });
+    }
+  }
   return options.bufferDir ? new ResilientTracking({ uri, bufferDir: options.bufferDir, ...notify }) : new MlflowTracking({ uri, ...notify });
 }

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { userInfo } from 'node:os';
 import { basename } from 'node:path';
-import { AmbiqaError } from '../errors';
+import { AmbiqaError, describeError } from '../errors';
 import type { MetricRecord } from './batch';
 import { MlflowClient, MlflowHttpError, isTransient } from './client';
 import {
@@ -41,6 +41,11 @@ export interface TrackingOptions {
 export interface ResilientTrackingOptions extends TrackingOptions {
   /** The run directory: the journal goes here unless `StartRunOptions.bufferDir` says otherwise. */
   bufferDir: string;
+  /**
+   * Why there is no server at all (e.g. the local one could not start): every run goes straight
+   * to the journal, and this is printed once.
+   */
+  offline?: Error;
 }
 
 type FinalStatus = Exclude<RunStatus, 'RUNNING'>;
@@ -117,10 +122,12 @@ export class ResilientTracking extends MlflowTracking {
   readonly bufferDir: string;
   private readonly journals = new Map<string, Journal>();
   private warned = false;
+  private readonly offline?: Error;
 
   constructor(options: ResilientTrackingOptions) {
     super(options);
     this.bufferDir = options.bufferDir;
+    this.offline = options.offline;
   }
 
   override async startRun(options: StartRunOptions): Promise<MlflowRunTracker> {
@@ -132,9 +139,10 @@ export class ResilientTracking extends MlflowTracking {
     // on with the real run; if the server is still down, keep appending under the same id.
     if (resumeRunId && isPendingRunId(resumeRunId)) {
       try {
+        if (this.offline) throw this.offline;
         await syncDirectory(dir, { client: this.client, notify: () => {} });
       } catch (error) {
-        if (!isTransient(error)) throw error;
+        if (!isTransient(error) && error !== this.offline) throw error;
         this.warnOffline(error, journal);
         journal.append({ op: 'reopen', key: resumeRunId });
         const tags = prepareTags(options.tags ?? {});
@@ -156,7 +164,9 @@ export class ResilientTracking extends MlflowTracking {
     let parentRunId = options.parentRunId;
     if (parentRunId && isPendingRunId(parentRunId)) parentRunId = resolvedPendingRun(parentRunId)?.runId ?? parentRunId;
     const runOptions = { ...options, ...(resumeRunId ? { resumeRunId } : {}), ...(parentRunId ? { parentRunId } : {}) };
-    if (!isPendingRunId(parentRunId)) {
+    if (this.offline) {
+      this.warnOffline(this.offline, journal);
+    } else if (!isPendingRunId(parentRunId)) {
       try {
         return await this.startLive(runOptions, journal);
       } catch (error) {
@@ -202,7 +212,7 @@ export class ResilientTracking extends MlflowTracking {
 }
 
 function offlineMessage(error: unknown, journal: Journal): string {
-  const why = error instanceof Error ? error.message : String(error);
+  const why = describeError(error);
   return `${why}\n  the run continues; what it logs is kept in ${journal.path}\n  upload it later with: npx ambiqa sync ${journal.dir}`;
 }
 

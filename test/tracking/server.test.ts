@@ -35,7 +35,7 @@ describe('local MLflow server', () => {
     'starts from the venv with its store under artifacts/mlflow, serves artifacts, and dies with its parent even on SIGKILL',
     async () => {
       const artifacts = tempDir();
-      const env = { ...process.env, AMBIQA_ARTIFACTS_DIR: artifacts, AMBIQA_VENV_DIR: venvDir() };
+      const env: NodeJS.ProcessEnv = { ...process.env, AMBIQA_ARTIFACTS_DIR: artifacts, AMBIQA_VENV_DIR: venvDir() };
       delete env.MLFLOW_TRACKING_URI;
       const child = spawn(process.execPath, ['--import', 'tsx', join('test', 'tracking', 'fixtures', 'start-server.ts')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
       let stderr = '';

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main';
 import { MlflowClient } from '../../src/tracking/client';
+import { openTracking } from '../../src/tracking/index';
 import { JOURNAL_FILE, SYNC_STATE_FILE, isPendingRunId, readJournal } from '../../src/tracking/journal';
 import { flattenParams } from '../../src/tracking/redact';
 import { freePort } from '../../src/tracking/server';
@@ -302,6 +303,32 @@ describe.skipIf(!uri)('tracking against a real MLflow server', () => {
     expect(runs).toHaveLength(1);
     expect(runs[0].info.status).toBe('FAILED');
     expect(existsSync(join(dir, SYNC_STATE_FILE))).toBe(true);
+  });
+});
+
+describe('openTracking without any server', () => {
+  it('keeps a run in the journal when the local server cannot start, and says why', async () => {
+    const saved = { uri: process.env.MLFLOW_TRACKING_URI, venv: process.env.AMBIQA_VENV_DIR, artifacts: process.env.AMBIQA_ARTIFACTS_DIR };
+    const dir = tempDir();
+    delete process.env.MLFLOW_TRACKING_URI;
+    process.env.AMBIQA_VENV_DIR = join(dir, 'no-venv');
+    process.env.AMBIQA_ARTIFACTS_DIR = join(dir, 'artifacts');
+    const quiet = notices();
+    try {
+      await expect(openTracking({ notify: quiet.notify })).rejects.toThrow(/MLflow is not installed/);
+      const tracking = await openTracking({ bufferDir: dir, notify: quiet.notify });
+      const run = await tracking.startRun({ experimentName: 'e', runName: 'no-server' });
+      await run.logMetrics({ m: 1 });
+      await run.finish('FINISHED');
+      expect(isPendingRunId(run.runId)).toBe(true);
+      expect(readJournal(dir).map((op) => op.op)).toEqual(['start', 'metrics', 'finish']);
+      expect(quiet.messages.join('\n')).toMatch(/MLflow is not installed[\s\S]*npx ambiqa setup[\s\S]*npx ambiqa sync/);
+    } finally {
+      for (const [key, value] of [['MLFLOW_TRACKING_URI', saved.uri], ['AMBIQA_VENV_DIR', saved.venv], ['AMBIQA_ARTIFACTS_DIR', saved.artifacts]] as const) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
+    }
   });
 });
 

@@ -45,10 +45,10 @@ export async function run(argv: string[]): Promise<number> {
     dirs = positionals.map((p) => resolve(p));
     for (const dir of dirs) {
       if (!existsSync(dir) || !statSync(dir).isDirectory()) {
-        throw new AmbiqaError(`sync: '${dir}' is not a directory`, 'give run directories, e.g. artifacts/runs/<run-name>');
+        throw new AmbiqaError(`'${dir}' is not a directory`, 'give run directories, e.g. artifacts/runs/<run-name>');
       }
       if (!hasJournal(dir)) {
-        throw new AmbiqaError(`sync: ${dir} has no ${JOURNAL_FILE}`, 'only runs that could not reach MLflow have one; there is nothing to upload from this directory');
+        throw new AmbiqaError(`${dir} has no ${JOURNAL_FILE}`, 'only runs that could not reach MLflow have one; there is nothing to upload from this directory');
       }
     }
   } else {
