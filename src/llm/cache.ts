@@ -20,7 +20,7 @@ import type { NormalisedRequest, ProviderCompletion } from './types';
 export type CacheMode = 'use' | 'refresh' | 'off';
 
 export interface CacheOptions {
-  /** `use`: read and write. `refresh`: ignore stored rows, overwrite them. `off`: no cache. */
+  /** `use`: read and write. `refresh`: recompute what was stored before, overwrite it. `off`: no cache. */
   mode?: CacheMode;
   /** SQLite file. Default `<cacheDir()>/llm-cache.sqlite`. */
   path?: string;
@@ -95,6 +95,8 @@ export class LlmCache {
   private readonly db: Database.Database;
   private readonly getStmt: Database.Statement<[string], { value: string }>;
   private readonly putStmt: Database.Statement<[string, string, string, number, string, string]>;
+  /** Keys written by this instance in `refresh` mode. */
+  private readonly refreshed = new Set<string>();
 
   constructor(options: CacheOptions = {}) {
     this.mode = options.mode ?? 'use';
@@ -131,9 +133,13 @@ export class LlmCache {
     );
   }
 
-  /** The stored sample, or undefined. In `refresh` mode always undefined (stored rows are stale). */
+  /**
+   * The stored sample, or undefined. In `refresh` mode rows from before are stale and miss, but
+   * a row this cache wrote itself is fresh: a refresh run that asks the same thing twice gets
+   * the same answer twice, as a `use` run would.
+   */
   get(key: string): CachedSample | undefined {
-    if (this.mode !== 'use') return undefined;
+    if (this.mode === 'refresh' && !this.refreshed.has(key)) return undefined;
     const row = this.getStmt.get(key);
     if (!row) return undefined;
     try {
@@ -151,6 +157,7 @@ export class LlmCache {
       latencySeconds: sample.latencySeconds,
     };
     this.putStmt.run(key, input.provider, input.model, input.sampleIndex, new Date().toISOString(), JSON.stringify(value));
+    if (this.mode === 'refresh') this.refreshed.add(key);
   }
 
   /** Rows stored (all providers and models). */

@@ -132,6 +132,9 @@ describe('LlmClient with the persistent cache', () => {
     const fresh = await refresh.generate(ask());
     expect(fresh.completions[0]!.cacheHit).toBe(false);
     expect(fresh.completions[0]!.text).toBe('fresh answer');
+    // Within the refresh run, asking again replays the refreshed sample (the script is empty now).
+    const again = await refresh.generate(ask());
+    expect(again.completions[0]).toMatchObject({ text: 'fresh answer', cacheHit: true });
     refresh.close();
     const c = new LlmClient(new ScriptedProvider([], 'm'), { cache: { path } });
     const replay = await c.generate(ask());
