@@ -13,7 +13,7 @@ import type { Corpus } from './corpus';
 import { readArrays, writeArrays } from './store';
 import { formatPassage, type Embedder, type Passage, type Retriever, type ScoredPassage } from './types';
 import { validateK } from './validate';
-import { ExactIndex, IvfIndex, type IvfOptions, type VectorIndex } from './vector-index';
+import { defaultNlist, ExactIndex, IvfIndex, type IvfOptions, type VectorIndex } from './vector-index';
 
 export interface DenseOptions extends IndexCacheOptions {
   /** `auto` (default): exact up to `approximateAbove` passages, IVF above. */
@@ -118,9 +118,9 @@ async function embedInChunks(embedder: Embedder, texts: string[], onProgress?: (
 
 function loadOrBuildIvf(vectors: Float32Array, d: number, dir: string, useCache: boolean, options: IvfOptions): IvfIndex {
   const n = vectors.length / d;
-  const nlist = options.nlist ?? Math.max(1, Math.min(n, Math.round(4 * Math.sqrt(n))));
+  const nlist = Math.max(1, Math.min(n, options.nlist ?? defaultNlist(n)));
   const settings = { ...options, nlist, seed: options.seed ?? 1 };
-  const file = join(dir, `ivf-${nlist}-${settings.seed}-${options.iterations ?? 12}-${options.trainSize ?? 'auto'}.idx`);
+  const file = join(dir, `ivf-${nlist}-${settings.seed}-${options.iterations ?? 8}-${options.trainSize ?? 'auto'}.idx`);
   if (useCache && existsSync(file)) {
     try {
       const { meta, arrays } = readArrays(file);

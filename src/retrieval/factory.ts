@@ -47,6 +47,8 @@ export interface MultiQueryConfig {
   perQueryK: number;
 }
 export type RetrieverConfig = Bm25Config | DenseConfig | HybridConfig | MultiQueryConfig;
+/** What a user may write: a kind's name, or an object whose omitted fields take defaults. */
+export type RetrieverConfigInput = RetrieverConfig['type'] | ({ type: RetrieverConfig['type'] } & Record<string, unknown>);
 
 const hybridSchema: z.ZodType<HybridConfig, unknown> = z.object({
   type: z.literal('hybrid'),
@@ -86,6 +88,7 @@ export const rerankerConfigSchema = z.preprocess(
   ]),
 );
 export type RerankerConfig = z.infer<typeof rerankerConfigSchema>;
+export type RerankerConfigInput = RerankerConfig['type'] | ({ type: RerankerConfig['type'] } & Record<string, unknown>);
 
 function parseOrThrow<T>(schema: z.ZodType<T, unknown>, input: unknown, where: string): T {
   const result = schema.safeParse(input);
@@ -116,7 +119,7 @@ export interface FactoryOptions {
 }
 
 /** Build (or load from cache) the retriever a config describes, over `corpus`. */
-export async function createRetriever(config: RetrieverConfig | string, corpus: Corpus, options: FactoryOptions = {}): Promise<Retriever> {
+export async function createRetriever(config: RetrieverConfigInput | RetrieverConfig, corpus: Corpus, options: FactoryOptions = {}): Promise<Retriever> {
   const parsed = parseRetrieverConfig(config);
   let embedder = options.embedder;
   const needEmbedder = () => (embedder ??= new MiniLmEmbedder());
@@ -154,7 +157,7 @@ class IdentityReranker implements Reranker {
   }
 }
 
-export function createReranker(config: RerankerConfig | string, options: Pick<FactoryOptions, 'embedder'> & { vectorOf?: (p: Passage) => Float32Array | undefined } = {}): Reranker {
+export function createReranker(config: RerankerConfigInput | RerankerConfig, options: Pick<FactoryOptions, 'embedder'> & { vectorOf?: (p: Passage) => Float32Array | undefined } = {}): Reranker {
   const parsed = parseRerankerConfig(config);
   switch (parsed.type) {
     case 'none':

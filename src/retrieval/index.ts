@@ -18,7 +18,9 @@ export {
   createRetriever,
   createReranker,
   type RetrieverConfig,
+  type RetrieverConfigInput,
   type RerankerConfig,
+  type RerankerConfigInput,
   type FactoryOptions,
 } from './factory';
 export { makeTokenizer, type TokenizerOptions } from './tokenize';

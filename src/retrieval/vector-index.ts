@@ -31,24 +31,57 @@ export function dot(a: Float32Array, aOff: number, b: Float32Array, bOff: number
   return s0 + s1 + s2 + s3;
 }
 
+/**
+ * Inner products of one query with `rows` consecutive rows of `matrix`, written to `out`. Rows
+ * are taken four at a time so each query element is loaded once per four products; in V8 this
+ * ran about 1.6× faster than one unrolled dot product per row.
+ */
+export function scoreRows(query: Float32Array, matrix: Float32Array, rows: number, d: number, out: Float32Array | Float64Array): void {
+  let i = 0;
+  for (; i + 3 < rows; i += 4) {
+    const o0 = i * d;
+    const o1 = o0 + d;
+    const o2 = o1 + d;
+    const o3 = o2 + d;
+    let s0 = 0;
+    let s1 = 0;
+    let s2 = 0;
+    let s3 = 0;
+    for (let j = 0; j < d; j++) {
+      const x = query[j];
+      s0 += x * matrix[o0 + j];
+      s1 += x * matrix[o1 + j];
+      s2 += x * matrix[o2 + j];
+      s3 += x * matrix[o3 + j];
+    }
+    out[i] = s0;
+    out[i + 1] = s1;
+    out[i + 2] = s2;
+    out[i + 3] = s3;
+  }
+  for (; i < rows; i++) out[i] = dot(query, 0, matrix, i * d, d);
+}
+
 export class ExactIndex implements VectorIndex {
   readonly kind = 'exact';
   readonly count: number;
+  private readonly scores: Float64Array;
 
   constructor(
     readonly vectors: Float32Array,
     readonly dimension: number,
   ) {
     this.count = vectors.length / dimension;
+    this.scores = new Float64Array(this.count);
   }
 
   search(query: Float32Array, k: number): { id: number; score: number }[] {
-    const { vectors, dimension: d, count } = this;
+    const { scores, count } = this;
+    scoreRows(query, this.vectors, count, this.dimension, scores);
     const top = new TopK(Math.min(k, count));
-    for (let i = 0, off = 0; i < count; i++, off += d) {
-      const s = dot(query, 0, vectors, off, d);
+    for (let i = 0; i < count; i++) {
       // Rows arrive in id order, so a later row that only ties the threshold can never enter.
-      if (s > top.threshold) top.push(i, s);
+      if (scores[i] > top.threshold) top.push(i, scores[i]);
     }
     return top.result();
   }
@@ -67,13 +100,13 @@ function rng(seed: number): () => number {
 }
 
 export interface IvfOptions {
-  /** Number of clusters (default ≈ 4·√n). */
+  /** Number of clusters (default ≈ √n). */
   nlist?: number;
-  /** Clusters scanned per query (default max(8, nlist/16)). */
+  /** Clusters scanned per query (default max(16, nlist/16)). */
   nprobe?: number;
-  /** k-means iterations (default 12). */
+  /** k-means iterations (default 8). */
   iterations?: number;
-  /** Rows used to train the centroids (default min(n, 64·nlist)). */
+  /** Rows used to train the centroids (default min(n, 32·nlist)). */
   trainSize?: number;
   seed?: number;
 }
@@ -98,9 +131,9 @@ export class IvfIndex implements VectorIndex {
   static build(vectors: Float32Array, dimension: number, options: IvfOptions = {}): IvfIndex {
     const d = dimension;
     const n = vectors.length / d;
-    const nlist = Math.max(1, Math.min(n, options.nlist ?? Math.round(4 * Math.sqrt(n))));
+    const nlist = Math.max(1, Math.min(n, options.nlist ?? defaultNlist(n)));
     const random = rng(options.seed ?? 1);
-    const trainSize = Math.min(n, options.trainSize ?? 64 * nlist);
+    const trainSize = Math.min(n, options.trainSize ?? 32 * nlist);
     // Training sample: a seeded partial shuffle of row ids.
     const perm = new Uint32Array(n);
     for (let i = 0; i < n; i++) perm[i] = i;
@@ -115,12 +148,13 @@ export class IvfIndex implements VectorIndex {
     const assign = new Int32Array(trainSize);
     const sums = new Float64Array(nlist * d);
     const counts = new Uint32Array(nlist);
-    for (let it = 0; it < (options.iterations ?? 12); it++) {
+    const scratch = new Float64Array(nlist);
+    for (let it = 0; it < (options.iterations ?? 8); it++) {
       sums.fill(0);
       counts.fill(0);
       for (let s = 0; s < trainSize; s++) {
         const row = perm[s];
-        const c = nearestCentroid(vectors, row * d, centroids, nlist, d);
+        const c = nearestCentroid(vectors.subarray(row * d, row * d + d), centroids, nlist, d, scratch);
         assign[s] = c;
         counts[c]++;
         for (let j = 0; j < d; j++) sums[c * d + j] += vectors[row * d + j];
@@ -142,7 +176,7 @@ export class IvfIndex implements VectorIndex {
     const rowCluster = new Uint32Array(n);
     const sizes = new Uint32Array(nlist);
     for (let i = 0; i < n; i++) {
-      const c = nearestCentroid(vectors, i * d, centroids, nlist, d);
+      const c = nearestCentroid(vectors.subarray(i * d, i * d + d), centroids, nlist, d, scratch);
       rowCluster[i] = c;
       sizes[c]++;
     }
@@ -151,7 +185,7 @@ export class IvfIndex implements VectorIndex {
     const fill = listOffsets.slice(0, nlist);
     const listIds = new Uint32Array(n);
     for (let i = 0; i < n; i++) listIds[fill[rowCluster[i]]++] = i;
-    const nprobe = options.nprobe ?? Math.max(8, Math.round(nlist / 16));
+    const nprobe = options.nprobe ?? Math.max(16, Math.round(nlist / 16));
     return new IvfIndex(vectors, d, centroids, nlist, listOffsets, listIds, nprobe);
   }
 
@@ -166,8 +200,10 @@ export class IvfIndex implements VectorIndex {
 
   search(query: Float32Array, k: number): { id: number; score: number }[] {
     const { vectors, dimension: d, centroids, nlist, listOffsets, listIds } = this;
+    const centroidScores = new Float64Array(nlist);
+    scoreRows(query, centroids, nlist, d, centroidScores);
     const probes = new TopK(this.nprobe);
-    for (let c = 0; c < nlist; c++) probes.push(c, dot(query, 0, centroids, c * d, d));
+    for (let c = 0; c < nlist; c++) probes.push(c, centroidScores[c]);
     const top = new TopK(k);
     for (const { id: c } of probes.result()) {
       for (let p = listOffsets[c]; p < listOffsets[c + 1]; p++) {
@@ -180,16 +216,14 @@ export class IvfIndex implements VectorIndex {
   }
 }
 
-function nearestCentroid(vectors: Float32Array, off: number, centroids: Float32Array, nlist: number, d: number): number {
+export function defaultNlist(n: number): number {
+  return Math.max(1, Math.round(Math.sqrt(n)));
+}
+
+function nearestCentroid(row: Float32Array, centroids: Float32Array, nlist: number, d: number, scratch: Float64Array): number {
+  scoreRows(row, centroids, nlist, d, scratch);
   let best = 0;
-  let bestScore = -Infinity;
-  for (let c = 0; c < nlist; c++) {
-    const s = dot(vectors, off, centroids, c * d, d);
-    if (s > bestScore) {
-      bestScore = s;
-      best = c;
-    }
-  }
+  for (let c = 1; c < nlist; c++) if (scratch[c] > scratch[best]) best = c;
   return best;
 }
 

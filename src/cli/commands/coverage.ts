@@ -66,7 +66,7 @@ export async function run(argv: string[]): Promise<number> {
     if (process.stderr.isTTY) process.stderr.write(`\r${label} ${done}/${total}`);
     if (done === total && process.stderr.isTTY) process.stderr.write('\n');
   };
-  const retriever = await createRetriever(values.retriever!, corpus, { onProgress: progress('embedding corpus') });
+  const retriever = await createRetriever(values.retriever as (typeof RETRIEVERS)[number], corpus, { onProgress: progress('embedding corpus') });
   const result = await measureCoverage(items, retriever, ks, progress('questions'));
   console.log(`${result.retriever} on ${dataPath} (${result.questions} questions), corpus ${values.corpus} (${corpus.passages.length} passages)`);
   console.log(result.ks.map((k) => `AC@${k}`.padStart(8)).join(''));
