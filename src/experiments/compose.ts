@@ -15,12 +15,15 @@ import type { Embedder, Retriever } from '../retrieval/types';
 import { openTracking, stopLocalServer } from '../tracking';
 import {
   aggregateResults,
+  allowedMetrics,
   createPipeline,
+  createReader,
   createScorer,
   defaultMetrics,
   metricNames,
   pipelineNames,
   pipelineOptionsSchema,
+  readerMetrics,
   retrievalPipelines,
 } from './bindings';
 import { scriptedLlmSchema, type ConfigRegistry, type ExperimentConfig } from './config';
@@ -53,6 +56,8 @@ export const registry: ConfigRegistry = {
   retrieverConfigSchema,
   rerankerConfigSchema,
   metricNames,
+  metricsFor: allowedMetrics,
+  readerMetrics,
   defaultMetrics,
   requiresRetriever: (name) => retrievalPipelines.has(name as never),
 };
@@ -163,7 +168,7 @@ export function createComposer(options: { notify?: (message: string) => void } =
         examples,
         pipeline: createPipeline(config.pipeline.name, options),
         context,
-        score: createScorer(config.metrics),
+        score: createScorer(name, config.metrics, config.reader ? { reader: await createReader(config.reader, context.llm) } : {}),
         aggregate: aggregateResults,
       };
     },

@@ -50,6 +50,10 @@ export interface ConfigRegistry {
   /** Checks `reranker:`. */
   rerankerConfigSchema?: z.ZodType;
   metricNames: readonly string[];
+  /** Metrics that make sense for a dataset (default: all of `metricNames`). */
+  metricsFor?(dataset: DatasetName): readonly string[];
+  /** Metrics that need `reader:` (D-F1 and DR). */
+  readerMetrics?: ReadonlySet<string>;
   /** Metrics computed when the config names none. */
   defaultMetrics(dataset: DatasetName): string[];
   /** Pipelines that cannot run without `retriever:`. */
@@ -118,6 +122,8 @@ export const experimentFileSchema = z.strictObject({
   retriever: z.preprocess(typeShorthand, z.record(z.string(), z.unknown())).optional(),
   reranker: z.preprocess(typeShorthand, z.record(z.string(), z.unknown())).optional(),
   metrics: z.array(z.string().min(1)).min(1).optional(),
+  /** D-F1/DR reader: `llm` (the run's model) or `qa-onnx:<folder>` (an extractive QA model). */
+  reader: z.string().min(1).optional(),
   tracking: trackingSchema.default({ experiment: 'ambiqa', enabled: true, tags: {} }),
   /** Examples answered at once. LLM concurrency is the LLM layer's own limit. */
   concurrency: z.int().min(1).max(256).default(2),
@@ -149,6 +155,7 @@ export interface ExperimentConfig {
   retriever?: Record<string, unknown> & { corpus?: string };
   reranker?: Record<string, unknown>;
   metrics: string[];
+  reader?: string;
   tracking: { experiment: string; enabled: boolean; tags: Record<string, string> };
   concurrency: number;
   sweep?: Record<string, unknown[]>;
@@ -251,11 +258,22 @@ export function resolveExperimentConfig(
   }
 
   const metrics = file.metrics ?? registry.defaultMetrics(file.dataset.name);
+  const allowedMetrics = registry.metricsFor?.(file.dataset.name) ?? registry.metricNames;
   file.metrics?.forEach((m, i) => {
-    if (!registry.metricNames.includes(m)) {
-      problems.push(`metrics.${i}: unknown metric ${JSON.stringify(m)} (allowed: ${registry.metricNames.join(', ')})`);
+    if (!allowedMetrics.includes(m)) {
+      const known = registry.metricNames.includes(m);
+      problems.push(
+        `metrics.${i}: ${known ? `metric ${JSON.stringify(m)} does not apply to dataset ${file.dataset.name}` : `unknown metric ${JSON.stringify(m)}`} (allowed: ${allowedMetrics.join(', ')})`,
+      );
     }
   });
+  const needReader = metrics.filter((m) => registry.readerMetrics?.has(m));
+  if (needReader.length > 0 && file.reader === undefined) {
+    problems.push(`reader: metrics ${needReader.join(', ')} need a reader (\`reader: llm\` or \`reader: qa-onnx:<folder>\`)`);
+  }
+  if (file.reader !== undefined && file.reader !== 'llm' && !/^qa-onnx:.+/.test(file.reader)) {
+    problems.push(`reader: must be \`llm\` or \`qa-onnx:<folder>\` (got ${JSON.stringify(file.reader)})`);
+  }
 
   let shard: Shard | undefined;
   if (file.shard !== undefined) {
@@ -312,6 +330,7 @@ export function resolveExperimentConfig(
     ...(retriever ? { retriever } : {}),
     ...(reranker ? { reranker } : {}),
     metrics,
+    ...(file.reader !== undefined ? { reader: file.reader } : {}),
     tracking: file.tracking,
     concurrency: file.concurrency,
     ...(file.sweep ? { sweep: file.sweep } : {}),

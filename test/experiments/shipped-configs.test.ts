@@ -1,0 +1,49 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import YAML from 'yaml';
+import { projectRoot } from '../../src/config/paths';
+import { registry } from '../../src/experiments/compose';
+import { loadExperimentConfig } from '../../src/experiments/config';
+import { planSweep } from '../../src/experiments/sweep';
+import { hasSharedData } from '../helpers/data';
+
+// Every config shipped in experiments/ passes the real registries (pipelines, LLM, retrievers,
+// metrics), and every sweep's grid points do too. Data files are checked where the shared data
+// is present.
+const dir = join(projectRoot, 'experiments');
+const files = readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort();
+const checkFiles = hasSharedData('asqa', 'ASQA_dev.json');
+
+describe('shipped experiment configs', () => {
+  it('cover every pipeline on its paper dataset and the ablations', () => {
+    const configs = files.map((f) => YAML.parse(readFileSync(join(dir, f), 'utf8')) as { pipeline: { name: string }; dataset: { name: string }; sweep?: Record<string, unknown[]> });
+    const runs = configs.filter((c) => !c.sweep).map((c) => `${c.pipeline.name}@${c.dataset.name}`);
+    for (const p of ['toc', 'diva', 'combo', 'closed-book', 'vanilla-rag', 'cot', 'cot-sc']) expect(runs).toContain(`${p}@asqa`);
+    expect(runs).toEqual(expect.arrayContaining(['verify-edit@hotpotqa-adversarial', 'verify-edit@fever']));
+    const axes = configs.flatMap((c) => Object.keys(c.sweep ?? {}));
+    expect(axes).toEqual(
+      expect.arrayContaining([
+        'pipeline.options.threshold',
+        'pipeline.options.maxNodes',
+        'pipeline.options.maxDepth',
+        'pipeline.options.temperature',
+        'pipeline.options.expansionTemperature',
+        'retriever.type',
+      ]),
+    );
+  });
+
+  for (const f of files) {
+    it(`${f} is valid`, () => {
+      const file = join(dir, f);
+      const config = loadExperimentConfig(file, registry, { checkFiles });
+      expect(config.name).toBe(basename(f, '.yaml'));
+      if (config.sweep) {
+        const raw = YAML.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+        const plan = planSweep({ raw, source: file, registry, options: { defaultName: config.name, checkFiles }, sweepDir: (n) => `/tmp/${n}` });
+        expect(plan.points.length).toBeGreaterThan(1);
+      }
+    });
+  }
+});
