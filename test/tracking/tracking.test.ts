@@ -278,7 +278,9 @@ describe.skipIf(!uri)('tracking against a real MLflow server', () => {
 
   it('`ambiqa sync` uploads a run directory and says so; a second call does nothing', async () => {
     const experimentName = uniqueName('cli-sync');
-    const dir = tempDir();
+    // Given a sweep-like folder, sync finds the run directories below it.
+    const sweepDir = tempDir();
+    const dir = join(sweepDir, 'child-1');
     const run = await new ResilientTracking({ uri: await deadUri(), bufferDir: dir, notify: () => undefined }).startRun({ experimentName, runName: 'cli' });
     await run.logMetrics({ m: 1 });
     await run.finish('FAILED');
@@ -287,10 +289,10 @@ describe.skipIf(!uri)('tracking against a real MLflow server', () => {
     const savedUri = process.env.MLFLOW_TRACKING_URI;
     process.env.MLFLOW_TRACKING_URI = uri;
     try {
-      expect(await main(['sync', '--dry-run', dir])).toBe(0);
-      expect(out.pop()).toMatch(/3 of 3 operation\(s\) to upload/);
-      expect(await main(['sync', dir])).toBe(0);
-      expect(out.pop()).toMatch(/uploaded 3 operation\(s\) → http.*\/runs\/[0-9a-f]{32}/);
+      expect(await main(['sync', '--dry-run', sweepDir])).toBe(0);
+      expect(out.pop()).toMatch(/child-1: 3 of 3 operation\(s\) to upload/);
+      expect(await main(['sync', sweepDir])).toBe(0);
+      expect(out.pop()).toMatch(/child-1: uploaded 3 operation\(s\) → http.*\/runs\/[0-9a-f]{32}/);
       expect(await main(['sync', dir])).toBe(0);
       expect(out.pop()).toMatch(/already synced/);
     } finally {
@@ -343,5 +345,6 @@ describe('ambiqa sync: bad input', () => {
       spy.mockRestore();
     }
     expect(err.join('\n')).toContain(`${dir} has no ${JOURNAL_FILE}`);
+    expect(err.join('\n')).not.toMatch(/\n\s+at /); // a message, not a stack trace
   });
 });

@@ -17,6 +17,7 @@ A run that could not reach MLflow keeps everything it would have logged in
 that started live), then params, metrics with their original steps and times, tags,
 artifacts and the final status. Safe to repeat: a second sync does nothing.
 
+A directory's sub-folders are searched too (a sweep folder brings its child runs).
 With no directories, every run directory under ${artifactsDir()} that has a journal.
 The server is MLFLOW_TRACKING_URI, or a local one started from the project venv.
 
@@ -42,15 +43,19 @@ export async function run(argv: string[]): Promise<number> {
 
   let dirs: string[];
   if (positionals.length > 0) {
-    dirs = positionals.map((p) => resolve(p));
-    for (const dir of dirs) {
+    const found = new Set<string>();
+    for (const dir of positionals.map((p) => resolve(p))) {
       if (!existsSync(dir) || !statSync(dir).isDirectory()) {
         throw new AmbiqaError(`'${dir}' is not a directory`, 'give run directories, e.g. artifacts/runs/<run-name>');
       }
-      if (!hasJournal(dir)) {
-        throw new AmbiqaError(`${dir} has no ${JOURNAL_FILE}`, 'only runs that could not reach MLflow have one; there is nothing to upload from this directory');
+      // A sweep or merge folder holds its children's run dirs: take them all.
+      const journals = findJournals(dir);
+      if (journals.length === 0) {
+        throw new AmbiqaError(`${dir} has no ${JOURNAL_FILE} (nor any folder below it)`, 'only runs that could not reach MLflow have one; there is nothing to upload from this directory');
       }
+      for (const j of journals) found.add(j);
     }
+    dirs = [...found];
   } else {
     dirs = findJournals(artifactsDir());
     if (dirs.length === 0) {
@@ -85,7 +90,7 @@ function show(dir: string): string {
   return rel && !rel.startsWith('..') ? rel : dir;
 }
 
-/** Run directories holding a journal; the MLflow store itself is skipped. */
+/** Run directories holding a journal, at or below root; the MLflow store itself is skipped. */
 function findJournals(root: string, depth = 4): string[] {
   if (!existsSync(root)) return [];
   const found: string[] = [];
@@ -94,7 +99,7 @@ function findJournals(root: string, depth = 4): string[] {
     if (level >= depth) return;
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       if (!entry.isDirectory() || entry.name === 'node_modules' || entry.name.startsWith('.')) continue;
-      if (level === 0 && entry.name === 'mlflow') continue;
+      if (level === 0 && root === artifactsDir() && entry.name === 'mlflow') continue;
       if (entry.name === 'mlflow-pending') continue;
       walk(join(dir, entry.name), level + 1);
     }
