@@ -16,6 +16,7 @@ export * from './load';
 export * from './figures';
 export * from './render';
 export * from './gold';
+export * from './mlflow';
 
 export interface BuildReportOptions {
   /** Dataset file with the gold answers (default: the run config's dataset.path). */

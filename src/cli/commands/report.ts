@@ -17,7 +17,9 @@ options:
   --tree-example <id>     which example's clarification tree to draw (ToC runs)
   --traces <mode>         compact (default for runs) | full | none (default for sweeps)
   --figures-dir <dir>     also write every figure as <name>.html and <name>.png there
-  --no-png                with --figures-dir: HTML files only (no chromium needed)
+  --no-png                HTML figure files only (no chromium needed)
+  --mlflow                attach the report and the figures (HTML + PNG) to the run's (or sweep's)
+                          MLflow run, found through its mlflow.json
   -h, --help              this help`;
 
 export async function run(argv: string[]): Promise<number> {
@@ -34,6 +36,7 @@ export async function run(argv: string[]): Promise<number> {
         traces: { type: 'string' },
         'figures-dir': { type: 'string' },
         'no-png': { type: 'boolean', default: false },
+        mlflow: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -56,7 +59,7 @@ export async function run(argv: string[]): Promise<number> {
     throw new AmbiqaError(`--traces: '${traces}' is not one of compact, full, none`);
   }
   // Loaded lazily: `ambiqa --help` must not read plotly.js.
-  const { buildReport, writeReport, exportReportFigures } = await import('../../report/index');
+  const { buildReport, writeReport, exportReportFigures, logFiguresToRun } = await import('../../report/index');
   const dir = positionals[0];
   const report = buildReport(dir, {
     ...(values.data ? { dataPath: values.data } : {}),
@@ -70,6 +73,13 @@ export async function run(argv: string[]): Promise<number> {
   if (values['figures-dir']) {
     const exported = await exportReportFigures(report, values['figures-dir'], { png: !values['no-png'] });
     console.log(`wrote ${exported.reduce((n, e) => n + e.files.length, 0)} figure files to ${values['figures-dir']}`);
+  }
+  if (values.mlflow) {
+    const target = report.loaded.kind === 'run' ? report.loaded.run : report.loaded.sweep;
+    const figures = Object.fromEntries(report.figures.figures.map((f) => [f.name, f.figure]));
+    const exported = await logFiguresToRun(target, figures, { png: !values['no-png'], files: [out] });
+    const url = target.mlflow?.runUrl ? ` (${target.mlflow.runUrl})` : '';
+    console.log(`logged the report and ${exported.reduce((n, e) => n + e.files.length, 0)} figure files to MLflow run ${target.mlflow?.runId}${url}`);
   }
   return 0;
 }
