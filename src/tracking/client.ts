@@ -461,7 +461,7 @@ export class MlflowClient {
         const reason = networkReason(error, options.timeoutMs ?? this.timeoutMs);
         // A reset connection may be a server restarting; a refused one is a server that is down,
         // and waiting for it would only delay the buffering that keeps the run going.
-        if (reason.startsWith('ECONNRESET') && attempt < this.attempts) {
+        if (/^(ECONNRESET|UND_ERR_SOCKET)/.test(reason) && attempt < this.attempts) {
           await sleep(backoff(attempt));
           continue;
         }

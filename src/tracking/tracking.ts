@@ -1,6 +1,7 @@
+import { readdirSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { userInfo } from 'node:os';
-import { basename } from 'node:path';
+import { basename, join } from 'node:path';
 import { AmbiqaError, describeError } from '../errors';
 import type { MetricRecord } from './batch';
 import { MlflowClient, MlflowHttpError, isTransient } from './client';
@@ -296,21 +297,26 @@ export class MlflowRunTracker implements RunTracker {
     );
   }
 
+  /** A file goes to `artifactPath/<name>`; a directory's files to `artifactPath/<dir name>/…`. */
   async logArtifact(localPath: string, artifactPath?: string): Promise<void> {
-    const name = basename(localPath);
-    const dest = artifactPath ? `${artifactPath.replace(/^\/+|\/+$/g, '')}/${name}` : name;
-    await this.enqueue(
-      async () => {
-        const { data, replaced } = redactBytes(await readFile(localPath), knownSecrets());
-        if (replaced > 0) this.ctx.notify(`ambiqa: masked ${replaced} secret value(s) in ${localPath} before uploading it`);
-        await this.ctx.client.uploadArtifact(this.runId, dest, data);
-      },
-      () => ({
-        op: 'artifact',
-        key: this.runId,
-        file: this.ctx.journal!.keepFile(localPath, (data) => redactBytes(data, knownSecrets()).data),
-        artifactPath: dest,
-      }),
+    const prefix = artifactPath ? `${artifactPath.replace(/^\/+|\/+$/g, '')}/` : '';
+    const files = listFiles(localPath).map((f) => ({ path: f.path, dest: `${prefix}${f.rel}` }));
+    await Promise.all(
+      files.map(({ path, dest }) =>
+        this.enqueue(
+          async () => {
+            const { data, replaced } = redactBytes(await readFile(path), knownSecrets());
+            if (replaced > 0) this.ctx.notify(`ambiqa: masked ${replaced} secret value(s) in ${path} before uploading it`);
+            await this.ctx.client.uploadArtifact(this.runId, dest, data);
+          },
+          () => ({
+            op: 'artifact',
+            key: this.runId,
+            file: this.ctx.journal!.keepFile(path, (data) => redactBytes(data, knownSecrets()).data),
+            artifactPath: dest,
+          }),
+        ),
+      ),
     );
   }
 
@@ -376,7 +382,32 @@ export class MlflowRunTracker implements RunTracker {
   }
 }
 
-class NeedsJournal extends Error {}
+class NeedsJournal extends AmbiqaError {
+  constructor() {
+    super('a tag refers to a run that exists only in an offline journal (pending-…)', 'sync that run first: npx ambiqa sync <its run dir>');
+  }
+}
+
+/** The files to upload for a path: itself, or everything below it with paths relative to its parent. */
+function listFiles(localPath: string): Array<{ path: string; rel: string }> {
+  let stat;
+  try {
+    stat = statSync(localPath);
+  } catch {
+    throw new AmbiqaError(`cannot log artifact ${localPath}: no such file or directory`, 'log a file that exists (paths are relative to the working directory)');
+  }
+  if (!stat.isDirectory()) return [{ path: localPath, rel: basename(localPath) }];
+  const out: Array<{ path: string; rel: string }> = [];
+  const walk = (dir: string, rel: string): void => {
+    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const full = join(dir, entry.name);
+      if (entry.isDirectory()) walk(full, `${rel}/${entry.name}`);
+      else if (entry.isFile()) out.push({ path: full, rel: `${rel}/${entry.name}` });
+    }
+  };
+  walk(localPath, basename(localPath));
+  return out;
+}
 
 // ---------------------------------------------------------------------------------- preparation
 

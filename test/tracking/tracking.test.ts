@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -76,6 +76,11 @@ describe.skipIf(!uri)('tracking against a real MLflow server', () => {
     writeFileSync(join(dir, 'metrics.json'), JSON.stringify({ str_em: 0.2 }));
     await child.logArtifact(join(dir, 'metrics.json'));
     await child.logArtifact(join(dir, 'metrics.json'), 'copies');
+    mkdirSync(join(dir, 'plots', 'png'), { recursive: true });
+    writeFileSync(join(dir, 'plots', 'a.html'), '<html></html>');
+    writeFileSync(join(dir, 'plots', 'png', 'b.png'), Buffer.from([137, 80, 78, 71]));
+    await child.logArtifact(join(dir, 'plots'), 'figures');
+    await expect(child.logArtifact(join(dir, 'missing.json'))).rejects.toThrow(/cannot log artifact .*missing\.json: no such file/);
     await child.finish('FINISHED');
     await parent.finish('FINISHED');
 
@@ -93,6 +98,12 @@ describe.skipIf(!uri)('tracking against a real MLflow server', () => {
       [2, 0.2],
     ]);
     expect(JSON.parse((await client.downloadArtifact(child.runId, 'copies/metrics.json')).toString())).toEqual({ str_em: 0.2 });
+    expect((await client.listArtifactsRecursive(child.runId)).map((e) => e.path).sort()).toEqual([
+      'copies/metrics.json',
+      'figures/plots/a.html',
+      'figures/plots/png/b.png',
+      'metrics.json',
+    ]);
     const inExperiment = await client.searchAllRuns({ experimentIds: [child.experimentId] });
     expect(inExperiment).toHaveLength(2);
   });
