@@ -65,11 +65,12 @@ const OFFLINE_PATTERNS = [
 
 /** Why a registry client failed, in words a person can act on. */
 export function classifyFailure(output: string): 'offline' | 'missing' | 'other' {
+  // Connection errors first: an unreachable pip index also ends in "No matching distribution".
+  if (OFFLINE_PATTERNS.some((p) => p.test(output))) return 'offline';
   if (/No matching distribution found|Could not find a version that satisfies/i.test(output)) return 'missing';
   if (/Could not find artifact|was not found in|Could not resolve dependencies/i.test(output) && !/Could not transfer/i.test(output)) {
     return 'missing';
   }
-  if (OFFLINE_PATTERNS.some((p) => p.test(output))) return 'offline';
   return 'other';
 }
 
