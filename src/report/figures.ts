@@ -4,7 +4,7 @@
  * failing the whole report.
  */
 import { describeError } from '../errors';
-import { nodeCapFigure } from '../plots/ablation';
+import { tocAblationFigure } from '../plots/ablation';
 import { consistencyKdeFigure } from '../plots/consistency';
 import { costQualityFigure } from '../plots/cost';
 import { coverageFigure, type CoverageCurve } from '../plots/coverage';
@@ -95,8 +95,11 @@ export function figuresForSweep(runs: readonly RunData[], inputs: FigureInputs =
     attempt(choice, 'threshold-ablation', 'Threshold ablation (one run per threshold)', () => thresholdAblationFigure(thresholdAblationFromSweep(veRuns)));
   }
   const tocRuns = runs.filter((r) => pipelineOf(r) === 'toc');
-  if (tocRuns.length > 1 && distinct(tocRuns.map((r) => findOption(r.config, 'maxNodes', ['toc', 'pipeline']))) > 1) {
-    attempt(choice, 'node-cap-ablation', 'Node cap ablation', () => nodeCapFigure(tocRuns));
+  for (const knob of ['maxNodes', 'maxDepth'] as const) {
+    if (tocRuns.length > 1 && distinct(tocRuns.map((r) => findOption(r.config, knob, ['toc', 'pipeline']))) > 1) {
+      const name = knob === 'maxNodes' ? 'node-cap-ablation' : 'depth-ablation';
+      attempt(choice, name, knob === 'maxNodes' ? 'Node cap ablation' : 'Depth ablation', () => tocAblationFigure(tocRuns, { knob }));
+    }
   }
   if (runs.length > 1) {
     attempt(choice, 'cost-quality-tokens', 'Cost against quality (tokens)', () => costQualityFigure(runs, { cost: 'tokens' }));

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { nodeCapFigure, nodeCapPoints } from '../../src/plots/ablation';
+import { nodeCapFigure, nodeCapPoints, tocAblationFigure } from '../../src/plots/ablation';
 import { consistencyKdeFigure, consistencyPoints } from '../../src/plots/consistency';
 import { costPoints, costQualityFigure } from '../../src/plots/cost';
 import { coverageFigure, parseCoverage, readCoverageFile } from '../../src/plots/coverage';
@@ -263,6 +263,15 @@ describe('node cap ablation and cost against quality', () => {
     expect(fig.data[1].y).toEqual([3, 8]);
     expect((fig.layout.yaxis as { title: { text: string } }).title.text).toMatch(/^dr/);
     expect((fig.layout.yaxis2 as { title: { text: string } }).title.text).toBe('LLM calls per question');
+  });
+
+  it('puts maxDepth on the x axis for a depth sweep', () => {
+    const runs = [tocRun(10, 1, 20, 3), tocRun(10, 3, 30, 12), tocRun(10, 2, 25, 7)];
+    const fig = tocAblationFigure(runs, { knob: 'maxDepth' });
+    expect(fig.data.map((t) => t.name)).toEqual(['maxNodes 10', 'maxNodes 10 (LLM calls)']);
+    expect(fig.data[0].x).toEqual([1, 2, 3]);
+    expect(fig.data[1].y).toEqual([3, 7, 12]);
+    expect((fig.layout.xaxis as { title: { text: string } }).title.text).toBe('maxDepth');
   });
 
   it('fails with the run name when a run has no maxNodes', () => {
