@@ -10,15 +10,15 @@
  * - ASQA's official reader is RoBERTa-large fine-tuned on SQuAD 2.0; an extractive model of that
  *   kind runs through transformers.js when the user provides ONNX weights
  *   (qa-onnx-reader.ts, `qa-onnx:<dir>`);
- * - otherwise `LlmSpanReader` asks a language model to copy the shortest span of the long answer
- *   that answers the DQ, or to say `none`. Its replies are checked: one that is not a span of the
+ * - otherwise `LlmSpanReader` asks a language model (greedy, with four worked examples) to copy the
+ *   shortest span of the long answer that answers the DQ, or to say `none`. Its replies are checked: one that is not a span of the
  *   long answer (after SQuAD normalisation) counts as "no answer", so the model cannot answer
  *   from its own knowledge — an extractive reader cannot either. Counts of such replies are kept
  *   in `stats`.
  * Numbers from different readers are not comparable with each other or with the papers'.
  */
 import type { QaPair } from '../datasets/types';
-import type { LanguageModel } from '../llm/types';
+import type { ChatMessage, LanguageModel } from '../llm/types';
 import { normalizeAnswer, tokenF1 } from './squad';
 import type { Score } from './score';
 
@@ -93,17 +93,29 @@ export function parseReaderReply(reply: string, context: string, requireSpan = t
   return { span: s, notInContext: false };
 }
 
-export function readerPrompt(question: string, context: string): string {
-  return [
-    'Read the text and answer the question by copying words from the text.',
-    '',
-    `Text: ${context}`,
-    '',
-    `Question: ${question}`,
-    '',
-    'Reply with the shortest span of the text that answers the question, copied word for word. If the text does not answer the question, reply: none',
-    'Answer:',
-  ].join('\n');
+const READER_INSTRUCTION =
+  'You answer questions about a text by copying the shortest phrase of the text that answers the question. ' +
+  'Reply with that phrase only. If the text does not answer the question, reply: none';
+
+/** Worked examples (ours): a date, a noun phrase, a question the text cannot answer, a name. */
+const READER_DEMOS: Array<[text: string, question: string, answer: string]> = [
+  ['Marie Curie won the Nobel Prize in Physics in 1903 and the Nobel Prize in Chemistry in 1911.', 'When did Marie Curie win the Nobel Prize in Chemistry?', '1911'],
+  ['The Nile flows north through Egypt and Sudan into the Mediterranean Sea.', 'Into which sea does the Nile flow?', 'the Mediterranean Sea'],
+  ['The Nile flows north through Egypt and Sudan into the Mediterranean Sea.', 'How long is the Nile?', 'none'],
+  ['Marie Curie won the Nobel Prize in Physics in 1903 and the Nobel Prize in Chemistry in 1911.', 'Who won the Nobel Prize in Physics in 1903?', 'Marie Curie'],
+];
+
+const readerTurn = (text: string, question: string): string => `Text: ${text}\nQuestion: ${question}`;
+
+/**
+ * The reader's chat: the instruction, four short worked examples (small models copy whole
+ * sentences without them), then the long answer and the DQ.
+ */
+export function readerMessages(question: string, context: string): ChatMessage[] {
+  const messages: ChatMessage[] = [{ role: 'system', content: READER_INSTRUCTION }];
+  for (const [text, q, a] of READER_DEMOS) messages.push({ role: 'user', content: readerTurn(text, q) }, { role: 'assistant', content: a });
+  messages.push({ role: 'user', content: readerTurn(context, question) });
+  return messages;
 }
 
 export class LlmSpanReader implements DisambigReader {
@@ -124,10 +136,10 @@ export class LlmSpanReader implements DisambigReader {
   async read(question: string, context: string): Promise<string> {
     this.stats.calls++;
     const result = await this.llm.generate({
-      prompt: readerPrompt(question, context),
+      messages: readerMessages(question, context),
       temperature: 0,
       maxTokens: this.maxTokens,
-      stop: ['\n\n'],
+      stop: ['\n'],
       purpose: 'metrics.d_f1.reader',
     });
     const { span, notInContext } = parseReaderReply(result.completions[0]?.text ?? '', context, this.requireSpan);

@@ -33,7 +33,7 @@ export {
   unionLcs,
   type RougeScore,
 } from './rouge';
-export { DisambigF1, LlmSpanReader, disambigF1, parseReaderReply, readerPrompt, type DisambigReader, type DisambigF1Result } from './disambig-f1';
+export { DisambigF1, LlmSpanReader, disambigF1, parseReaderReply, readerMessages, type DisambigReader, type DisambigF1Result } from './disambig-f1';
 export { drScore } from './dr';
 export { answerF1, meanAnswerF1 } from './answer-f1';
 export { answerCoverage, coverageCurve, hasAnswer } from './coverage';

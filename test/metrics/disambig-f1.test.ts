@@ -55,8 +55,11 @@ describe('LLM span reader', () => {
     expect(req.purpose).toBe('metrics.d_f1.reader');
     expect(req.temperature).toBe(0);
     expect(req.maxTokens).toBeLessThanOrEqual(32);
-    expect(req.messages[0].content).toContain(longAnswer);
-    expect(req.messages[0].content).toContain(pairs[0].question);
+    const last = req.messages[req.messages.length - 1];
+    expect(last.role).toBe('user');
+    expect(last.content).toContain(longAnswer);
+    expect(last.content).toContain(pairs[0].question);
+    expect(req.messages[0].role).toBe('system');
     // DQ2: "josef bican scored over 800 goals" vs "josef bican": P = 2/6, R = 1 → F = 0.5.
     expect(r.f1s[0]).toBe(100);
     expect(r.f1s[1]).toBeCloseTo(50, 10);
