@@ -14,6 +14,7 @@
  * top-10; dense exact search < 20 ms per query.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -73,8 +74,11 @@ const docs = corpus.passages.map(formatPassage);
 const queries = readAsqaCoverageItems(join(dataDir(), 'asqa', 'ASQA_dev.json'))
   .map((i) => i.question)
   .slice(0, Number(values.queries));
-console.log(`corpus: ${docs.length} passages (pooled shared data); queries: ${queries.length} ASQA dev questions\n`);
+console.log(`corpus: ${docs.length} passages (pooled shared data); queries: ${queries.length} ASQA dev questions`);
+// The machine is shared: say how busy it was, so the absolute numbers can be read fairly.
+console.log(`machine: ${cpus().length} cores, load average ${loadavg().map((l) => l.toFixed(1)).join(' / ')} (1/5/15 min)\n`);
 report.corpus = { passages: docs.length, queries: queries.length };
+report.machine = { cores: cpus().length, loadAverageStart: loadavg() };
 
 // ------------------------------------------------------------------ BM25
 const params = DEFAULT_BM25;
@@ -232,6 +236,7 @@ report.dense = {
 
 const out = join(artifactsDir(), 'bench', 'retrieval.json');
 mkdirSync(join(artifactsDir(), 'bench'), { recursive: true });
+report.machine = { ...(report.machine as object), loadAverageEnd: loadavg() };
 writeFileSync(out, JSON.stringify({ date: new Date().toISOString(), node: process.version, ...report }, null, 1));
 console.log(`\ntargets: BM25 ≥ wink at identical top-10: ${(report.bm25 as any).targetMet ? 'met' : 'NOT met'}; dense exact < 20 ms/query: ${(report.dense as any).targetMet ? 'met' : 'NOT met'}`);
 console.log(`wrote ${out}`);
