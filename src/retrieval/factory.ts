@@ -157,7 +157,8 @@ class IdentityReranker implements Reranker {
   }
 }
 
-export function createReranker(config: RerankerConfigInput | RerankerConfig, options: Pick<FactoryOptions, 'embedder'> & { vectorOf?: (p: Passage) => Float32Array | undefined } = {}): Reranker {
+/** A reranker from config; without one, the embedding reranker (the default). */
+export function createReranker(config: RerankerConfigInput | RerankerConfig = 'embedding', options: Pick<FactoryOptions, 'embedder'> & { vectorOf?: (p: Passage) => Float32Array | undefined } = {}): Reranker {
   const parsed = parseRerankerConfig(config);
   switch (parsed.type) {
     case 'none':

@@ -73,6 +73,7 @@ describe('createRetriever / createReranker', () => {
     expect((await none.rerank('q', hits, 1)).map((h) => h.passage.id)).toEqual([hits[0].passage.id]);
     const emb = createReranker('embedding', { embedder: letters });
     expect(emb.name).toBe('embedding:letters');
+    expect(createReranker(undefined, { embedder: letters }).name).toBe('embedding:letters');
     expect(await emb.rerank('q', hits, 5)).toHaveLength(hits.length);
     await expect(emb.rerank('q', hits, 0)).rejects.toThrow(/k must be a positive integer/);
   });
