@@ -14,7 +14,7 @@ import { clarificationTreeFigure } from '../plots/tree';
 import type { Figure } from '../plots/types';
 import type { Trace } from '../trace/types';
 import { frameRows, isDataFrame, type DataFrameLike } from './frame';
-import { llmCallRows, tocNodeRows, type Row } from './records';
+import { llmCallRows, tocNodeRows } from './records';
 
 /** Where HTML goes: tslab's display in a kernel; tests and scripts can install their own. */
 export interface DisplaySink {
@@ -67,8 +67,8 @@ function cell(value: unknown): string {
 }
 
 /** An HTML table of records or a danfojs DataFrame (first `maxRows` rows). */
-export function tableHtml(data: readonly Row[] | DataFrameLike, options: { maxRows?: number; title?: string } = {}): string {
-  const rows = isDataFrame(data) ? frameRows(data) : [...data];
+export function tableHtml(data: readonly object[] | DataFrameLike, options: { maxRows?: number; title?: string } = {}): string {
+  const rows: Array<Record<string, unknown>> = isDataFrame(data) ? frameRows(data) : [...(data as ReadonlyArray<Record<string, unknown>>)];
   const max = options.maxRows ?? 50;
   const columns: string[] = [];
   for (const r of rows) for (const k of Object.keys(r)) if (!columns.includes(k)) columns.push(k);
@@ -82,7 +82,7 @@ export function tableHtml(data: readonly Row[] | DataFrameLike, options: { maxRo
   return `${title}<table><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>${more}`;
 }
 
-export function showTable(data: readonly Row[] | DataFrameLike, options: { maxRows?: number; title?: string } = {}): void {
+export function showTable(data: readonly object[] | DataFrameLike, options: { maxRows?: number; title?: string } = {}): void {
   out().html(tableHtml(data, options));
 }
 

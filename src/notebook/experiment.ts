@@ -1,30 +1,22 @@
 /**
- * Running experiments from a notebook cell: the same validation, runner, run directories and
- * MLflow logging as `ambiqa run` / `ambiqa sweep`, with a config written as an object in the
- * notebook. One composer per kernel session, so that the embedded model, corpora and indexes load
- * once however many cells run. The result is read back from the run directory, exactly what a
+ * Running experiments from a notebook cell. The config is an object in the notebook; it is
+ * written as YAML and run by the `ambiqa run` / `ambiqa sweep` command in a child process, so a
+ * notebook run is exactly a CLI run (same validation, run directory, resume and MLflow logging),
+ * the embedded model's native memory lives and dies with the child, and the kernel compiles only
+ * the small modules it displays with. The result is read back from the run directory — what a
  * report or a later notebook would read.
  *
  * Notebooks re-run top to bottom, so by default a run with the same name is started afresh (its
- * old directory removed): the persistent LLM cache replays every call that was made before, which
- * makes a re-run cheap. Pass `fresh: false` to resume instead.
+ * old directory removed): the persistent LLM cache replays every call made before, which makes a
+ * re-run cheap. Pass `fresh: false` to resume instead.
  */
-import { existsSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createComposer, type Composer } from '../experiments/compose';
-import { resolveExperimentConfig, type ExperimentConfig } from '../experiments/config';
-import type { ProgressSink, ProgressState } from '../experiments/progress';
-import { runsDir, sweepsDir } from '../experiments/rundir';
-import { runExperiment } from '../experiments/runner';
-import { planSweep, runSweep } from '../experiments/sweep';
+import { stringify } from 'yaml';
+import { artifactsDir, projectRoot } from '../config/paths';
+import { AmbiqaError } from '../errors';
 import { loadRun, loadSweep, type LoadedRun, type LoadedSweep } from '../report/load';
-
-let composer: Composer | undefined;
-
-function getComposer(): Composer {
-  composer ??= createComposer({ notify: (m) => console.log(m) });
-  return composer;
-}
 
 export interface NotebookRunOptions {
   /** Run (or sweep) name: the folder under artifacts/runs (or artifacts/sweeps). */
@@ -33,82 +25,75 @@ export interface NotebookRunOptions {
   limit?: number;
   /** Start afresh (default) or resume an existing run directory. */
   fresh?: boolean;
-  /** Print one progress line per question (default true). */
+  /** Print the command's progress lines (default true). */
   verbose?: boolean;
 }
 
-/** Plain progress lines (a notebook output cannot redraw a terminal progress bar). */
-function progress(verbose: boolean | undefined, label: string): ProgressSink {
-  let last = -1;
-  return {
-    update(state: ProgressState) {
-      if (verbose === false || state.done === last) return;
-      last = state.done;
-      console.log(`${label}: ${state.done}/${state.total} questions`);
-    },
-    finish() {},
-  };
+const NAME = /^[A-Za-z0-9._-]+$/;
+
+function writeConfig(raw: Record<string, unknown>, name: string): string {
+  if (!NAME.test(name)) throw new AmbiqaError(`run name '${name}' is not a safe folder name`, 'use letters, digits, dot, dash or underscore');
+  const dir = join(artifactsDir(), 'notebooks', 'configs');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${name}.yaml`);
+  writeFileSync(file, `# written by a notebook (src/notebook/experiment.ts)\n${stringify(raw)}`);
+  return file;
 }
 
-/** Validate a config object the way `ambiqa run` validates a YAML file (messages name the field). */
-export function resolveConfig(raw: Record<string, unknown>, options: Pick<NotebookRunOptions, 'name' | 'limit'>): ExperimentConfig {
-  return resolveExperimentConfig(raw, getComposer().registry, {
-    source: `notebook config ${options.name}`,
-    name: options.name,
-    defaultName: options.name,
-    ...(options.limit !== undefined ? { limit: options.limit } : {}),
+/** Run `ambiqa <args>` and stream its output into the notebook; reject with its last lines on failure. */
+function ambiqa(args: string[], verbose: boolean): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(projectRoot, 'bin', 'ambiqa.mjs'), ...args], {
+      cwd: projectRoot,
+      env: { ...process.env, AMBIQA_ROOT: projectRoot },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const tail: string[] = [];
+    const onData = (chunk: Buffer) => {
+      for (const line of chunk.toString('utf8').split(/\r?\n|\r/)) {
+        if (!line.trim()) continue;
+        tail.push(line);
+        if (tail.length > 40) tail.shift();
+        if (verbose) console.log(line);
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code === 0) resolve();
+      else reject(new Error(`ambiqa ${args[0]} exited with ${code}:\n${tail.join('\n')}`));
+    });
   });
 }
 
-/** Run one experiment and return its run directory's contents. */
+/** Run one experiment (`ambiqa run`) and return its run directory's contents. */
 export async function runExperimentInNotebook(raw: Record<string, unknown>, options: NotebookRunOptions): Promise<LoadedRun> {
-  const c = getComposer();
-  const config = resolveConfig(raw, options);
-  const runDir = join(runsDir(), config.name);
+  const file = writeConfig(raw, options.name);
+  const runDir = join(artifactsDir(), 'runs', options.name);
   const fresh = options.fresh ?? true;
   if (fresh && existsSync(runDir)) rmSync(runDir, { recursive: true, force: true });
-  const outcome = await runExperiment({
-    config,
-    runDir,
-    resume: !fresh && existsSync(join(runDir, 'config.yaml')),
-    components: await c.components(config),
-    tracking: c.tracking(),
-    tags: c.tags(config),
-    progress: progress(options.verbose, config.name),
-  });
-  if (outcome.status !== 'FINISHED') throw new Error(`run ${config.name} ${outcome.status}${outcome.error ? `: ${outcome.error}` : ''}`);
+  await ambiqa(
+    ['run', file, '--name', options.name, ...(options.limit !== undefined ? ['--limit', String(options.limit)] : []), ...(fresh ? [] : ['--resume'])],
+    options.verbose ?? true,
+  );
   return loadRun(runDir);
 }
 
-/** Run a sweep (the config's `sweep:` grid) and return the sweep directory's contents. */
+/** Run a sweep (`ambiqa sweep`, the config's `sweep:` grid) and return the sweep directory's contents. */
 export async function runSweepInNotebook(raw: Record<string, unknown>, options: NotebookRunOptions): Promise<LoadedSweep> {
-  const c = getComposer();
-  const request = {
-    raw,
-    source: `notebook sweep ${options.name}`,
-    registry: c.registry,
-    options: { defaultName: options.name, name: options.name, ...(options.limit !== undefined ? { limit: options.limit } : {}) },
-    sweepDir: (name: string) => join(sweepsDir(), name),
-  };
-  const plan = planSweep(request);
+  const file = writeConfig(raw, options.name);
+  const dir = join(artifactsDir(), 'sweeps', options.name);
   const fresh = options.fresh ?? true;
-  if (fresh && existsSync(plan.dir)) rmSync(plan.dir, { recursive: true, force: true });
-  const outcome = await runSweep({
-    ...request,
-    resume: !fresh && existsSync(join(plan.dir, 'sweep.yaml')),
-    components: (config) => c.components(config),
-    tracking: c.tracking(),
-    tags: c.tags(plan.base),
-    progress: (label: string) => progress(options.verbose, label),
-    log: () => {},
-  });
-  if (outcome.status !== 'FINISHED') throw new Error(`sweep ${plan.name} ${outcome.status}`);
-  return loadSweep(outcome.dir);
+  if (fresh && existsSync(dir)) rmSync(dir, { recursive: true, force: true });
+  await ambiqa(
+    ['sweep', file, '--name', options.name, ...(options.limit !== undefined ? ['--limit', String(options.limit)] : []), ...(fresh ? [] : ['--resume'])],
+    options.verbose ?? true,
+  );
+  return loadSweep(dir);
 }
 
-/** Release the models and the local MLflow server this session started (end of a notebook). */
-export async function closeNotebookSession(): Promise<void> {
-  const c = composer;
-  composer = undefined;
-  await c?.close();
+/** Run `ambiqa report <dir> [args]` (e.g. `--mlflow` to attach the report and figures to the run). */
+export async function reportInNotebook(dir: string, args: string[] = [], options: { verbose?: boolean } = {}): Promise<void> {
+  await ambiqa(['report', dir, ...args], options.verbose ?? true);
 }

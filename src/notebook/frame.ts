@@ -31,8 +31,12 @@ export function danfojs(): { DataFrame: new (data: unknown, options?: unknown) =
   return danfo!;
 }
 
-/** Records → DataFrame. Columns keep the order of the first record's keys, then any new ones. */
-export function toDataFrame(rows: readonly Row[]): DataFrameLike {
+/**
+ * Records (plain objects, e.g. from records.ts) → DataFrame. Columns keep the order of the first
+ * record's keys, then any new ones.
+ */
+export function toDataFrame(records: readonly object[]): DataFrameLike {
+  const rows = records as ReadonlyArray<Record<string, unknown>>;
   const columns: string[] = [];
   for (const r of rows) for (const k of Object.keys(r)) if (!columns.includes(k)) columns.push(k);
   const { DataFrame } = danfojs();

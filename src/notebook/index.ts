@@ -2,4 +2,5 @@
 export * from './display';
 export * from './records';
 export * from './frame';
+export * from './experiment';
 export { registerKernel, executeNotebook, jupyterEnv, jupyterPrefix, KERNEL_NAME } from './kernel';

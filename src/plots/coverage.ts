@@ -6,7 +6,9 @@
  * The reader is deliberately tolerant, because several tools write such curves. Accepted shapes
  * (values may be fractions 0–1 or percents 0–100; the name comes from `retriever`, `name` or
  * `label`, else from the file name):
- *   1. `{ "k": [5, 10], "coverage": [0.4, 0.5] }`        (also `ac`, `acAtK`, `values`, `recall`)
+ *   1. `{ "k": [5, 10], "coverage": [0.4, 0.5] }`        (k also as `ks`; values also as `ac`,
+ *      `acAtK`, `values`, `recall`) — `ambiqa coverage --out` writes
+ *      `{ "retriever", "questions", "ks": [...], "coverage": [AC@k ×100, ...], "perQuestion", ... }`
  *   2. `[{ "k": 5, "coverage": 0.4 }, …]` or `{ "curve"|"points"|"results": [ … ] }`
  *      (per point also `ac`, `value`, `ac_at_k`, `acAtK`, `recall`)
  *   3. `{ "AC@5": 0.4, "AC@10": 0.5 }`, `{ "ac": { "5": 0.4 } }`, `{ "coverage": { "5": 0.4 } }`
@@ -79,9 +81,10 @@ function curveFrom(value: Json, name: string): CoverageCurve | null {
     name = nameOf(value, name);
     const q = value.n ?? value.questions ?? value.numQuestions;
     if (typeof q === 'number') questions = q;
-    if (Array.isArray(value.k)) {
+    const kKey = ['k', 'ks'].find((key) => Array.isArray(value[key]));
+    if (kKey) {
       const key = VALUE_KEYS.find((v) => Array.isArray(value[v]));
-      const ks = value.k as Json[];
+      const ks = value[kKey] as Json[];
       const vs = key ? (value[key] as Json[]) : [];
       if (key && ks.length === vs.length && ks.every((x) => typeof x === 'number') && vs.every((x) => typeof x === 'number')) {
         pairs = ks.map((k, i) => [k as number, vs[i] as number]);

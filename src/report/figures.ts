@@ -4,6 +4,7 @@
  * failing the whole report.
  */
 import { describeError } from '../errors';
+import { exactMatch, maxOverGolds } from '../metrics/squad';
 import { tocAblationFigure } from '../plots/ablation';
 import { consistencyKdeFigure } from '../plots/consistency';
 import { costQualityFigure } from '../plots/cost';
@@ -31,6 +32,11 @@ export interface FigureChoice {
 export interface FigureInputs {
   /** questionId → gold DQ answers, for the ToC pruning figure. */
   gold?: GoldDqs;
+  /**
+   * questionId → acceptable short answers: scores the majority answers VE edited, which makes the
+   * re-applied threshold ablation exact below the run's threshold (exact match, SQuAD-normalised).
+   */
+  answers?: ReadonlyMap<string, readonly string[]>;
   /** Extra coverage curves to plot (from `ambiqa coverage --out` files). */
   coverage?: CoverageCurve[];
   /** Which ToC example's tree to draw (default: the first with the most nodes). */
@@ -55,9 +61,12 @@ export function figuresForRun(run: RunData, inputs: FigureInputs = {}): FigureCh
   }
   if (kinds.has('verify-edit')) {
     attempt(choice, 'threshold-ablation', 'Threshold ablation (re-applied to this run)', () => {
-      const points = thresholdAblationFromTraces(run.traces, run.results);
+      const answers = inputs.answers;
+      const points = thresholdAblationFromTraces(run.traces, run.results, answers ? {
+        scoreAnswer: (id, answer) => (answers.has(id) ? maxOverGolds(exactMatch, answer, answers.get(id)!) === 1 : undefined),
+      } : {});
       return points.length > 0 ? thresholdAblationFigure(points) : null;
-    }, 'Edited fraction is exact at every threshold; accuracy and AUC only where this run recorded the outcome (see src/plots/threshold.ts).');
+    }, 'Edited fraction is exact at every threshold; accuracy and AUC where the outcome is known from this run and the gold answers (see src/plots/threshold.ts).');
   }
   if (kinds.has('toc')) {
     const tocTraces = run.traces.filter((t) => t.decisions.kind === 'toc');

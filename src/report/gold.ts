@@ -19,6 +19,8 @@ import type { GoldInfo } from './render';
 export interface GoldSet {
   info: Map<string, GoldInfo>;
   dqs: GoldDqs;
+  /** questionId → acceptable short answers (EM/F1 datasets; FEVER: the label). */
+  answers: Map<string, string[]>;
   source: string;
 }
 
@@ -33,6 +35,7 @@ const loaders: Record<string, (path: string, split?: string) => Example[]> = {
 export function goldFromExamples(examples: readonly Example[], source: string): GoldSet {
   const info = new Map<string, GoldInfo>();
   const dqs = new Map<string, Example['qaPairs']>();
+  const answers = new Map<string, string[]>();
   for (const e of examples) {
     info.set(e.id, {
       answers: e.answers,
@@ -41,8 +44,10 @@ export function goldFromExamples(examples: readonly Example[], source: string): 
       ...(e.label ? { label: e.label } : {}),
     });
     if (e.qaPairs.length > 0) dqs.set(e.id, e.qaPairs);
+    const short = e.answers.length > 0 ? e.answers : e.label ? [e.label] : [];
+    if (short.length > 0) answers.set(e.id, short);
   }
-  return { info, dqs, source };
+  return { info, dqs, answers, source };
 }
 
 /**

@@ -8,7 +8,7 @@ import { AmbiqaError } from '../errors';
 import type { MlflowRecord } from '../experiments/rundir';
 import { exportFigures, type ExportedFigure, type PngOptions, type PngRenderer } from '../plots/export';
 import type { Figure } from '../plots/types';
-import { openTracking } from '../tracking';
+import { openTracking } from '../tracking/index';
 import type { RunTracker } from '../tracking/types';
 
 export interface TrackedDir {

@@ -208,6 +208,15 @@ describe('answer-coverage curves', () => {
     expect(list.map((c) => c.name)).toEqual(['a', 'b']);
   });
 
+  it('reads what `ambiqa coverage --out` writes', () => {
+    const written = {
+      dataset: 'asqa', data: '/x/ASQA_dev.json', corpus: '/x/corpus.jsonl', corpusPassages: 26, corpusHash: 'abc',
+      retriever: 'bm25', questions: 6, ks: [1, 2, 5], coverage: [25, 41.7, 66.7],
+      perQuestion: [{ id: 'q', firstRanks: [0, -1] }], seconds: 0.1,
+    };
+    expect(parseCoverage(written, 'bm25-file')).toEqual([{ name: 'bm25', k: [1, 2, 5], coverage: [25, 41.7, 66.7], questions: 6 }]);
+  });
+
   it('rejects a file that is not a curve, naming it', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ambiqa-cov-'));
     const path = join(dir, 'bad.json');

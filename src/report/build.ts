@@ -1,0 +1,75 @@
+/**
+ * `buildReport(dir)`: the whole report pipeline for a run or sweep directory — load, pick the
+ * figures, render one self-contained HTML file — as one function the CLI and notebooks share.
+ * (Kept apart from mlflow.ts so that notebooks can import it without the tracking client.)
+ */
+import { writeFileSync, mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { readCoverageFile, type CoverageCurve } from '../plots/coverage';
+import { exportFigures, type ExportedFigure, type PngRenderer } from '../plots/export';
+import type { RunTracker } from '../tracking/types';
+import { figuresForRun, figuresForSweep, type FigureChoice } from './figures';
+import { loadGoldForRun, type GoldSet } from './gold';
+import { loadRunOrSweep, type Loaded } from './load';
+import { renderRunReport, renderSweepReport, type ReportOptions } from './render';
+
+export interface BuildReportOptions {
+  /** Dataset file with the gold answers (default: the run config's dataset.path). */
+  dataPath?: string;
+  /** `ambiqa coverage --out` files to plot. */
+  coverageFiles?: string[];
+  treeExample?: string;
+  traces?: ReportOptions['traces'];
+  maxMessageChars?: number;
+}
+
+export interface BuiltReport {
+  loaded: Loaded;
+  html: string;
+  figures: FigureChoice;
+  /** Notes for the person running it (gold not found, figures skipped). */
+  notes: string[];
+}
+
+export function buildReport(dir: string, options: BuildReportOptions = {}): BuiltReport {
+  const loaded = loadRunOrSweep(dir);
+  const notes: string[] = [];
+  const coverage: CoverageCurve[] = (options.coverageFiles ?? []).flatMap((f) => readCoverageFile(f));
+  const firstRun = loaded.kind === 'run' ? loaded.run : loaded.sweep.runs[0];
+  const gold = loadGoldForRun(firstRun.config, options.dataPath);
+  let goldSet: GoldSet | undefined;
+  if ('error' in gold) notes.push(`gold answers not shown: ${gold.error}`);
+  else goldSet = gold;
+  const inputs = { gold: goldSet?.dqs, answers: goldSet?.answers, coverage, treeExample: options.treeExample };
+  const figures = loaded.kind === 'run' ? figuresForRun(loaded.run, inputs) : figuresForSweep(loaded.sweep.runs, inputs);
+  for (const s of figures.skipped) notes.push(`figure ${s.name} not drawn: ${s.reason}`);
+  const reportOptions: ReportOptions = {
+    figures,
+    ...(goldSet ? { gold: goldSet.info } : {}),
+    ...(options.traces ? { traces: options.traces } : {}),
+    ...(options.maxMessageChars ? { maxMessageChars: options.maxMessageChars } : {}),
+  };
+  const html = loaded.kind === 'run' ? renderRunReport(loaded.run, reportOptions) : renderSweepReport(loaded.sweep, reportOptions);
+  return { loaded, html, figures, notes };
+}
+
+export function writeReport(report: BuiltReport, out: string): string {
+  const path = resolve(out);
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, report.html);
+  return path;
+}
+
+/** Export the report's figures as HTML + PNG files (and log them and the report to MLflow). */
+export async function exportReportFigures(
+  report: BuiltReport,
+  outDir: string,
+  options: { png?: boolean; renderer?: PngRenderer; tracker?: RunTracker } = {},
+): Promise<ExportedFigure[]> {
+  const figures = Object.fromEntries(report.figures.figures.map((f) => [f.name, f.figure]));
+  return exportFigures(figures, outDir, {
+    formats: options.png === false ? ['html'] : ['html', 'png'],
+    ...(options.renderer ? { renderer: options.renderer } : {}),
+    ...(options.tracker ? { tracker: options.tracker } : {}),
+  });
+}

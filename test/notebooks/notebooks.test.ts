@@ -1,0 +1,120 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
+import { executeNotebook, registerKernel, KERNEL_NAME, type KernelRegistration } from '../../src/notebook/kernel';
+
+/**
+ * CI executes every notebook in notebooks/ headless: the kernel is registered by the project's
+ * own script (scripts/jupyter-kernel.sh), each notebook runs with nbconvert into a temp dir, and
+ * any failing cell fails the test. Notebook 03 logs to MLflow: the kernel inherits
+ * MLFLOW_TRACKING_URI (the server from test/global-setup.ts or .ci/run).
+ */
+const root = resolve(__dirname, '../..');
+const uri = inject('mlflowTrackingUri');
+const notebooks = readdirSync(join(root, 'notebooks')).filter((f) => /^\d\d-.*\.ipynb$/.test(f)).sort();
+const jupyter = process.env.AMBIQA_JUPYTER ?? '/usr/bin/jupyter';
+const hasJupyter = existsSync(jupyter);
+if (!hasJupyter) console.warn(`[skip] notebook execution: no Jupyter at ${jupyter} (apt-get install jupyter-notebook jupyter-nbconvert; \`ambiqa setup\` does it)`);
+
+interface Cell {
+  cell_type: string;
+  id?: string;
+  source: string[] | string;
+  outputs?: Array<{ output_type: string; ename?: string; evalue?: string }>;
+  execution_count?: number | null;
+}
+const readNotebook = (path: string) => JSON.parse(readFileSync(path, 'utf8')) as { cells: Cell[]; metadata: { kernelspec?: { name: string } } };
+
+function tinyNotebook(path: string, sources: string[]): string {
+  writeFileSync(
+    path,
+    JSON.stringify({
+      cells: sources.map((source, i) => ({ cell_type: 'code', id: `c${i}`, metadata: {}, execution_count: null, outputs: [], source })),
+      metadata: { kernelspec: { name: KERNEL_NAME, display_name: 'TypeScript', language: 'typescript' } },
+      nbformat: 4,
+      nbformat_minor: 5,
+    }),
+  );
+  return path;
+}
+
+describe('committed notebooks', () => {
+  it('are the five planned ones, with cell ids, cleared outputs and the project kernel', () => {
+    expect(notebooks.map((n) => n.replace(/\.ipynb$/, ''))).toEqual([
+      '01-quickstart',
+      '02-tree-of-clarifications',
+      '03-verify-and-edit-threshold',
+      '04-diva-vs-toc-cost',
+      '05-retrieval-coverage',
+    ]);
+    for (const name of notebooks) {
+      const nb = readNotebook(join(root, 'notebooks', name));
+      expect(nb.metadata.kernelspec?.name, name).toBe(KERNEL_NAME);
+      const ids = nb.cells.map((c) => c.id);
+      expect(ids.every((id) => typeof id === 'string' && id.length > 0), `${name}: every cell has an id`).toBe(true);
+      expect(new Set(ids).size, `${name}: cell ids are unique`).toBe(ids.length);
+      for (const c of nb.cells.filter((c) => c.cell_type === 'code')) {
+        expect(c.outputs, `${name}: outputs are not committed`).toEqual([]);
+        expect(c.execution_count ?? null).toBeNull();
+      }
+      // Exactly one cell configures the LLM: the one to change for real endpoints.
+      const llmCells = nb.cells.filter((c) => c.cell_type === 'code' && /^const llm\b/m.test([c.source].flat().join('')));
+      expect(llmCells.length, `${name}: one LLM config cell`).toBeLessThanOrEqual(1);
+    }
+  });
+});
+
+describe.skipIf(!hasJupyter)('notebooks execute headless (nbconvert, tslab kernel from the repo root)', () => {
+  let reg: KernelRegistration;
+  let out: string;
+  const env: NodeJS.ProcessEnv = { ...process.env };
+
+  beforeAll(() => {
+    // The same registration CI and people use.
+    const res = spawnSync(join(root, 'scripts/jupyter-kernel.sh'), { cwd: root, encoding: 'utf8' });
+    expect(res.stderr).toBe('');
+    expect(res.status).toBe(0);
+    expect(res.stdout).toMatch(/^export JUPYTER_PATH='.*\/share\/jupyter'$/m);
+    reg = registerKernel();
+    expect(JSON.parse(readFileSync(reg.kernelJson, 'utf8')).argv[4]).toBe(root);
+    out = mkdtempSync(join(tmpdir(), 'ambiqa-notebooks-'));
+    // Runs and reports go to a throw-away artifacts dir; the LLM cache stays shared (re-runs are cheap).
+    env.AMBIQA_ARTIFACTS_DIR = join(out, 'artifacts');
+    if (uri) env.MLFLOW_TRACKING_URI = uri;
+  });
+
+  it('imports ./src from a notebook that lives outside the repository', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ambiqa-nb-elsewhere-'));
+    const nb = tinyNotebook(join(dir, 'elsewhere.ipynb'), [
+      "import { gaussianKde } from './src/plots/kde';\nconsole.log('density', gaussianKde([0, 1]).density(0).toFixed(6));\nconsole.log('cwd', process.cwd());",
+    ]);
+    const r = await executeNotebook(nb, { outDir: out, registration: reg, env });
+    expect(r.log).not.toMatch(/Error/);
+    expect(r.ok).toBe(true);
+    const text = JSON.stringify(readNotebook(r.output).cells[0].outputs);
+    expect(text).toContain('density 0.410647');
+    expect(text).toContain(`cwd ${root}`);
+  });
+
+  it('fails when a cell fails (no --allow-errors)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ambiqa-nb-failing-'));
+    const nb = tinyNotebook(join(dir, 'failing.ipynb'), ["throw new Error('boom from a cell');", "console.log('never');"]);
+    const r = await executeNotebook(nb, { outDir: out, registration: reg, env });
+    expect(r.ok).toBe(false);
+    expect(r.log).toContain('boom from a cell');
+  });
+
+  it.each(notebooks)('%s runs top to bottom', async (name) => {
+    const r = await executeNotebook(join(root, 'notebooks', name), { outDir: out, registration: reg, env, cellTimeoutS: 1500 });
+    if (!r.ok) console.error(`${name} failed after ${r.seconds.toFixed(0)} s:\n${r.log.slice(-6000)}`);
+    else console.log(`${name}: ${r.seconds.toFixed(0)} s`);
+    expect(r.ok).toBe(true);
+    const cells = readNotebook(r.output).cells.filter((c) => c.cell_type === 'code');
+    for (const c of cells) {
+      expect(c.execution_count, `cell ${c.id} ran`).not.toBeNull();
+      expect(c.outputs?.filter((o) => o.output_type === 'error') ?? []).toEqual([]);
+    }
+  }, 40 * 60_000);
+});
