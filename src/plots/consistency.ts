@@ -50,9 +50,14 @@ export function consistencyKdeFigure(
     { name: 'incorrect', color: colors.incorrect, values: pts.filter((p) => !p.correct).map((p) => p.consistency) },
   ];
   const data: PlotlyTrace[] = [];
+  // Always show the whole [0, 1] range of consistency, so that runs can be compared by eye.
+  let lo = 0;
+  let hi = 1;
   for (const g of groups) {
     if (g.values.length === 0) continue;
     const curve = kdeCurve(g.values, { points: options.points });
+    lo = Math.min(lo, curve.x[0]);
+    hi = Math.max(hi, curve.x[curve.x.length - 1]);
     data.push({
       type: 'scatter',
       mode: 'lines',
@@ -84,10 +89,11 @@ export function consistencyKdeFigure(
   return {
     data,
     layout: baseLayout(options.title ?? 'Consistency of correct vs incorrect predictions', {
-      xaxis: { title: { text: 'consistency (votes of the majority answer / n)' }, zeroline: false, anchor: 'y2' },
+      xaxis: { title: { text: 'consistency (votes of the majority answer / n)' }, zeroline: false, anchor: 'y2', range: [lo, hi] },
       yaxis: { title: { text: 'density (Gaussian KDE, Scott)' }, domain: [0.22, 1], rangemode: 'tozero' },
       yaxis2: { domain: [0, 0.16], showgrid: false, categoryorder: 'array', categoryarray: ['incorrect', 'correct'] },
-      legend: { orientation: 'h', y: 1.08, x: 0 },
+      legend: { orientation: 'h', yanchor: 'bottom', y: 1.02, x: 0 },
+      margin: { l: 64, r: 24, t: 84, b: 56 },
       ...(pts.length === 0
         ? { annotations: [noDataAnnotation('no verify-edit or cot-sc traces with a scored result')] }
         : {}),

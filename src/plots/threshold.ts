@@ -153,7 +153,7 @@ export function thresholdAblationFigure(points: readonly ThresholdPoint[], optio
   if (missing.length > 0) {
     annotations.push({
       text: `accuracy/AUC not exact from this run's traces at threshold ${missing.join(', ')}: omitted`,
-      xref: 'paper', yref: 'paper', x: 0, y: -0.2, showarrow: false, align: 'left', font: { size: 11, color: colors.neutral },
+      xref: 'paper', yref: 'paper', x: 0, y: -0.3, yanchor: 'top', showarrow: false, align: 'left', font: { size: 11, color: colors.neutral },
     });
   }
   const recorded = points.filter((p) => p.source === 'recorded');
@@ -166,9 +166,10 @@ export function thresholdAblationFigure(points: readonly ThresholdPoint[], optio
     data,
     layout: baseLayout(options.title ?? `Verify-and-Edit threshold ablation (${subtitle})`, {
       xaxis: { title: { text: 'consistency threshold (votes needed to keep the majority answer)' }, dtick: 1 },
-      yaxis: { title: { text: 'percent' }, range: [0, 100] },
-      legend: { orientation: 'h', y: 1.08, x: 0 },
-      margin: { l: 64, r: 24, t: 72, b: missing.length > 0 ? 90 : 56 },
+      // A little room above 100 and below 0 so that markers on the bounds stay visible.
+      yaxis: { title: { text: 'percent' }, range: [-3, 104] },
+      legend: { orientation: 'h', yanchor: 'bottom', y: 1.02, x: 0 },
+      margin: { l: 64, r: 24, t: 84, b: missing.length > 0 ? 110 : 56 },
       annotations,
       shapes,
     }),

@@ -63,7 +63,7 @@ export function baseLayout(title: string, extra: PlotlyLayout = {}): PlotlyLayou
   return {
     title: { text: title },
     font: { family: 'DejaVu Sans, Arial, sans-serif', size: 13 },
-    margin: { l: 64, r: 24, t: 56, b: 56 },
+    margin: { l: 64, r: 24, t: 84, b: 56 },
     plot_bgcolor: '#ffffff',
     paper_bgcolor: '#ffffff',
     hovermode: 'closest',
