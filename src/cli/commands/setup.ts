@@ -59,24 +59,33 @@ function listLlms(): void {
   if (current && !defaultCatalog.llms.some((e) => e.name === current)) console.log(`  in use: ${current} (your own file)`);
 }
 
+function parse(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      options: {
+        llm: { type: 'string' },
+        'llm-file': { type: 'string' },
+        list: { type: 'boolean' },
+        only: { type: 'string' },
+        'skip-system': { type: 'boolean' },
+        'skip-venv': { type: 'boolean' },
+        'cache-dir': { type: 'string' },
+        'keep-downloads': { type: 'boolean' },
+        quiet: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+      allowPositionals: false,
+    });
+  } catch (error) {
+    // node:util reports unknown or malformed options as a TypeError; show it as a usage error.
+    throw new AmbiqaError((error as Error).message, 'see `npx ambiqa setup --help`');
+  }
+}
+
 export async function run(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      llm: { type: 'string' },
-      'llm-file': { type: 'string' },
-      list: { type: 'boolean' },
-      only: { type: 'string' },
-      'skip-system': { type: 'boolean' },
-      'skip-venv': { type: 'boolean' },
-      'cache-dir': { type: 'string' },
-      'keep-downloads': { type: 'boolean' },
-      quiet: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    strict: true,
-    allowPositionals: false,
-  });
+  const { values } = parse(argv);
   if (values.help) {
     console.log(HELP);
     return 0;
