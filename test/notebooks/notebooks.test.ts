@@ -112,9 +112,9 @@ describe.skipIf(!hasJupyter)('notebooks execute headless (nbconvert, tslab kerne
     else console.log(`${name}: ${r.seconds.toFixed(0)} s`);
     expect(r.ok).toBe(true);
     const cells = readNotebook(r.output).cells.filter((c) => c.cell_type === 'code');
-    for (const c of cells) {
-      expect(c.execution_count, `cell ${c.id} ran`).not.toBeNull();
-      expect(c.outputs?.filter((o) => o.output_type === 'error') ?? []).toEqual([]);
-    }
+    // tslab leaves execution_count unset; that the last cell (each notebook ends with a display)
+    // has output shows the notebook ran to the end.
+    expect(cells.at(-1)!.outputs!.length, `${name}: the last cell produced output`).toBeGreaterThan(0);
+    for (const c of cells) expect(c.outputs?.filter((o) => o.output_type === 'error') ?? [], `cell ${c.id}`).toEqual([]);
   }, 40 * 60_000);
 });
