@@ -61,6 +61,8 @@ export function costQualityFigure(
         y: group.map((p) => p.quality),
         text: group.map((p) => p.label),
         textposition: 'top center',
+        // Labels near the plot edge stay readable.
+        cliponaxis: false,
         marker: { size: 12, color: colors.series[i % colors.series.length] },
         error_y: {
           type: 'data',

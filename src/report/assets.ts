@@ -11,7 +11,8 @@ h1{margin:0 0 4px}h2{margin-top:36px;border-bottom:1px solid var(--line);padding
 .meta{color:var(--muted);margin-bottom:16px}.meta span{margin-right:18px}
 table{border-collapse:collapse;font-size:13px}
 th,td{border:1px solid var(--line);padding:4px 8px;vertical-align:top;text-align:left}
-th{background:var(--bg2);position:sticky;top:0}
+th{background:var(--bg2)}
+table.examples thead th{position:sticky;top:0;z-index:1}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
 table.examples{width:100%}
 table.examples th{cursor:pointer;user-select:none}

@@ -95,8 +95,17 @@ function nodeCount(t: RunData['traces'][number]): number {
 
 const distinct = (values: unknown[]) => new Set(values.map((v) => JSON.stringify(v))).size;
 
-export function figuresForSweep(runs: readonly RunData[], inputs: FigureInputs = {}): FigureChoice {
+/** A sweep point's short name: its swept values (`maxTokens=8`), else the run name. */
+function pointLabel(run: RunData & { sweepValues?: Record<string, unknown> }): string {
+  const values = run.sweepValues;
+  return values && Object.keys(values).length > 0
+    ? Object.entries(values).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join(', ')
+    : run.name;
+}
+
+export function figuresForSweep(sweepRuns: ReadonlyArray<RunData & { sweepValues?: Record<string, unknown> }>, inputs: FigureInputs = {}): FigureChoice {
   const choice: FigureChoice = { figures: [], skipped: [] };
+  const runs = sweepRuns.map((run) => ({ ...run, name: pointLabel(run) }));
   const pipelines = new Set(runs.map(pipelineOf));
   const veRuns = runs.filter((r) => r.traces.some((t) => t.decisions.kind === 'verify-edit'));
   const thresholds = veRuns.map((r) => r.traces.find((t) => t.decisions.kind === 'verify-edit')!.decisions).map((d) => (d as { threshold: number }).threshold);

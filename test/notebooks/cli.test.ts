@@ -1,0 +1,54 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { KERNEL_NAME } from '../../src/notebook/kernel';
+
+const root = resolve(__dirname, '../..');
+const cli = (args: string[], env: NodeJS.ProcessEnv = {}) =>
+  spawnSync(process.execPath, [join(root, 'bin/ambiqa.mjs'), 'notebook', ...args], { cwd: root, encoding: 'utf8', env: { ...process.env, ...env }, timeout: 300_000 });
+const hasJupyter = existsSync(process.env.AMBIQA_JUPYTER ?? '/usr/bin/jupyter');
+
+describe('ambiqa notebook', () => {
+  it('registers the kernel under a prefix of choice and prints the environment', () => {
+    const prefix = mkdtempSync(join(tmpdir(), 'ambiqa-jupyter-'));
+    const res = cli(['--register-only'], { AMBIQA_JUPYTER_PREFIX: prefix });
+    expect(res.status).toBe(0);
+    const kernelJson = join(prefix, 'share/jupyter/kernels', KERNEL_NAME, 'kernel.json');
+    expect(res.stdout).toContain(kernelJson);
+    const spec = JSON.parse(readFileSync(kernelJson, 'utf8'));
+    expect(spec.argv.slice(3)).toEqual(['{connection_file}', root, join(root, 'node_modules/.bin/tslab')]);
+    const env = cli(['--register-only', '--print-env'], { AMBIQA_JUPYTER_PREFIX: prefix });
+    expect(env.stdout).toBe(`export JUPYTER_PATH='${prefix}/share/jupyter'\nexport PYDEVD_DISABLE_FILE_VALIDATION=1\n`);
+  });
+
+  it('rejects bad options with a message and no stack', () => {
+    const res = cli(['--port', 'abc']);
+    expect(res.status).toBe(1);
+    expect(res.stderr).toMatch(/--port: 'abc' is not a port number/);
+    expect(cli(['x.ipynb']).stderr).toMatch(/only taken with --execute/);
+    expect(cli(['--help']).stdout).toMatch(/usage: ambiqa notebook/);
+  });
+
+  it.skipIf(!hasJupyter)('--execute runs notebooks headless and fails on a failing cell', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ambiqa-nb-cli-'));
+    const write = (name: string, source: string) => {
+      const path = join(dir, name);
+      writeFileSync(path, JSON.stringify({
+        cells: [{ cell_type: 'code', id: 'a', metadata: {}, execution_count: null, outputs: [], source }],
+        metadata: { kernelspec: { name: KERNEL_NAME, display_name: 'TypeScript', language: 'typescript' } },
+        nbformat: 4, nbformat_minor: 5,
+      }));
+      return path;
+    };
+    const ok = cli(['--execute', write('ok.ipynb', "import { linspace } from './src/plots/kde';\nconsole.log(linspace(0, 1, 3).join(','));"), '--out', join(dir, 'out')]);
+    expect(ok.status).toBe(0);
+    expect(ok.stdout).toMatch(/^ok +.*ok\.ipynb/m);
+    expect(readFileSync(join(dir, 'out', 'ok.out.ipynb'), 'utf8')).toContain('0,0.5,1');
+    const bad = cli(['--execute', write('bad.ipynb', "throw new Error('cell exploded');"), '--out', join(dir, 'out')]);
+    expect(bad.status).toBe(1);
+    expect(bad.stdout).toMatch(/^FAILED .*bad\.ipynb/m);
+    expect(bad.stderr).toContain('cell exploded');
+  });
+});
