@@ -180,6 +180,25 @@ describe('gold answers and ToC figures', () => {
   });
 });
 
+describe('VE threshold ablation in a report', () => {
+  it('is exact at every threshold when the gold answers score the recorded majority answers', () => {
+    const data = join(tmp, 'hotpot.json');
+    const rec = (id: string, answer: string) => ({ qas_id: id, question: `q ${id}?`, answer, paragraphs: [{ title: 't', context: 'c', is_supp: true }] });
+    writeFileSync(data, JSON.stringify([rec('a', 'm-a'), rec('b', 'Paris'), rec('c', 'm-c')]));
+    // threshold = n = 5: b and c were edited; c's edit broke a right majority answer.
+    const traces = [veTrace('a', { votes: 5, threshold: 5 }), veTrace('b', { votes: 2, threshold: 5, final: 'paris' }), veTrace('c', { votes: 4, threshold: 5, final: 'Lyon' })];
+    const results = [result('a', { em: 100 }), result('b', { em: 100 }), result('c', { em: 0 })];
+    const dir = writeRunDir(join(tmp, 'runs', 've-exact'), run('ve-exact', { name: 've-exact', dataset: { name: 'hotpotqa-adversarial', path: data } }, results, traces));
+    const report = buildReport(dir);
+    expect(report.notes).toEqual([]);
+    const fig = report.figures.figures.find((f) => f.name === 'threshold-ablation')!.figure;
+    expect(fig.data[0].x).toEqual([1, 2, 3, 4, 5]);
+    // t ≤ 2: nothing edited, majority answers m-a ✓, m-b ✗, m-c ✓; t 3–4: b edited (✓); t 5: as recorded.
+    expect(fig.data[0].y!.map((v) => Math.round(Number(v)))).toEqual([67, 67, 100, 100, 67]);
+    expect(fig.data[2].y).toEqual([0, 0, 100 / 3, 100 / 3, 200 / 3]);
+  });
+});
+
 describe('ambiqa report (CLI)', () => {
   const cli = (...args: string[]) =>
     spawnSync(process.execPath, [join(root, 'bin/ambiqa.mjs'), 'report', ...args], { cwd: root, encoding: 'utf8', timeout: 120_000 });
