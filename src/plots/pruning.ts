@@ -103,7 +103,7 @@ export function pruningEffectFigure(stats: readonly PruningStageStats[], options
     layout: baseLayout(options.title ?? 'Pruning effect on clarification nodes', {
       showlegend: false,
       xaxis: { domain: [0, 0.46], title: { text: 'stage' } },
-      yaxis: { title: { text: 'mean node Answer-F1' }, rangemode: 'tozero' },
+      yaxis: { title: { text: 'mean node Answer-F1 (0–100)' }, range: [0, 105] },
       xaxis2: { domain: [0.54, 1], anchor: 'y2', title: { text: 'stage' } },
       yaxis2: { anchor: 'x2', title: { text: 'number of nodes' }, rangemode: 'tozero' },
       ...(shown.length === 0 ? { annotations: [noDataAnnotation('no ToC traces with gold disambiguations')] } : {}),
