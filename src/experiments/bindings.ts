@@ -1,7 +1,7 @@
 import type { DatasetName, Example } from '../datasets/types';
 import type { LanguageModel } from '../llm/types';
 import { AmbiqaError } from '../errors';
-import { aggregate, defaultMetrics as metricDefaults, metricNames as allMetricNames, metricsFor, scoreExample, type DisambigReader, type ScoreOptions } from '../metrics';
+import { aggregate, defaultMetrics as metricDefaults, metricNames as allMetricNames, metricsFor, scoreExample, type DisambigReader, type ScoreOptions } from '../metrics/index';
 import { LlmSpanReader } from '../metrics/disambig-f1';
 import { defaultSentenceSplitter, type SentenceSplitter } from '../metrics/sentences';
 import { createPipeline as createRegisteredPipeline, pipelineNames as registeredPipelineNames, pipelineOptionsSchema as registeredOptionsSchema } from '../pipelines/registry';

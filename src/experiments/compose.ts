@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { loadDataset } from '../datasets';
+import { loadDataset } from '../datasets/index';
 import type { Example } from '../datasets/types';
 import { AmbiqaError } from '../errors';
 import { defaultCachePath } from '../llm/cache';
@@ -12,7 +12,7 @@ import { buildCorpus, defaultSources } from '../retrieval/corpus-builder';
 import { MiniLmEmbedder } from '../retrieval/embedder';
 import { createReranker, createRetriever, rerankerConfigSchema, retrieverConfigSchema } from '../retrieval/factory';
 import type { Embedder, Retriever } from '../retrieval/types';
-import { openTracking, stopLocalServer } from '../tracking';
+import { openTracking, stopLocalServer } from '../tracking/index';
 import {
   aggregateResults,
   allowedMetrics,

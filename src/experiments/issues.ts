@@ -61,7 +61,8 @@ function describeIssue(issue: z.core.$ZodIssue, schema?: z.ZodType, input?: unkn
  * the branch that came closest (fewest issues) says what is wrong.
  */
 function explainUnion(issue: z.core.$ZodIssueInvalidUnion): z.core.$ZodIssue[] | undefined {
-  const branches = issue.errors;
+  // Typed explicitly: tslab checks notebooks' imports non-strictly and infers `never` otherwise.
+  const branches: z.core.$ZodIssue[][] = issue.errors;
   if (!branches || branches.length === 0) return undefined;
   const discriminators = branches.map((b) => b.find((i) => i.code === 'invalid_value' && i.path.length === 1));
   if (discriminators.every((d) => d !== undefined)) {

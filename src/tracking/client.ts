@@ -444,10 +444,11 @@ export class MlflowClient {
     const url = new URL(`${this.uri}/api/2.0/${endpoint}`);
     for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const headers: Record<string, string> = { ...this.headers };
-    let body: BodyInit | undefined;
+    // Not `BodyInit`: that DOM type is missing when tslab compiles this file for a notebook.
+    let body: NonNullable<RequestInit['body']> | undefined;
     if (options.raw) {
       headers['content-type'] = 'application/octet-stream';
-      body = options.raw as unknown as BodyInit;
+      body = options.raw as unknown as NonNullable<RequestInit['body']>;
     } else if (options.body !== undefined) {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(options.body);
