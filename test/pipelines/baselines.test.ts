@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createPipeline } from '../../src/pipelines/registry';
 import type { PipelineContext } from '../../src/pipelines/types';
 import type { BaselineDecisions, SelfConsistencyDecisions, Trace } from '../../src/trace/types';
-import { asqaExample, FakeRetriever, fixedDemos, hotpotDemos, hotpotExample, passage, scriptedLlm, type Responder } from './fakes';
+import { asqaExample, FakeRetriever, fixedDemos, hotpotDemos, hotpotExample, passage, scriptedLlm, type Responder, callText } from './fakes';
 
 const corpus = [
   passage('p1', 'Rupert Grint', 'Rupert Grint played Ron Weasley in the Harry Potter films.'),
@@ -23,7 +23,7 @@ describe('baselines', () => {
     expect(out.answer).toBeUndefined();
     expect(out.trace.summary.llmCalls).toBe(1);
     expect(out.trace.demoIds).toEqual(['d1', 'd2']);
-    const prompt = out.trace.llmCalls[0].messages[0].content;
+    const prompt = callText(out.trace.llmCalls[0]);
     // Nearest demo last, right above the question.
     expect(prompt.indexOf('Eiffel')).toBeLessThan(prompt.indexOf('Hallelujah'));
     expect(prompt).not.toContain('Context:');
@@ -35,7 +35,7 @@ describe('baselines', () => {
       ctx({ 'vanilla-rag.answer': 'Rupert Grint played Ron Weasley in the films.' }),
     );
     expect((out.trace.decisions as BaselineDecisions).passageIds).toEqual(['p1']);
-    expect(out.trace.llmCalls[0].messages[0].content).toContain('[1] Rupert Grint; Rupert Grint played Ron');
+    expect(callText(out.trace.llmCalls[0])).toContain('[1] Rupert Grint; Rupert Grint played Ron');
     expect(out.trace.retrievals).toHaveLength(1);
   });
 
@@ -46,7 +46,7 @@ describe('baselines', () => {
     );
     expect(out.answer).toBe('the Seine');
     expect((out.trace.decisions as BaselineDecisions).rationale).toBe('Paris is the capital of France. The Seine flows through it.');
-    expect(out.trace.llmCalls[0].messages[0].content).toContain('So the answer is: Seine.');
+    expect(callText(out.trace.llmCalls[0])).toContain('So the answer is: Seine.');
   });
 
   it('cot-sc: majority vote over n samples with consistency', async () => {

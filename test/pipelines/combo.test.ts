@@ -3,7 +3,7 @@ import { ComboPipeline } from '../../src/pipelines/combo';
 import { comboOptionsSchema } from '../../src/pipelines/combo/options';
 import type { PipelineContext } from '../../src/pipelines/types';
 import type { ComboDecisions } from '../../src/trace/types';
-import { asqaExample, FakeEmbedder, FakeRetriever, fixedDemos, passage, promptOf, scriptedLlm, type Responder } from './fakes';
+import { asqaExample, FakeEmbedder, FakeRetriever, fixedDemos, passage, promptOf, scriptedLlm, type Responder, callText } from './fakes';
 
 const corpus = [
   passage('r-ron', 'Rupert Grint', 'Rupert Grint played Ron in the films.'),
@@ -59,7 +59,7 @@ describe('COMBO', () => {
 
   it('gives the reader each pair with the generated passage before the retrieved one', async () => {
     const { out, d } = await run();
-    const prompt = out.trace.llmCalls.at(-1)!.messages[0].content;
+    const prompt = callText(out.trace.llmCalls.at(-1)!);
     const ronIndex = d.retrievedPassageIds.indexOf('r-ron');
     const block = prompt.split('\n\n').find((b) => b.includes('Rupert Grint played Ron in the films'))!;
     expect(block).toBe(

@@ -3,7 +3,7 @@ import { DivaPipeline, usefulness } from '../../src/pipelines/diva';
 import { divaOptionsSchema } from '../../src/pipelines/diva/options';
 import type { PipelineContext } from '../../src/pipelines/types';
 import type { DivaDecisions } from '../../src/trace/types';
-import { asqaExample, FakeEmbedder, FakeRetriever, fixedDemos, lastField, passage, scriptedLlm, type Responder } from './fakes';
+import { asqaExample, FakeEmbedder, FakeRetriever, fixedDemos, lastField, passage, scriptedLlm, type Responder, callText } from './fakes';
 
 const corpus = [
   passage('w1', 'Rupert Grint', 'Rupert Grint played Ron Weasley in the Harry Potter films.'),
@@ -41,7 +41,7 @@ describe('Diva', () => {
     expect(d.interpretations).toEqual(['Who played Ron Weasley?', 'Who played Percy Weasley?', 'Who played Bill Weasley?']);
     const last = out.trace.llmCalls.at(-1)!;
     expect(last.purpose).toBe('diva.generate.rag');
-    expect(last.messages[0].content).toContain('Context:');
+    expect(callText(last)).toContain('Context:');
     expect(last.params).toMatchObject({ temperature: 0.3, maxTokens: 300 });
     expect(out.output).toContain('Rupert Grint');
   });
@@ -57,8 +57,8 @@ describe('Diva', () => {
     expect(d).toMatchObject({ usefulness: 'Useless', route: 'closed-book' });
     const last = out.trace.llmCalls.at(-1)!;
     expect(last.purpose).toBe('diva.generate.closed-book');
-    expect(last.messages[0].content).not.toContain('Context:');
-    expect(last.messages[0].content).not.toContain('Rupert Grint played Ron');
+    expect(callText(last)).not.toContain('Context:');
+    expect(callText(last)).not.toContain('Rupert Grint played Ron');
   });
 
   it('adaptive off always uses RAG', async () => {
@@ -98,5 +98,21 @@ describe('Diva', () => {
     const { d, out } = await run('Perhaps.');
     expect(d.usefulness).toBe('Useless');
     expect(out.trace.parseFailures.filter((f) => f.purpose === 'diva.verify')).toHaveLength(3);
+  });
+
+  it('drops the cut-off last interpretation of a reply truncated at max tokens', async () => {
+    const { llm } = scriptedLlm({
+      'diva.diversify': () => ({
+        text: 'Ambiguity type: subject\nReason: r\nInterpretations:\n1. Who played Ron Weasley?\n2. Who played Percy Wea',
+        finishReason: 'length',
+        usage: { promptTokens: 10, completionTokens: 20 },
+      }),
+      'diva.verify': 'Yes',
+      'diva.generate.rag': 'An answer.',
+    });
+    const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), embedder: new FakeEmbedder(), demos: fixedDemos() };
+    const out = await new DivaPipeline(divaOptionsSchema.parse({ nShots: 0 })).answer(asqaExample('q', AQ), ctx);
+    expect((out.trace.decisions as DivaDecisions).interpretations).toEqual(['Who played Ron Weasley?']);
+    expect(out.trace.warnings!.some((w) => /truncated/.test(w.message))).toBe(true);
   });
 });

@@ -124,3 +124,8 @@ export const hotpotDemos: Demo[] = [
 export function fixedDemos(pool: Demo[] = asqaDemos): FixedDemoSelector {
   return new FixedDemoSelector(pool);
 }
+
+/** Every message of a recorded call, joined: what the model was shown. */
+export function callText(call: { messages: Array<{ content: string }> }): string {
+  return call.messages.map((m) => m.content).join('\n\n');
+}

@@ -13,8 +13,7 @@ import {
   passage,
   promptOf,
   scriptedLlm,
-  type Responder,
-} from './fakes';
+  type Responder, callText } from './fakes';
 
 const corpus = [
   passage('p1', 'Weasley family', 'The Weasley brothers are Bill, Charlie, Percy, Fred, George and Ron.'),
@@ -84,8 +83,8 @@ describe('ToC tree search', () => {
     expect(d.expansions.map((e) => e.nodeId)).toEqual([0, 1]);
     // The answer prompt lists exactly the three valid pairs.
     const answerCall = out.trace.llmCalls.find((c) => c.purpose === 'toc.answer')!;
-    expect(answerCall.messages[0].content).toContain('DQ 3:');
-    expect(answerCall.messages[0].content).not.toContain('DQ 4:');
+    expect(callText(answerCall)).toContain('DQ 3:');
+    expect(callText(answerCall)).not.toContain('DQ 4:');
   });
 
   it('stops after maxTrials consecutive failed expansions and counts the parse failures', async () => {
@@ -137,7 +136,7 @@ describe('ToC tree search', () => {
     expect(pruned.size).toBeGreaterThan(0);
     expect(d.expansions.some((e) => pruned.has(e.nodeId))).toBe(false);
     expect(d.validNodeIds.some((id) => pruned.has(id))).toBe(false);
-    const answerPrompt = out.trace.llmCalls.at(-1)!.messages[0].content;
+    const answerPrompt = callText(out.trace.llmCalls.at(-1)!);
     expect(answerPrompt).not.toContain('wrong');
     expect(out.trace.llmCalls.filter((c) => c.purpose === 'toc.verify')).toHaveLength(kids.length);
   });
@@ -260,8 +259,8 @@ describe('ToC tree search', () => {
     // The tree finds "Leonard Cohen", the answer of demo d1; d1 must leave the later prompts.
     const rac = 'DQ 1: Who wrote it in 1984?\nDA 1: Leonard Cohen';
     const { out } = await run(options({ nShots: 3, maxTrials: 1 }), { 'toc.rac': rac, 'toc.verify': 'True' });
-    const first = out.trace.llmCalls[0].messages[0].content;
-    const last = out.trace.llmCalls.at(-1)!.messages[0].content;
+    const first = callText(out.trace.llmCalls[0]);
+    const last = callText(out.trace.llmCalls.at(-1)!);
     expect(first).toContain('Who wrote the song Hallelujah?');
     expect(last).not.toContain('Who wrote the song Hallelujah?');
   });

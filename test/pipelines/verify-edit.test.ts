@@ -14,8 +14,7 @@ import {
   lastField,
   passage,
   scriptedLlm,
-  type Responder,
-} from './fakes';
+  type Responder, callText } from './fakes';
 
 const corpus = [
   passage('j1', 'Jolyon Palmer', 'Jolyon Palmer was born on 20 January 1991. He later drove for the Renault team in Formula One racing.'),
@@ -122,7 +121,7 @@ describe('Verify-and-Edit', () => {
     expect(d.editedRationale).toBe('Jolyon Palmer came in third. Jolyon Palmer was born on 20 January 1991.');
     // The final prompt shows the edited rationale, and the re-answer is greedy.
     const last = out.trace.llmCalls.at(-1)!;
-    expect(last.messages[0].content).toContain('born on 20 January 1991');
+    expect(callText(last)).toContain('born on 20 January 1991');
     expect(last.params.temperature).toBe(0);
     expect(out.trace.retrievals.map((r) => r.query)).toEqual([
       'Who came in third at the 2014 Bahrain GP2 round?',

@@ -22,7 +22,7 @@ export class ClosedBookPipeline implements Pipeline {
     const demos = await selectDemos(rec, ctx, this.name, example, o.nShots, 'closed-book.demos');
     const { texts } = await callLlm(rec, ctx, {
       purpose: 'closed-book.answer',
-      prompt: closedBookPrompt(task, demos, example.question),
+      messages: closedBookPrompt(task, demos, example.question),
       temperature: o.temperature,
       topP: o.topP,
       maxTokens: o.maxTokens,

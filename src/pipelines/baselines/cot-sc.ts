@@ -27,7 +27,7 @@ export class CotScPipeline implements Pipeline {
     const demos = await selectDemos(rec, ctx, this.name, example, o.nShots, 'cot-sc.demos');
     const { texts } = await callLlm(rec, ctx, {
       purpose: 'cot-sc.sample',
-      prompt: cotPrompt(task, demos, example.question),
+      messages: cotPrompt(task, demos, example.question),
       n: o.n,
       temperature: o.temperature,
       topP: o.topP,

@@ -22,7 +22,7 @@ export class CotPipeline implements Pipeline {
     const demos = await selectDemos(rec, ctx, this.name, example, o.nShots, 'cot.demos');
     const { texts } = await callLlm(rec, ctx, {
       purpose: 'cot.answer',
-      prompt: cotPrompt(task, demos, example.question),
+      messages: cotPrompt(task, demos, example.question),
       temperature: o.temperature,
       topP: o.topP,
       maxTokens: o.maxTokens,

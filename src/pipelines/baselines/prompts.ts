@@ -1,11 +1,14 @@
 /**
  * Prompt templates of the baselines (closed-book, vanilla RAG, CoT, CoT self-consistency), written
- * for ambiqa. Demos are listed least similar first, so the nearest neighbour sits right above
- * the question (ToC's released code orders its kNN demos the same way).
+ * for ambiqa, as few-shot chat turns (common/chat.ts). Demos come least similar first, so the
+ * nearest neighbour is the turn right before the question (ToC's released code orders its kNN
+ * demos the same way).
  */
+import type { ChatMessage } from '../../llm/types';
 import type { Passage } from '../../retrieval/types';
-import type { TaskKind } from '../common/task';
+import { fewShot, type Shot } from '../common/chat';
 import { formatContext } from '../common/retrieval';
+import type { TaskKind } from '../common/task';
 import type { Demo } from '../types';
 
 export const INSTRUCTIONS: Record<TaskKind, string> = {
@@ -33,7 +36,7 @@ export const COT_INSTRUCTIONS: Record<TaskKind, string> = {
     'by step in a few short sentences, then finish with "So the answer is: <SUPPORTS, REFUTES or NOT ENOUGH INFO>."',
 };
 
-function questionLabel(task: TaskKind): string {
+export function questionLabel(task: TaskKind): string {
   return task === 'fact' ? 'Claim' : 'Question';
 }
 
@@ -51,25 +54,23 @@ export function inPromptOrder<T>(demos: T[]): T[] {
   return [...demos].reverse();
 }
 
-function demoBlock(task: TaskKind, demo: Demo): string {
-  return `${questionLabel(task)}: ${demo.question}\nAnswer: ${demoAnswerFor(task, demo)}`;
+/** Question → answer turns. */
+export function answerShots(task: TaskKind, demos: Demo[]): Shot[] {
+  return inPromptOrder(demos).map((d) => ({ user: `${questionLabel(task)}: ${d.question}`, assistant: demoAnswerFor(task, d) }));
 }
 
 /** Closed-book few-shot: instruction, demos, question. */
-export function closedBookPrompt(task: TaskKind, demos: Demo[], question: string): string {
-  const parts = [INSTRUCTIONS[task]];
-  for (const d of inPromptOrder(demos)) parts.push(demoBlock(task, d));
-  parts.push(`${questionLabel(task)}: ${question}\nAnswer:`);
-  return parts.join('\n\n');
+export function closedBookPrompt(task: TaskKind, demos: Demo[], question: string): ChatMessage[] {
+  return fewShot(INSTRUCTIONS[task], answerShots(task, demos), `${questionLabel(task)}: ${question}`);
 }
 
 /** Vanilla RAG: the same with the retrieved passages above the question. */
-export function ragPrompt(task: TaskKind, demos: Demo[], question: string, passages: Passage[]): string {
-  const parts = [INSTRUCTIONS[task] + RAG_INSTRUCTION_SUFFIX];
-  for (const d of inPromptOrder(demos)) parts.push(demoBlock(task, d));
-  parts.push(`Context:\n${formatContext(passages)}`);
-  parts.push(`${questionLabel(task)}: ${question}\nAnswer:`);
-  return parts.join('\n\n');
+export function ragPrompt(task: TaskKind, demos: Demo[], question: string, passages: Passage[]): ChatMessage[] {
+  return fewShot(
+    INSTRUCTIONS[task] + RAG_INSTRUCTION_SUFFIX,
+    answerShots(task, demos),
+    `Context:\n${formatContext(passages)}\n\n${questionLabel(task)}: ${question}`,
+  );
 }
 
 /** A demo's rationale: its own, or for ASQA demos the readings spelled out from its DQ/DA pairs. */
@@ -80,31 +81,29 @@ export function demoRationale(demo: Demo): string {
   return `The question can be read in ${pairs.length} ways. ${pairs.map((p) => `${p.question} ${p.answer}.`).join(' ')}`;
 }
 
-function cotDemoBlock(task: TaskKind, demo: Demo): string {
+function cotShot(task: TaskKind, demo: Demo): Shot {
   const answer = demoAnswerFor(task, demo).trim().replace(/\.$/, '');
   const rationale = demoRationale(demo);
-  return `${questionLabel(task)}: ${demo.question}\nAnswer: ${rationale ? `${rationale} ` : ''}So the answer is: ${answer}.`;
+  return {
+    user: `${questionLabel(task)}: ${demo.question}`,
+    assistant: `${rationale ? `${rationale} ` : ''}So the answer is: ${answer}.`,
+  };
 }
 
 /** Few-shot chain of thought (also the first step of Verify-and-Edit). */
-export function cotPrompt(task: TaskKind, demos: Demo[], question: string): string {
-  const parts = [COT_INSTRUCTIONS[task]];
-  for (const d of inPromptOrder(demos)) parts.push(cotDemoBlock(task, d));
-  parts.push(`${questionLabel(task)}: ${question}\nAnswer:`);
-  return parts.join('\n\n');
+export function cotPrompt(task: TaskKind, demos: Demo[], question: string): ChatMessage[] {
+  return fewShot(COT_INSTRUCTIONS[task], inPromptOrder(demos).map((d) => cotShot(task, d)), `${questionLabel(task)}: ${question}`);
 }
 
 /**
  * The CoT prompt with a given (edited) rationale, asking only for the conclusion. Chat models do
  * not continue a half-written turn, so the rationale is shown and the answer asked for.
  */
-export function cotWithRationalePrompt(task: TaskKind, demos: Demo[], question: string, rationale: string): string {
-  const parts = [COT_INSTRUCTIONS[task]];
-  for (const d of inPromptOrder(demos)) parts.push(cotDemoBlock(task, d));
-  parts.push(
-    `${questionLabel(task)}: ${question}\nAnswer: ${rationale.trim()}\n\n` +
-      'The reasoning above is checked against retrieved facts. Conclude from it, replying only with ' +
-      '"So the answer is: <answer>."',
+export function cotWithRationalePrompt(task: TaskKind, demos: Demo[], question: string, rationale: string): ChatMessage[] {
+  return fewShot(
+    COT_INSTRUCTIONS[task],
+    inPromptOrder(demos).map((d) => cotShot(task, d)),
+    `${questionLabel(task)}: ${question}\n\nReasoning, checked against retrieved facts: ${rationale.trim()}\n\n` +
+      'Conclude from this reasoning. Reply only with "So the answer is: <answer>."',
   );
-  return parts.join('\n\n');
 }

@@ -34,7 +34,7 @@ export class VanillaRagPipeline implements Pipeline {
     const passages = kept.map((k) => k.passage);
     const { texts } = await callLlm(rec, ctx, {
       purpose: 'vanilla-rag.answer',
-      prompt: ragPrompt(task, demos, example.question, passages),
+      messages: ragPrompt(task, demos, example.question, passages),
       temperature: o.temperature,
       topP: o.topP,
       maxTokens: o.maxTokens,

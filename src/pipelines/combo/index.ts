@@ -74,7 +74,7 @@ export class ComboPipeline implements Pipeline {
     const retrieved = kept.map((k) => k.passage);
     const gen = await callLlm(rec, ctx, {
       purpose: 'combo.generate',
-      prompt: generatePassagePrompt(example.question),
+      messages: generatePassagePrompt(example.question),
       n: o.nPassages,
       temperature: o.generateTemperature,
       maxTokens: o.generateMaxTokens,
@@ -120,7 +120,7 @@ export class ComboPipeline implements Pipeline {
 
     const reader = await callLlm(rec, ctx, {
       purpose: 'combo.read',
-      prompt: readerPrompt(task, demos, example.question, pairs, o.pairOrder),
+      messages: readerPrompt(task, demos, example.question, pairs, o.pairOrder),
       temperature: o.temperature,
       maxTokens: o.maxTokens,
       stop: DEMO_STOPS,

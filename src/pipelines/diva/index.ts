@@ -62,13 +62,14 @@ export class DivaPipeline implements Pipeline {
     rec.options = { ...o };
     const task = resolveTask(o.answerStyle, example);
     const sampling = { topP: o.topP, ...(o.seed !== undefined ? { seed: o.seed } : {}) };
+    // Demos first, so a missing pool fails before any model call.
+    const demos = await selectDemos(rec, ctx, this.name, example, o.nShots, 'diva.demos');
 
-    const allDemos = await selectDemos(rec, ctx, this.name, example, Math.max(o.nShots, o.diversifyShots), 'diva.demos');
 
     // 1. Diversify: ambiguity type, reason, pseudo-interpretations.
     const div = await callLlm(rec, ctx, {
       purpose: 'diva.diversify',
-      prompt: diversifyPrompt(example.question, o.diversifyExample, allDemos.slice(0, o.diversifyShots)),
+      messages: diversifyPrompt(example.question, o.diversifyExample),
       temperature: o.diversifyTemperature,
       maxTokens: o.diversifyMaxTokens,
       stop: ['\nQuestion:', '\n\nQuestion:'],
@@ -80,7 +81,13 @@ export class DivaPipeline implements Pipeline {
       rec.parseFailure('diva.diversify', parsed.problems.join('; '), div.texts[0], "ambiguity type 'none'");
       ambiguityType = 'none';
     }
-    let interpretations = parsed.interpretations.slice(0, o.maxInterpretations);
+    let found = parsed.interpretations;
+    if (div.finishReasons[0] === 'length' && found.length > 1) {
+      // The reply ran out of tokens: its last interpretation is probably cut mid-sentence.
+      rec.warn('diva.diversify', `reply truncated at max tokens; last interpretation dropped: "${found.at(-1)}"`);
+      found = found.slice(0, -1);
+    }
+    let interpretations = found.slice(0, o.maxInterpretations);
     if (interpretations.length === 0) {
       rec.parseFailure('diva.diversify', 'no interpretations', div.texts[0], 'the question itself as the only interpretation');
       interpretations = [example.question];
@@ -107,7 +114,7 @@ export class DivaPipeline implements Pipeline {
         checkAborted(ctx);
         const v = await callLlm(rec, ctx, {
           purpose: 'diva.verify',
-          prompt: verifyPrompt(interpretation, passages),
+          messages: verifyPrompt(interpretation, passages),
           temperature: o.verifyTemperature,
           maxTokens: o.verifyMaxTokens,
           ...sampling,
@@ -124,10 +131,9 @@ export class DivaPipeline implements Pipeline {
 
     // 3. Adapt: RAG unless retrieval was useless.
     const route: DivaDecisions['route'] = o.adaptive && label === 'Useless' ? 'closed-book' : 'rag';
-    const demos = allDemos.slice(0, o.nShots);
     const gen = await callLlm(rec, ctx, {
       purpose: route === 'rag' ? 'diva.generate.rag' : 'diva.generate.closed-book',
-      prompt:
+      messages:
         route === 'rag'
           ? ragPrompt(task, demos, example.question, interpretations, passages)
           : closedBookPrompt(task, demos, example.question, interpretations),

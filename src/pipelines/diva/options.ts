@@ -10,7 +10,6 @@ export const divaOptionsSchema = z.strictObject({
   verification: z.boolean().default(true).describe('retrieval verification on/off (off: always Useful)'),
   adaptive: z.boolean().default(true).describe('adaptive generation on/off (off: always RAG)'),
   diversifyExample: z.boolean().default(true).describe('show the worked example in the diversification prompt'),
-  diversifyShots: z.int().min(0).max(32).default(0).describe('kNN demos (with their DQs) in the diversification prompt'),
   nShots: nShots(5),
   temperature: temperature(0.3, 'the answer'),
   diversifyTemperature: temperature(0.3, 'diversification'),

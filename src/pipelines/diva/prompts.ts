@@ -3,8 +3,10 @@
  * pseudo-interpretations; judge per interpretation whether the passages answer it; then answer
  * with the passages (RAG) or, when retrieval was useless, from the model's own knowledge.
  */
+import type { ChatMessage } from '../../llm/types';
 import type { Passage } from '../../retrieval/types';
-import { demoAnswerFor, inPromptOrder } from '../baselines/prompts';
+import { answerShots } from '../baselines/prompts';
+import { fewShot } from '../common/chat';
 import { formatContext } from '../common/retrieval';
 import type { TaskKind } from '../common/task';
 import type { Demo } from '../types';
@@ -18,34 +20,31 @@ export const DIVERSIFY_INSTRUCTION =
   'Interpretations:\n1. <question>\n2. <question>';
 
 /** One worked example of our own, so the format is shown once. */
-export const DIVERSIFY_EXAMPLE =
-  'Question: Who won the Nobel Prize in Literature?\n' +
-  'Ambiguity type: time\n' +
-  'Reason: The prize is awarded every year, and the question names no year.\n' +
-  'Interpretations:\n' +
-  '1. Who won the Nobel Prize in Literature in 2016?\n' +
-  '2. Who won the Nobel Prize in Literature in 2017?\n' +
-  '3. Who won the first Nobel Prize in Literature, in 1901?';
+export const DIVERSIFY_EXAMPLE = {
+  user: 'Question: Who won the Nobel Prize in Literature?',
+  assistant:
+    'Ambiguity type: time\n' +
+    'Reason: The prize is awarded every year, and the question names no year.\n' +
+    'Interpretations:\n' +
+    '1. Who won the Nobel Prize in Literature in 2016?\n' +
+    '2. Who won the Nobel Prize in Literature in 2017?\n' +
+    '3. Who won the first Nobel Prize in Literature, in 1901?',
+};
 
-export function diversifyPrompt(question: string, withExample: boolean, demos: Demo[]): string {
-  const parts = [DIVERSIFY_INSTRUCTION];
-  if (withExample) parts.push(DIVERSIFY_EXAMPLE);
-  // kNN demos with DQs show interpretations of similar questions (type unknown, so left out).
-  for (const d of inPromptOrder(demos)) {
-    const pairs = d.qaPairs ?? [];
-    if (pairs.length === 0) continue;
-    parts.push(`Question: ${d.question}\nInterpretations:\n${pairs.map((p, i) => `${i + 1}. ${p.question}`).join('\n')}`);
-  }
-  parts.push(`Question: ${question}`);
-  return parts.join('\n\n');
+export function diversifyPrompt(question: string, withExample: boolean): ChatMessage[] {
+  return fewShot(DIVERSIFY_INSTRUCTION, withExample ? [DIVERSIFY_EXAMPLE] : [], `Question: ${question}`);
 }
 
-export function verifyPrompt(interpretation: string, passages: Passage[]): string {
-  return (
-    `Passages:\n${formatContext(passages)}\n\n` +
-    `Question: ${interpretation}\n\n` +
-    'Do the passages contain the answer to this question? Reply with Yes or No only.'
-  );
+export function verifyPrompt(interpretation: string, passages: Passage[]): ChatMessage[] {
+  return [
+    {
+      role: 'user',
+      content:
+        `Passages:\n${formatContext(passages)}\n\n` +
+        `Question: ${interpretation}\n\n` +
+        'Do the passages contain the answer to this question? Reply with Yes or No only.',
+    },
+  ];
 }
 
 const GENERATE: Record<'rag' | 'closed-book', Record<TaskKind, string>> = {
@@ -65,21 +64,18 @@ const GENERATE: Record<'rag' | 'closed-book', Record<TaskKind, string>> = {
   },
 };
 
-function demoBlock(task: TaskKind, d: Demo): string {
-  return `Question: ${d.question}\nAnswer: ${demoAnswerFor(task, d)}`;
+function interpretationHint(interpretations: string[]): string {
+  return interpretations.length > 1 ? `Possible interpretations:\n${interpretations.map((q) => `- ${q}`).join('\n')}\n\n` : '';
 }
 
-export function ragPrompt(task: TaskKind, demos: Demo[], question: string, interpretations: string[], passages: Passage[]): string {
-  const parts = [GENERATE.rag[task], ...inPromptOrder(demos).map((d) => demoBlock(task, d))];
-  parts.push(`Context:\n${formatContext(passages)}`);
-  const hint = interpretations.length > 1 ? `Possible interpretations:\n${interpretations.map((q) => `- ${q}`).join('\n')}\n` : '';
-  parts.push(`${hint}Question: ${question}\nAnswer:`);
-  return parts.join('\n\n');
+export function ragPrompt(task: TaskKind, demos: Demo[], question: string, interpretations: string[], passages: Passage[]): ChatMessage[] {
+  return fewShot(
+    GENERATE.rag[task],
+    answerShots(task, demos),
+    `Context:\n${formatContext(passages)}\n\n${interpretationHint(interpretations)}Question: ${question}`,
+  );
 }
 
-export function closedBookPrompt(task: TaskKind, demos: Demo[], question: string, interpretations: string[]): string {
-  const parts = [GENERATE['closed-book'][task], ...inPromptOrder(demos).map((d) => demoBlock(task, d))];
-  const hint = interpretations.length > 1 ? `Possible interpretations:\n${interpretations.map((q) => `- ${q}`).join('\n')}\n` : '';
-  parts.push(`${hint}Question: ${question}\nAnswer:`);
-  return parts.join('\n\n');
+export function closedBookPrompt(task: TaskKind, demos: Demo[], question: string, interpretations: string[]): ChatMessage[] {
+  return fewShot(GENERATE['closed-book'][task], answerShots(task, demos), `${interpretationHint(interpretations)}Question: ${question}`);
 }

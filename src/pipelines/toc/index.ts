@@ -141,7 +141,7 @@ export class TocPipeline implements Pipeline {
       const demos = await selectDemos(rec, ctx, this.name, example, o.nShots, 'toc.rac.demos', demoFilter());
       const { texts, callIndex } = await callLlm(rec, ctx, {
         purpose: 'toc.rac',
-        prompt: racPrompt(demos, node.question, passages),
+        messages: racPrompt(demos, node.question, passages),
         temperature: o.expansionTemperature,
         maxTokens: o.expansionMaxTokens,
         stop: DEMO_STOPS,
@@ -197,7 +197,7 @@ export class TocPipeline implements Pipeline {
           }
           const v = await callLlm(rec, ctx, {
             purpose: 'toc.verify',
-            prompt: verifyPrompt(example.question, child.answer!, evidence),
+            messages: verifyPrompt(example.question, child.answer!, evidence),
             temperature: o.verifyTemperature,
             maxTokens: o.verifyMaxTokens,
             ...sampling,
@@ -260,7 +260,7 @@ export class TocPipeline implements Pipeline {
     const demos = await selectDemos(rec, ctx, this.name, example, o.nShots, 'toc.answer.demos', demoFilter());
     const { texts } = await callLlm(rec, ctx, {
       purpose: 'toc.answer',
-      prompt: answerPrompt(demos, example.question, pairs, answerPassages),
+      messages: answerPrompt(demos, example.question, pairs, answerPassages),
       temperature: o.answerTemperature,
       maxTokens: o.maxTokens,
       stop: DEMO_STOPS,

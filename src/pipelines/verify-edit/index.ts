@@ -54,7 +54,7 @@ export class VerifyEditPipeline implements Pipeline {
     const demos = await selectDemos(rec, ctx, this.name, example, o.nShots, 've.demos');
     const { texts } = await callLlm(rec, ctx, {
       purpose: 've.cot',
-      prompt: cotPrompt(task, demos, example.question),
+      messages: cotPrompt(task, demos, example.question),
       n: o.n,
       temperature: o.temperature,
       maxTokens: o.maxTokens,
@@ -111,7 +111,7 @@ export class VerifyEditPipeline implements Pipeline {
     // 4. Re-answer (greedy) from the edited rationale.
     const final = await callLlm(rec, ctx, {
       purpose: 've.answer',
-      prompt: cotWithRationalePrompt(task, demos, example.question, editedRationale),
+      messages: cotWithRationalePrompt(task, demos, example.question, editedRationale),
       temperature: 0,
       maxTokens: o.finalMaxTokens,
       stop: DEMO_STOPS,
@@ -138,7 +138,7 @@ export class VerifyEditPipeline implements Pipeline {
     const o = this.options;
     const vq = await callLlm(rec, ctx, {
       purpose: 've.verifying-question',
-      prompt: verifyingQuestionPrompt(question, sentence, o.verifyShots),
+      messages: verifyingQuestionPrompt(question, sentence, o.verifyShots),
       temperature: 0,
       maxTokens: o.questionMaxTokens,
       stop: ['\n\n'],
@@ -171,7 +171,7 @@ export class VerifyEditPipeline implements Pipeline {
 
     const va = await callLlm(rec, ctx, {
       purpose: 've.verifying-answer',
-      prompt: verifyingAnswerPrompt(verifyingQuestion, retrievedSentences, o.verifyShots),
+      messages: verifyingAnswerPrompt(verifyingQuestion, retrievedSentences, o.verifyShots),
       temperature: 0,
       maxTokens: o.answerMaxTokens,
       stop: ['\n\n', '\nQuestion:', '\nFacts:'],

@@ -5,6 +5,8 @@
  * possibly wrong entity), and an answer to that question from retrieved sentences. Both are
  * 2-shot with examples of our own.
  */
+import type { ChatMessage } from '../../llm/types';
+import { fewShot } from '../common/chat';
 
 interface VerifyingQuestionShot {
   question: string;
@@ -57,21 +59,21 @@ export const VERIFYING_QUESTION_INSTRUCTION =
 export const VERIFYING_ANSWER_INSTRUCTION =
   'Answer the question in one full sentence, using only the facts given.';
 
-export function verifyingQuestionPrompt(question: string, sentence: string, shots: number): string {
-  const parts = [VERIFYING_QUESTION_INSTRUCTION];
-  for (const s of VERIFYING_QUESTION_SHOTS.slice(0, shots)) {
-    parts.push(`Original question: ${s.question}\nStep: ${s.sentence}\nVerifying question: ${s.verifyingQuestion}`);
-  }
-  parts.push(`Original question: ${question}\nStep: ${sentence}\nVerifying question:`);
-  return parts.join('\n\n');
+export function verifyingQuestionPrompt(question: string, sentence: string, shots: number): ChatMessage[] {
+  const user = (q: string, s: string) => `Original question: ${q}\nStep: ${s}`;
+  return fewShot(
+    VERIFYING_QUESTION_INSTRUCTION,
+    VERIFYING_QUESTION_SHOTS.slice(0, shots).map((s) => ({ user: user(s.question, s.sentence), assistant: s.verifyingQuestion })),
+    user(question, sentence),
+  );
 }
 
-export function verifyingAnswerPrompt(question: string, facts: string[], shots: number): string {
+export function verifyingAnswerPrompt(question: string, facts: string[], shots: number): ChatMessage[] {
   const block = (fs: string[]) => (fs.length ? fs.map((f) => `- ${f}`).join('\n') : '- (no facts found)');
-  const parts = [VERIFYING_ANSWER_INSTRUCTION];
-  for (const s of VERIFYING_ANSWER_SHOTS.slice(0, shots)) {
-    parts.push(`Facts:\n${block(s.facts)}\nQuestion: ${s.question}\nAnswer: ${s.answer}`);
-  }
-  parts.push(`Facts:\n${block(facts)}\nQuestion: ${question}\nAnswer:`);
-  return parts.join('\n\n');
+  const user = (fs: string[], q: string) => `Facts:\n${block(fs)}\n\nQuestion: ${q}`;
+  return fewShot(
+    VERIFYING_ANSWER_INSTRUCTION,
+    VERIFYING_ANSWER_SHOTS.slice(0, shots).map((s) => ({ user: user(s.facts, s.question), assistant: s.answer })),
+    user(facts, question),
+  );
 }
