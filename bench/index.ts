@@ -1,0 +1,29 @@
+/**
+ * `npm run bench`: every benchmark, one after another, each printing its own side-by-side
+ * measurements and ratios. Pass a name to run one: `npm run bench -- retrieval`.
+ * Benchmarks are scripts, never timed unit tests: numbers depend on the machine's load.
+ */
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+
+const benches: Record<string, { file: string; args: string[] }> = {
+  // BM25 vs wink-bm25-text-search / okapibm25, dense exact vs naive loop vs IVF.
+  retrieval: { file: 'retrieval.ts', args: [] },
+  // A finished experiment re-run from the LLM cache vs its original wall time.
+  'cache-replay': { file: 'cache-replay.ts', args: ['--questions', '50'] },
+};
+
+const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+const names = wanted.length > 0 ? wanted : Object.keys(benches);
+let failed = 0;
+for (const name of names) {
+  const bench = benches[name];
+  if (!bench) {
+    console.error(`unknown benchmark '${name}' (known: ${Object.keys(benches).join(', ')})`);
+    process.exit(2);
+  }
+  console.log(`\n=== bench: ${name} ===`);
+  const result = spawnSync(process.execPath, ['--import', 'tsx', join('bench', bench.file), ...bench.args], { stdio: 'inherit' });
+  if (result.status !== 0) failed++;
+}
+process.exit(failed > 0 ? 1 : 0);
