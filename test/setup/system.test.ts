@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -22,7 +22,16 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 async function script(args: string[], env: NodeJS.ProcessEnv = {}, asNobody = false) {
   const command = asNobody ? 'setpriv' : 'bash';
-  const argv = asNobody ? ['--reuid=65534', '--regid=65534', '--clear-groups', 'bash', systemDepsScript(), ...args] : [systemDepsScript(), ...args];
+  // nobody may not be able to traverse the checkout (CI clones into a private temp folder), so
+  // it runs a copy of the script from a folder it can read.
+  let path = systemDepsScript();
+  if (asNobody) {
+    chmodSync(dir, 0o755);
+    path = join(dir, 'system-deps.sh');
+    copyFileSync(systemDepsScript(), path);
+    chmodSync(path, 0o755);
+  }
+  const argv = asNobody ? ['--reuid=65534', '--regid=65534', '--clear-groups', 'bash', path, ...args] : [path, ...args];
   try {
     const { stdout, stderr } = await run(command, argv, { env: { ...process.env, ...env } });
     return { code: 0, stdout, stderr };
