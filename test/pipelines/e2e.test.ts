@@ -113,7 +113,7 @@ describe.skipIf(!ready)('pipelines end to end (embedded LLM, MiniLM, BM25)', () 
 
   beforeAll(async () => {
     // The default cache file: reruns (and other tests asking the same) replay from it.
-    llm = await createLanguageModel({ threads: 2, contextSize: 4096 });
+    llm = await createLanguageModel({ contextSize: 4096 }) // default threads: cores - 1, so a second vitest worker does not stall llama.cpp;
     embedder = new MiniLmEmbedder();
 
     const asqa = loadDataset('asqa', sharedDataPath(...ASQA));
