@@ -113,7 +113,8 @@ describe.skipIf(!ready)('pipelines end to end (embedded LLM, MiniLM, BM25)', () 
 
   beforeAll(async () => {
     // The default cache file: reruns (and other tests asking the same) replay from it.
-    llm = await createLanguageModel({ contextSize: 4096 }) // default threads: cores - 1, so a second vitest worker does not stall llama.cpp;
+    // Default threads (cores - 1): two threads beside another vitest worker stall llama.cpp.
+    llm = await createLanguageModel({ contextSize: 4096 });
     embedder = new MiniLmEmbedder();
 
     const asqa = loadDataset('asqa', sharedDataPath(...ASQA));
