@@ -23,6 +23,15 @@ export { sampleIndices, seededRandom } from './sample';
 
 export const datasetNames: readonly DatasetName[] = ['asqa', 'ambignq', 'situatedqa', 'hotpotqa-adversarial', 'fever'];
 
+/** Where each dataset's evaluation file lives under the data dir (as distributed upstream). */
+export const defaultDatasetFiles: Record<DatasetName, string> = {
+  asqa: 'asqa/ASQA_dev.json',
+  ambignq: 'ambignq/dev_light.json',
+  situatedqa: 'situatedqa/temp.dev.jsonl',
+  'hotpotqa-adversarial': 'hotpotqa-adversarial/sim_dev.json',
+  fever: 'fever/paper_test_processed.jsonl',
+};
+
 export function isDatasetName(name: string): name is DatasetName {
   return (datasetNames as readonly string[]).includes(name);
 }

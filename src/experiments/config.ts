@@ -3,6 +3,7 @@ import { basename, extname, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import YAML from 'yaml';
 import { dataDir, projectRoot } from '../config/paths';
+import { defaultDatasetFiles } from '../datasets/index';
 import type { DatasetName } from '../datasets/types';
 import { AmbiqaError } from '../errors';
 import type { PipelineName } from '../trace/types';
@@ -30,13 +31,7 @@ export const datasetNames = [
 ] as const satisfies readonly DatasetName[];
 
 /** Where each dataset's evaluation file lives under the data dir when `dataset.path` is not given. */
-export const defaultDatasetPaths: Record<DatasetName, string> = {
-  asqa: 'asqa/ASQA_dev.json',
-  ambignq: 'ambignq/dev_light.json',
-  situatedqa: 'situatedqa/temp.dev.jsonl',
-  'hotpotqa-adversarial': 'hotpotqa-adversarial/sim_dev.json',
-  fever: 'fever/paper_test_processed.jsonl',
-};
+export const defaultDatasetPaths: Record<DatasetName, string> = defaultDatasetFiles;
 
 /** What the modules that own the parts of a config tell the config checker. */
 export interface ConfigRegistry {

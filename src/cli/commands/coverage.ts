@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { dataDir } from '../../config/paths';
+import { defaultDatasetFiles } from '../../datasets/index';
 import { AmbiqaError } from '../../errors';
 import { loadCorpus } from '../../retrieval/corpus';
 import { measureCoverage, readAsqaCoverageItems } from '../../retrieval/coverage';
@@ -20,7 +21,7 @@ averaged over questions, ×100.
 
   --corpus     passages to retrieve from (build one with \`ambiqa corpus build\`)
   --dataset    asqa (default; the only dataset with per-interpretation answers here)
-  --data       default ${join(dataDir(), 'asqa', 'ASQA_dev.json')}
+  --data       default ${join(dataDir(), defaultDatasetFiles.asqa)}
   --retriever  bm25 (default) | dense | hybrid (BM25 + dense, reciprocal-rank fusion)
   --k          comma-separated cut-offs (default 5,10,20,50,100)
   --out        write the curve and per-question ranks as JSON
@@ -59,7 +60,7 @@ export async function run(argv: string[]): Promise<number> {
     limit = Number(values.limit);
     if (!Number.isInteger(limit) || limit <= 0) throw new AmbiqaError(`--limit must be a positive integer, got ${values.limit}`, 'e.g. --limit 50');
   }
-  const dataPath = values.data ?? join(dataDir(), 'asqa', 'ASQA_dev.json');
+  const dataPath = values.data ?? join(dataDir(), defaultDatasetFiles.asqa);
   const items = readAsqaCoverageItems(dataPath).slice(0, limit);
   const corpus = loadCorpus(values.corpus);
   const progress = (label: string) => (done: number, total: number) => {

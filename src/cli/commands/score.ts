@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { dataDir } from '../../config/paths';
-import { datasetNames, describeFormat, detectDataset, isDatasetName, loadDataset, type DatasetName, type Example } from '../../datasets';
+import { datasetNames, defaultDatasetFiles, describeFormat, detectDataset, isDatasetName, loadDataset, type DatasetName, type Example } from '../../datasets/index';
 import { readJsonFile, readJsonlFile } from '../../datasets/read';
 import { AmbiqaError } from '../../errors';
 import { aggregate, checkMetrics, defaultMetrics, metricsFor, scoreExample, type Prediction } from '../../metrics';
@@ -47,14 +47,6 @@ duplicate ids, questions without a prediction — scored as empty outputs —, e
 questions without qa_pairs) are reported and scoring goes on. D-F1 values are reported with the
 reader that produced them; ROUGE-Lsum with the sentence splitter.`;
 
-/** Where each dataset's evaluation file usually is under the data dir. */
-const DEFAULT_FILES: Record<DatasetName, string> = {
-  asqa: 'asqa/ASQA_dev.json',
-  ambignq: 'ambignq/dev_light.json',
-  situatedqa: 'situatedqa/temp.dev.jsonl',
-  'hotpotqa-adversarial': 'hotpotqa-adversarial/sim_dev.json',
-  fever: 'fever/paper_test_processed.jsonl',
-};
 
 interface ReadPredictions {
   byId: Map<string, { prediction: Prediction; line: number }>;
@@ -220,7 +212,7 @@ export async function run(argv: string[]): Promise<number> {
   const readerOption = needsReader ? parseReaderOption(values.reader) : null;
   const bootstrap = { resamples: positiveInt(values.resamples, '--resamples', 1000), seed: positiveInt(values.seed, '--seed', 0) };
 
-  const dataPath = resolve(values.data ?? join(dataDir(), DEFAULT_FILES[dataset]));
+  const dataPath = resolve(values.data ?? join(dataDir(), defaultDatasetFiles[dataset]));
   const predictionsPath = resolve(values.predictions);
   const examples: Example[] = loadDataset(dataset, dataPath, { split: values.split });
 
