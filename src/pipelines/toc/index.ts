@@ -149,7 +149,10 @@ export class TocPipeline implements Pipeline {
       });
       const parsed = parseDisambiguations(texts[0]);
       if (parsed.pairs.length === 0) {
-        rec.parseFailure('toc.rac', `no DQ/DA pairs (${parsed.problems.join('; ') || 'empty reply'})`, texts[0], 'expansion counted as failed');
+        const why =
+          parsed.problems.join('; ') ||
+          (parsed.longAnswer !== null ? 'the reply has a long answer but no DQ/DA lines' : texts[0].trim() === '' ? 'empty reply' : 'no DQ/DA lines');
+        rec.parseFailure('toc.rac', `no DQ/DA pairs (${why})`, texts[0], 'expansion counted as failed');
       }
 
       // Children, dedup, self-verification.
