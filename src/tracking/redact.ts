@@ -54,6 +54,9 @@ const SECRET_WORDS = new Set([
 export function isSecretKey(key: string): boolean {
   const lastSegment = key.split(/[./]/).pop() ?? key;
   const w = words(lastSegment);
+  // `apiKeyEnv: OPENAI_API_KEY` names the variable that holds the key, not the key: keep it
+  // visible so a run records where its key came from (values are still checked below).
+  if (w.length > 1 && w[w.length - 1] === 'env') return false;
   for (let i = 0; i < w.length; i++) {
     if (SECRET_WORDS.has(w[i])) return true;
     if (w[i + 1] === 'key' && ['api', 'private', 'access', 'secret', 'signing', 'encryption'].includes(w[i])) return true;

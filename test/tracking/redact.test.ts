@@ -34,7 +34,7 @@ describe('secret keys', () => {
     for (const key of ['apiKey', 'llm.api_key', 'OPENAI_API_KEY', 'x-api-key', 'hfToken', 'token', 'password', 'MLFLOW_TRACKING_PASSWORD', 'Authorization', 'client_secret', 'aws.secretAccessKey', 'privateKey']) {
       expect(isSecretKey(key), key).toBe(true);
     }
-    for (const key of ['max_tokens', 'maxTokens', 'prompt_tokens', 'tokenizer', 'llm.model', 'author', 'keywords', 'cache.key', 'usage.completion_tokens']) {
+    for (const key of ['max_tokens', 'maxTokens', 'prompt_tokens', 'tokenizer', 'llm.model', 'author', 'keywords', 'cache.key', 'usage.completion_tokens', 'llm.apiKeyEnv', 'api_key_env']) {
       expect(isSecretKey(key), key).toBe(false);
     }
   });
