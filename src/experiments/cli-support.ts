@@ -59,6 +59,17 @@ export function describeOutcome(outcome: RunOutcome, configFile?: string): strin
   lines.push(`  results: ${rel.startsWith('..') ? outcome.runDir : rel || '.'}/`);
   if (outcome.mlflow?.runUrl) lines.push(`  MLflow:  ${outcome.mlflow.runUrl}`);
   if (outcome.error) lines.push(`  error:   ${outcome.error}`);
+  // A run with failed questions still finishes; say why they failed, or the user has to dig
+  // through results.jsonl to learn that, e.g., the endpoint was unreachable.
+  const failures = outcome.results.filter((r) => r.error);
+  if (failures.length > 0) {
+    const distinct = [...new Set(failures.map((r) => r.error!))];
+    for (const message of distinct.slice(0, 3)) {
+      const count = failures.filter((r) => r.error === message).length;
+      lines.push(`  failed (${count}): ${message.split('\n').join('\n    ')}`);
+    }
+    if (distinct.length > 3) lines.push(`  … ${distinct.length - 3} other error messages in results.jsonl`);
+  }
   if (outcome.status !== 'FINISHED' && configFile) {
     lines.push(`  finish it: run the same command (config ${configFile}, same --name/--set/--shard) with --resume`);
   }
