@@ -2,17 +2,11 @@
  * Seeded randomness for sampling examples (and for bootstrap resampling in metrics): the same
  * seed gives the same sample on every machine and Node version.
  */
+import { mulberry32 } from '../common/random';
 
-/** mulberry32: a small, fast 32-bit PRNG; returns floats in [0, 1). */
+/** mulberry32 with the seed mixed, so that small seeds (0, 1, 2) start far apart. */
 export function seededRandom(seed: number): () => number {
-  let a = (Math.trunc(seed) ^ 0x9e3779b9) >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  return mulberry32(Math.trunc(seed) ^ 0x9e3779b9);
 }
 
 /**

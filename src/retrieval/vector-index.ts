@@ -9,6 +9,7 @@
  *   binaries: its install compiles C++ with node-gyp, which a bare machine may not have.)
  */
 import { TopK } from './topk';
+import { mulberry32 } from '../common/random';
 
 export interface VectorIndex {
   readonly kind: string;
@@ -87,17 +88,8 @@ export class ExactIndex implements VectorIndex {
   }
 }
 
-/** A deterministic PRNG (mulberry32) so that clustering, and thus the index, is reproducible. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A deterministic PRNG so that clustering, and thus the index, is reproducible. */
+const rng = mulberry32;
 
 export interface IvfOptions {
   /** Number of clusters (default ≈ √n). */

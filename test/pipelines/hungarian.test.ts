@@ -1,17 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { mulberry32 } from '../../src/common/random';
 import { maxWeightAssignment, minCostAssignment } from '../../src/pipelines/combo/hungarian';
 
-/** mulberry32: a small seeded PRNG so the 200 matrices are the same on every run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Seeded so the 200 matrices are the same on every run. */
+const rng = mulberry32;
 
 function permutations(n: number): number[][] {
   if (n === 0) return [[]];
