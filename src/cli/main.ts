@@ -54,6 +54,13 @@ export async function main(argv: string[]): Promise<number> {
     const command = await load();
     return await command.run(rest);
   } catch (error) {
+    // Every command parses its options with node:util parseArgs; its errors (unknown option,
+    // missing value) are the user's, so they get the same one-line treatment as AmbiqaError.
+    const code = (error as { code?: unknown }).code;
+    if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS')) {
+      console.error(`ambiqa ${name}: ${(error as Error).message}\n  fix: see \`ambiqa ${name} --help\``);
+      return 2;
+    }
     console.error(`ambiqa ${name}: ${describeError(error)}`);
     if (process.env.AMBIQA_DEBUG) console.error(error);
     return 1;

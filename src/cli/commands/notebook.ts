@@ -26,25 +26,20 @@ options:
   -h, --help              this help`;
 
 export async function run(argv: string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        port: { type: 'string' },
-        ip: { type: 'string' },
-        'no-browser': { type: 'boolean', default: false },
-        'register-only': { type: 'boolean', default: false },
-        'print-env': { type: 'boolean', default: false },
-        execute: { type: 'boolean', default: false },
-        out: { type: 'string' },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    });
-  } catch (error) {
-    throw new AmbiqaError((error as Error).message, 'see `ambiqa notebook --help`');
-  }
+  const parsed = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      port: { type: 'string' },
+      ip: { type: 'string' },
+      'no-browser': { type: 'boolean', default: false },
+      'register-only': { type: 'boolean', default: false },
+      'print-env': { type: 'boolean', default: false },
+      execute: { type: 'boolean', default: false },
+      out: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
   const { values, positionals } = parsed;
   if (values.help) {
     console.log(help);

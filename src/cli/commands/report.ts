@@ -23,26 +23,21 @@ options:
   -h, --help              this help`;
 
 export async function run(argv: string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        out: { type: 'string' },
-        data: { type: 'string' },
-        coverage: { type: 'string', multiple: true },
-        'tree-example': { type: 'string' },
-        traces: { type: 'string' },
-        'figures-dir': { type: 'string' },
-        'no-png': { type: 'boolean', default: false },
-        mlflow: { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    });
-  } catch (error) {
-    throw new AmbiqaError((error as Error).message, 'see `ambiqa report --help`');
-  }
+  const parsed = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      out: { type: 'string' },
+      data: { type: 'string' },
+      coverage: { type: 'string', multiple: true },
+      'tree-example': { type: 'string' },
+      traces: { type: 'string' },
+      'figures-dir': { type: 'string' },
+      'no-png': { type: 'boolean', default: false },
+      mlflow: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
   const { values, positionals } = parsed;
   if (values.help) {
     console.log(help);
