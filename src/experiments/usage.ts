@@ -1,4 +1,4 @@
-import type { GenerateRequest, GenerateResult, LanguageModel } from '../llm/types';
+import type { GenerateRequest, GenerateResult, JudgeRequest, JudgeResult, LanguageModel } from '../llm/types';
 
 /** Live counters for the progress line; the per-example numbers come from each trace's summary. */
 export interface LiveUsage {
@@ -30,6 +30,15 @@ export function countingModel(inner: LanguageModel, usage: LiveUsage, signal?: A
         usage.completionTokens += c.usage.completionTokens;
         if (c.cacheHit) usage.cacheHits += 1;
       }
+      return result;
+    },
+    async judge(request: JudgeRequest): Promise<JudgeResult> {
+      signal?.throwIfAborted();
+      const result = await inner.judge(signal && !request.signal ? { ...request, signal } : request);
+      usage.llmCalls += 1;
+      usage.promptTokens += result.usage.promptTokens;
+      usage.completionTokens += result.usage.completionTokens;
+      if (result.cacheHit) usage.cacheHits += 1;
       return result;
     },
   };

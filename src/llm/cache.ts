@@ -4,7 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { cacheDir } from '../config/paths';
 import { AmbiqaError } from '../errors';
-import type { NormalisedRequest, ProviderCompletion } from './types';
+import type { NormalisedJudgeRequest, NormalisedRequest, ProviderCompletion, ProviderJudgement } from './types';
 
 /**
  * The persistent completion cache: one row per sample, in SQLite (WAL, so many readers and
@@ -61,7 +61,26 @@ export function cacheKeyMaterial({ provider, model, request, sampleIndex }: Cach
     stop: request.stop,
     seed: request.seed,
     sampleIndex,
+    // Only when asked, so that keys written before log-probabilities existed stay valid.
+    ...(request.logprobs ? { logprobs: true } : {}),
   };
+}
+
+export interface CachedJudgement extends ProviderJudgement {
+  latencySeconds: number;
+}
+
+/** Key of a judgment: its own kind, so it never collides with a generation of the same prompt. */
+export function judgeCacheKey(input: { provider: string; model: string; request: NormalisedJudgeRequest }): string {
+  const material = {
+    v: CACHE_KEY_VERSION,
+    kind: 'judge',
+    provider: input.provider,
+    model: input.model,
+    messages: input.request.messages.map((m) => ({ role: m.role, content: m.content })),
+    labels: input.request.labels,
+  };
+  return createHash('sha256').update(canonicalJson(material)).digest('hex');
 }
 
 export function cacheKey(input: CacheKeyInput): string {
@@ -155,8 +174,36 @@ export class LlmCache {
       finishReason: sample.finishReason,
       usage: { promptTokens: sample.usage.promptTokens, completionTokens: sample.usage.completionTokens },
       latencySeconds: sample.latencySeconds,
+      ...(sample.logprob !== undefined ? { logprob: sample.logprob } : {}),
     };
     this.putStmt.run(key, input.provider, input.model, input.sampleIndex, new Date().toISOString(), JSON.stringify(value));
+    if (this.mode === 'refresh') this.refreshed.add(key);
+  }
+
+  /** A stored judgment (`LanguageModel.judge`), keyed by `judgeCacheKey`. */
+  getJudgement(key: string): CachedJudgement | undefined {
+    if (this.mode === 'refresh' && !this.refreshed.has(key)) return undefined;
+    const row = this.getStmt.get(key);
+    if (!row) return undefined;
+    try {
+      const value = JSON.parse(row.value) as CachedJudgement;
+      return Array.isArray(value.probabilities) ? value : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  putJudgement(key: string, input: { provider: string; model: string }, judgement: CachedJudgement): void {
+    const value: CachedJudgement = {
+      probabilities: [...judgement.probabilities],
+      labelMass: judgement.labelMass,
+      mode: judgement.mode,
+      ...(judgement.text !== undefined ? { text: judgement.text } : {}),
+      ...(judgement.unparsed ? { unparsed: true } : {}),
+      usage: { promptTokens: judgement.usage.promptTokens, completionTokens: judgement.usage.completionTokens },
+      latencySeconds: judgement.latencySeconds,
+    };
+    this.putStmt.run(key, input.provider, input.model, 0, new Date().toISOString(), JSON.stringify(value));
     if (this.mode === 'refresh') this.refreshed.add(key);
   }
 

@@ -3,13 +3,17 @@ import type {
   Completion,
   GenerateRequest,
   GenerateResult,
+  JudgeRequest,
+  JudgeResult,
   LanguageModel,
   LanguageModelProvider,
+  NormalisedJudgeRequest,
   NormalisedRequest,
+  ProviderJudgement,
   UsageTotals,
 } from './types';
 import { AmbiqaError } from '../errors';
-import { LlmCache, cacheKey, openCache, type CacheMode, type CacheOptions } from './cache';
+import { LlmCache, cacheKey, judgeCacheKey, openCache, type CacheMode, type CacheOptions } from './cache';
 import { Limiter, type LimiterOptions } from './limiter';
 import { UsageMeter } from './usage';
 
@@ -56,6 +60,7 @@ export function normaliseRequest(request: GenerateRequest): NormalisedRequest {
     n,
     seed: request.seed ?? null,
     purpose: request.purpose ?? 'unspecified',
+    ...(request.logprobs ? { logprobs: true as const } : {}),
   };
   const { temperature, topP, maxTokens, stop, seed } = normalised;
   if (!(Number.isFinite(temperature) && temperature >= 0)) {
@@ -76,6 +81,38 @@ export function normaliseRequest(request: GenerateRequest): NormalisedRequest {
   return normalised;
 }
 
+export function normaliseJudgeRequest(request: JudgeRequest): NormalisedJudgeRequest {
+  const { messages } = normaliseRequest({
+    ...(request.messages ? { messages: request.messages } : {}),
+    ...(request.prompt !== undefined ? { prompt: request.prompt } : {}),
+  });
+  const labels = request.labels;
+  if (!Array.isArray(labels) || labels.length < 2 || labels.some((l) => typeof l !== 'string' || l.trim() === '')) {
+    throw new AmbiqaError('LLM judge request needs at least two non-empty labels', 'pass labels such as ["True", "False"]');
+  }
+  if (new Set(labels.map((l) => l.trim().toLowerCase())).size !== labels.length) {
+    throw new AmbiqaError(`LLM judge labels ${JSON.stringify(labels)} must differ`, 'pass distinct labels');
+  }
+  return { messages, labels: [...labels], purpose: request.purpose ?? 'unspecified' };
+}
+
+/** Greedy tokens a text-mode judgment may generate: enough for a label and a little preamble. */
+export const TEXT_JUDGE_MAX_TOKENS = 8;
+
+/**
+ * Text fallback: which label does a reply name first? Case-insensitive, on word boundaries, so
+ * "No, passage 1 …" is No and never a score of 1. Unparsed → null.
+ */
+export function parseJudgeLabel(text: string, labels: string[]): number | null {
+  let best: { index: number; at: number } | null = null;
+  for (const [index, label] of labels.entries()) {
+    const escaped = label.trim().replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const match = new RegExp(`(^|[^\\p{L}\\p{N}])${escaped}(?![\\p{L}\\p{N}])`, 'iu').exec(text);
+    if (match && (best === null || match.index < best.at)) best = { index, at: match.index };
+  }
+  return best?.index ?? null;
+}
+
 export class LlmClient implements LanguageModel {
   readonly cache: LlmCache | null;
   readonly limiter: Limiter;
@@ -84,6 +121,7 @@ export class LlmClient implements LanguageModel {
   private readonly ownsCache: boolean;
   /** Samples being computed now, by cache key: identical concurrent requests share one call. */
   private readonly inflight = new Map<string, Promise<Completion>>();
+  private readonly inflightJudgements = new Map<string, Promise<ProviderJudgement & { latencySeconds: number }>>();
   private warnedCacheWrite = false;
 
   constructor(
@@ -142,6 +180,63 @@ export class LlmClient implements LanguageModel {
     return result;
   }
 
+  async judge(request: JudgeRequest): Promise<JudgeResult> {
+    const started = performance.now();
+    const normalised = normaliseJudgeRequest(request);
+    let judgement: ProviderJudgement & { latencySeconds: number };
+    let cacheHit = false;
+    const key = this.cache ? judgeCacheKey({ provider: this.provider, model: this.model, request: normalised }) : null;
+    const stored = key ? this.cache!.getJudgement(key) : undefined;
+    if (stored) {
+      judgement = stored;
+      cacheHit = true;
+    } else {
+      const pending = key ? this.inflightJudgements.get(key) : undefined;
+      if (pending) {
+        judgement = await pending;
+        cacheHit = true;
+      } else {
+        const flight = this.liveJudge(normalised, request.signal).then((j) => {
+          if (key) {
+            try {
+              this.cache!.putJudgement(key, { provider: this.provider, model: this.model }, j);
+            } catch (error) {
+              if (!this.warnedCacheWrite) {
+                this.warnedCacheWrite = true;
+                process.emitWarning(`LLM cache write to ${this.cache!.path} failed: ${(error as Error).message}`, 'AmbiqaCacheWarning');
+              }
+            }
+          }
+          return j;
+        });
+        if (key) this.inflightJudgements.set(key, flight);
+        try {
+          judgement = await flight;
+        } finally {
+          if (key) this.inflightJudgements.delete(key);
+        }
+      }
+    }
+    const probabilities = [...judgement.probabilities];
+    let top = -1;
+    for (const [i, p] of probabilities.entries()) if (p > 0 && (top < 0 || p > probabilities[top]!)) top = i;
+    const result: JudgeResult = {
+      request: normalised,
+      probabilities,
+      p: probabilities[0] ?? 0,
+      label: top >= 0 && !judgement.unparsed ? normalised.labels[top]! : null,
+      labelMass: judgement.labelMass,
+      mode: judgement.mode,
+      ...(judgement.text !== undefined ? { text: judgement.text } : {}),
+      usage: { ...judgement.usage },
+      latencySeconds: cacheHit ? 0 : judgement.latencySeconds,
+      cacheHit,
+      wallSeconds: (performance.now() - started) / 1000,
+    };
+    this.meter.addJudgement(result);
+    return result;
+  }
+
   /** Close the cache this client opened (a cache passed in stays open for its owner). */
   close(): void {
     if (this.ownsCache) this.cache?.close();
@@ -160,6 +255,7 @@ export class LlmClient implements LanguageModel {
         latencySeconds: 0,
         cacheHit: true,
         sampleIndex,
+        ...(stored.logprob !== undefined ? { logprob: stored.logprob } : {}),
       };
     }
     const pending = this.inflight.get(key);
@@ -195,7 +291,52 @@ export class LlmClient implements LanguageModel {
           latencySeconds: (performance.now() - t0) / 1000,
           cacheHit: false,
           sampleIndex,
+          ...(c.logprob !== undefined ? { logprob: c.logprob } : {}),
         };
+      },
+      signal ? { signal } : {},
+    );
+  }
+
+  /** One live judgment: the provider's probabilities, or a short greedy reply parsed for a label. */
+  private async liveJudge(
+    request: NormalisedJudgeRequest,
+    signal?: AbortSignal,
+  ): Promise<ProviderJudgement & { latencySeconds: number }> {
+    return this.limiter.run(
+      async (attemptSignal) => {
+        const t0 = performance.now();
+        const timeout = this.limiter.timeoutMs > 0 ? { timeoutMs: this.limiter.timeoutMs } : {};
+        let judgement: ProviderJudgement | undefined;
+        if (this.backend.doJudge) {
+          judgement = await this.backend.doJudge(request, { signal: attemptSignal, ...timeout });
+        }
+        if (!judgement || judgement.mode === 'text') {
+          const reply = await this.backend.doGenerate(
+            {
+              messages: request.messages,
+              temperature: 0,
+              topP: 1,
+              maxTokens: TEXT_JUDGE_MAX_TOKENS,
+              stop: ['\n'],
+              n: 1,
+              seed: null,
+              purpose: request.purpose,
+            },
+            0,
+            { signal: attemptSignal, ...timeout },
+          );
+          const index = parseJudgeLabel(reply.text, request.labels);
+          judgement = {
+            probabilities: request.labels.map((_, i) => (i === index ? 1 : 0)),
+            labelMass: 1,
+            mode: 'text',
+            text: reply.text,
+            ...(index === null ? { unparsed: true } : {}),
+            usage: reply.usage,
+          };
+        }
+        return { ...judgement, latencySeconds: (performance.now() - t0) / 1000 };
       },
       signal ? { signal } : {},
     );

@@ -24,6 +24,11 @@ export interface SamplingOptions {
   stop?: string[];
   /** Seed for providers that honour one; the sample index is added to it per sample. */
   seed?: number;
+  /**
+   * Ask the provider for the log-probability of each sample's generated text (Verify-and-Edit's
+   * `consistency: logprob`). Part of the cache key only when true.
+   */
+  logprobs?: boolean;
 }
 
 export interface GenerateRequest extends SamplingOptions {
@@ -55,6 +60,8 @@ export interface Completion {
   cacheHit: boolean;
   /** 0..n-1: the sample's index, part of its cache key. */
   sampleIndex: number;
+  /** Sum of token log-probabilities, when the request asked for `logprobs` and the provider knows. */
+  logprob?: number;
 }
 
 export interface GenerateResult {
@@ -77,6 +84,8 @@ export interface NormalisedRequest {
   n: number;
   seed: number | null;
   purpose: string;
+  /** Present (true) only when log-probabilities were asked for, so older cache keys stay valid. */
+  logprobs?: true;
 }
 
 /** What a provider returns for one sample. */
@@ -84,6 +93,75 @@ export interface ProviderCompletion {
   text: string;
   finishReason: FinishReason;
   usage: TokenUsage;
+  /** Sum of the generated tokens' natural-log probabilities, when `logprobs` was asked and known. */
+  logprob?: number;
+}
+
+// ---------------------------------------------------------------- graded judgments
+
+/**
+ * A closed-label judgment (True/False, Yes/No, Useful/Useless…) read from the model's next-token
+ * distribution over the labels' first tokens instead of parsed from generated text, so that a
+ * threshold on P(label 0) is a real knob. Pipelines call `LanguageModel.judge`.
+ */
+export interface JudgeRequest {
+  messages?: ChatMessage[];
+  prompt?: string;
+  /**
+   * The labels, the positive one first (e.g. `['True', 'False']`). At least two, non-empty, and
+   * distinct in their first token; `JudgeResult.p` is the probability of `labels[0]`.
+   */
+  labels: string[];
+  /** What the call is for, e.g. `toc.verify`; recorded in traces. */
+  purpose?: string;
+  signal?: AbortSignal;
+}
+
+/** A judge request with every default filled in; what providers receive and the cache keys on. */
+export interface NormalisedJudgeRequest {
+  messages: ChatMessage[];
+  labels: string[];
+  purpose: string;
+}
+
+/**
+ * `probability`: read from next-token probabilities (one forward pass, no decoding);
+ * `text`: the provider or endpoint gave no probabilities, so a greedy reply was parsed and
+ * P ∈ {0, 1}. Recorded per judgment and as the run param `judge_mode`.
+ */
+export type JudgeMode = 'probability' | 'text';
+
+/** What a provider returns for one judgment. */
+export interface ProviderJudgement {
+  /** One per label, in the request's order, renormalised over the labels (sums to 1). */
+  probabilities: number[];
+  /** Probability mass the labels had before renormalisation (1 in text mode). */
+  labelMass: number;
+  mode: JudgeMode;
+  /** Text mode: the reply that was parsed. */
+  text?: string;
+  /** Text mode: the reply named none of the labels (then every probability is 0). */
+  unparsed?: boolean;
+  usage: TokenUsage;
+}
+
+export interface JudgeResult {
+  request: NormalisedJudgeRequest;
+  /** One per label, request order. */
+  probabilities: number[];
+  /** P(labels[0]): the graded verdict pipelines threshold. 0 when a text reply did not parse. */
+  p: number;
+  /** The most probable label; null when a text reply named none. */
+  label: string | null;
+  labelMass: number;
+  mode: JudgeMode;
+  text?: string;
+  usage: TokenUsage;
+  /** Seconds the provider spent; 0 for cache hits. */
+  latencySeconds: number;
+  cacheHit: boolean;
+  /** Wall seconds for the whole call, cache lookup included. */
+  wallSeconds: number;
 }
 
 export interface LanguageModelProvider {
@@ -100,6 +178,15 @@ export interface LanguageModelProvider {
     sampleIndex: number,
     options: { signal?: AbortSignal; timeoutMs?: number },
   ): Promise<ProviderCompletion>;
+  /**
+   * One judgment from next-token probabilities over the labels' first tokens. Providers that
+   * cannot give probabilities leave this out (or return `mode: 'text'`), and the client falls
+   * back to a short greedy `doGenerate` parsed for a label.
+   */
+  doJudge?(
+    request: NormalisedJudgeRequest,
+    options: { signal?: AbortSignal; timeoutMs?: number },
+  ): Promise<ProviderJudgement>;
   /** Release native resources (loaded models, sockets). */
   dispose?(): Promise<void>;
 }
@@ -109,6 +196,8 @@ export interface LanguageModel {
   readonly provider: string;
   readonly model: string;
   generate(request: GenerateRequest): Promise<GenerateResult>;
+  /** A graded closed-label judgment (see `JudgeRequest`); cached and counted like `generate`. */
+  judge(request: JudgeRequest): Promise<JudgeResult>;
 }
 
 /** Running totals for a run or a question. */

@@ -1,4 +1,12 @@
-import { emptyUsage, type GenerateRequest, type GenerateResult, type LanguageModel, type UsageTotals } from './types';
+import {
+  emptyUsage,
+  type GenerateRequest,
+  type GenerateResult,
+  type JudgeRequest,
+  type JudgeResult,
+  type LanguageModel,
+  type UsageTotals,
+} from './types';
 
 /**
  * Usage accounting. Every `GenerateResult` carries its own per-sample usage; a `UsageMeter`
@@ -14,6 +22,11 @@ export class UsageMeter {
   /** Add one `generate` result: one call, n samples. */
   add(result: GenerateResult): void {
     addResult(this.totals, result);
+  }
+
+  /** Add one judgment: one call, one sample. */
+  addJudgement(result: JudgeResult): void {
+    addJudgeResult(this.totals, result);
   }
 
   /** A copy; later calls do not change it. */
@@ -38,6 +51,15 @@ export function addResult(totals: UsageTotals, result: GenerateResult): void {
     if (c.cacheHit) totals.cacheHits += 1;
     else totals.liveSeconds += c.latencySeconds;
   }
+}
+
+export function addJudgeResult(totals: UsageTotals, result: JudgeResult): void {
+  totals.calls += 1;
+  totals.samples += 1;
+  totals.promptTokens += result.usage.promptTokens;
+  totals.completionTokens += result.usage.completionTokens;
+  if (result.cacheHit) totals.cacheHits += 1;
+  else totals.liveSeconds += result.latencySeconds;
 }
 
 /** Usage of a single result, as totals. */
@@ -83,6 +105,11 @@ export function meteredModel(model: LanguageModel): LanguageModel & { readonly u
     async generate(request: GenerateRequest): Promise<GenerateResult> {
       const result = await model.generate(request);
       usage.add(result);
+      return result;
+    },
+    async judge(request: JudgeRequest): Promise<JudgeResult> {
+      const result = await model.judge(request);
+      usage.addJudgement(result);
       return result;
     },
   };

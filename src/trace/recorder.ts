@@ -1,4 +1,4 @@
-import type { GenerateRequest, GenerateResult, LanguageModel } from '../llm/types';
+import type { GenerateRequest, GenerateResult, JudgeRequest, JudgeResult, LanguageModel } from '../llm/types';
 import type { ScoredPassage } from '../retrieval/types';
 import type {
   LlmCallRecord,
@@ -39,6 +39,11 @@ export class TraceRecorder {
       async generate(request: GenerateRequest): Promise<GenerateResult> {
         const result = await model.generate(request);
         calls.push(toCallRecord(calls.length, result));
+        return result;
+      },
+      async judge(request: JudgeRequest): Promise<JudgeResult> {
+        const result = await model.judge(request);
+        calls.push(toJudgeRecord(calls.length, result));
         return result;
       },
     };
@@ -144,7 +149,38 @@ function toCallRecord(index: number, result: GenerateResult): LlmCallRecord {
       completionTokens: c.usage.completionTokens,
       latencySeconds: c.latencySeconds,
       cacheHit: c.cacheHit,
+      ...(c.logprob !== undefined ? { logprob: c.logprob } : {}),
     })),
     wallSeconds: result.wallSeconds,
+  };
+}
+
+function toJudgeRecord(index: number, result: JudgeResult): LlmCallRecord {
+  const r = result.request;
+  return {
+    index,
+    purpose: r.purpose,
+    messages: r.messages,
+    // A judgment reads one next-token distribution: greedy, one token, one sample.
+    params: { temperature: 0, topP: 1, maxTokens: 1, stop: [], n: 1, seed: null },
+    completions: [
+      {
+        text: result.text ?? result.label ?? '',
+        finishReason: 'stop',
+        promptTokens: result.usage.promptTokens,
+        completionTokens: result.usage.completionTokens,
+        latencySeconds: result.latencySeconds,
+        cacheHit: result.cacheHit,
+      },
+    ],
+    wallSeconds: result.wallSeconds,
+    judge: {
+      labels: r.labels,
+      probabilities: result.probabilities,
+      p: result.p,
+      mode: result.mode,
+      labelMass: result.labelMass,
+      ...(result.label === null ? { unparsed: true } : {}),
+    },
   };
 }

@@ -3,7 +3,7 @@
  * that it can be written to `traces.jsonl`, read back in a notebook, and turned into plots,
  * metrics and reports without re-running anything.
  */
-import type { ChatMessage } from '../llm/types';
+import type { ChatMessage, JudgeMode } from '../llm/types';
 
 export type PipelineName =
   | 'closed-book'
@@ -29,8 +29,24 @@ export interface LlmCallRecord {
     completionTokens: number;
     latencySeconds: number;
     cacheHit: boolean;
+    /** Sum of token log-probabilities, when asked for (`logprobs: true`). */
+    logprob?: number;
   }>;
   wallSeconds: number;
+  /**
+   * Set for judge calls (`LanguageModel.judge`): the labels, their probabilities (request order)
+   * and P(labels[0]). `completions[0].text` holds the most probable label (or the parsed reply in
+   * text mode).
+   */
+  judge?: {
+    labels: string[];
+    probabilities: number[];
+    p: number;
+    mode: JudgeMode;
+    labelMass: number;
+    /** Text mode: the reply named none of the labels. */
+    unparsed?: boolean;
+  };
 }
 
 export interface RetrievalRecord {
