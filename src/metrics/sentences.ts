@@ -5,9 +5,10 @@
  * ROUGE-Lsum; a naive regex splitter moves ROUGE-Lsum by most of a point. So this is a faithful
  * port of the *tokenizing* half of `nltk.tokenize.punkt.PunktSentenceTokenizer` (Kiss & Strunk
  * 2006; no training), reading the English model's parameters — abbreviations, collocations,
- * frequent sentence starters and orthographic contexts — from `<dataDir>/punkt/english/` at run
- * time (`abbrev_types.txt`, `collocations.tab`, `sent_starters.txt`, `ortho_context.tab`, the
- * `punkt_tab` layout). Those files are data and are never copied into the repository.
+ * frequent sentence starters and orthographic contexts — from the four `punkt_tab` files
+ * (`abbrev_types.txt`, `collocations.tab`, `sent_starters.txt`, `ortho_context.tab`) that ship
+ * with the project in `src/metrics/punkt/english/` (NLTK data, Apache-2.0; provenance in
+ * `src/metrics/punkt/README.md`), so every clone scores ROUGE-Lsum as the reference does.
  *
  * What the port reproduces, step by step (names are NLTK's):
  * 1. `_match_potential_end_contexts`: every `.`, `?` or `!` followed by other punctuation or by
@@ -25,13 +26,14 @@
  * closing punctuation; newer NLTK (3.10) also treats curly quotes and guillemets so. The default is
  * the former; `{ unicodeQuotes: true }` gives the latter. They differ only around ‘ ’ “ ” « ».
  *
- * When the parameter files are absent, `defaultSentenceSplitter()` falls back to a documented
- * rule-based splitter and says so in its `name` (and once on stderr), so a number computed with
- * it is never mistaken for the reference's.
+ * When the parameter files are absent from a folder given explicitly, `defaultSentenceSplitter()`
+ * falls back to a documented rule-based splitter and says so in its `name` (and once on stderr),
+ * so a number computed with it is never mistaken for the reference's.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { dataDir } from '../config/paths';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import { projectRoot } from '../config/paths';
 import { AmbiqaError } from '../errors';
 import { PY_DIGIT_CLASS, PY_SPACE_CLASS, firstCodePoint, pyIsLower, pyIsUpper, pyRstrip, pyStrip } from './pytext';
 
@@ -52,9 +54,31 @@ export interface PunktParameters {
 
 export const PUNKT_FILES = ['abbrev_types.txt', 'collocations.tab', 'sent_starters.txt', 'ortho_context.tab'] as const;
 
-/** Where the English parameters live by default: `<dataDir>/punkt/english`. */
+/** The folder, relative to the package root, holding the English parameters that ship with ambiqa. */
+const BUNDLED_PUNKT = join('src', 'metrics', 'punkt', 'english');
+
+/**
+ * The English parameters shipped in the package. Found from the project root (a clone, the CLI,
+ * a notebook kernel at the repository), else through Node's resolution of the `ambiqa` package
+ * from the working directory (a project that depends on ambiqa); `import.meta` is not used
+ * because tslab compiles notebook imports to CommonJS.
+ */
+export function bundledPunktDir(): string {
+  const fromRoot = join(projectRoot, BUNDLED_PUNKT);
+  if (existsSync(join(fromRoot, PUNKT_FILES[0]))) return fromRoot;
+  try {
+    const manifest = createRequire(join(process.cwd(), 'package.json')).resolve('ambiqa/package.json');
+    const fromPackage = join(dirname(manifest), BUNDLED_PUNKT);
+    if (existsSync(join(fromPackage, PUNKT_FILES[0]))) return fromPackage;
+  } catch {
+    /* ambiqa is not resolvable from here: report the project-root location below */
+  }
+  return fromRoot;
+}
+
+/** Where the English parameters are read from by default: `AMBIQA_PUNKT_DIR`, else the bundled copy. */
 export function defaultPunktDir(): string {
-  return join(dataDir(), 'punkt', 'english');
+  return process.env.AMBIQA_PUNKT_DIR ? resolve(process.env.AMBIQA_PUNKT_DIR) : bundledPunktDir();
 }
 
 // Orthographic context flags (NLTK's constants).
@@ -83,7 +107,7 @@ export function loadPunktParameters(dir: string = defaultPunktDir()): PunktParam
   if (cached) return cached;
   for (const f of PUNKT_FILES) {
     if (!existsSync(join(dir, f))) {
-      throw new AmbiqaError(`Punkt parameter file ${join(dir, f)} not found`, 'set AMBIQA_DATA_DIR to the folder holding punkt/english/ (the shared evaluation data)');
+      throw new AmbiqaError(`Punkt parameter file ${join(dir, f)} not found`, `give a folder with ${PUNKT_FILES.join(', ')} (the project ships them in ${BUNDLED_PUNKT})`);
     }
   }
   const collocations = new Set<string>();
@@ -400,15 +424,15 @@ export class RuleBasedSentenceSplitter implements SentenceSplitter {
 let warnedFallback = false;
 
 /**
- * Punkt with the English parameters from `dir` (default `<dataDir>/punkt/english`), or, when the
- * files are missing, the rule-based fallback — named so that it shows in every report, with one
- * warning on stderr per process.
+ * Punkt with the English parameters from `dir` (default: the bundled copy, see `defaultPunktDir`),
+ * or, when the files are missing there, the rule-based fallback — named so that it shows in every
+ * report, with one warning on stderr per process.
  */
 export function defaultSentenceSplitter(dir: string = defaultPunktDir(), options: PunktOptions = {}): SentenceSplitter {
   if (PUNKT_FILES.every((f) => existsSync(join(dir, f)))) return new PunktSentenceSplitter(loadPunktParameters(dir), options);
   if (!warnedFallback) {
     warnedFallback = true;
-    console.warn(`[ambiqa] Punkt parameters not found in ${dir}; ROUGE-Lsum uses the rule-based sentence splitter (not the reference). Set AMBIQA_DATA_DIR to fix.`);
+    console.warn(`[ambiqa] Punkt parameters not found in ${dir}; ROUGE-Lsum uses the rule-based sentence splitter (not the reference). The project ships them in ${BUNDLED_PUNKT}; AMBIQA_PUNKT_DIR, when set, must hold ${PUNKT_FILES.join(', ')}.`);
   }
   return new RuleBasedSentenceSplitter(`rule-based (no punkt parameters in ${dir})`);
 }

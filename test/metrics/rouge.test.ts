@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadDataset } from '../../src/datasets';
 import { RougeL, RougeLsum, lcsIndices, lsumSentences, maxFOverReferences, rougeL, rougeLsum, rougeTokenize, summaryLevelLcs, unionLcs } from '../../src/metrics/rouge';
-import { PunktSentenceSplitter, loadPunktParameters, type SentenceSplitter } from '../../src/metrics/sentences';
+import { PunktSentenceSplitter, bundledPunktDir, loadPunktParameters, type SentenceSplitter } from '../../src/metrics/sentences';
 import { hasSharedData, sharedDataPath } from '../helpers/data';
 
 /** Splits on newlines only: lets the hand-worked cases give their sentences explicitly. */
@@ -83,13 +83,13 @@ describe('summary-level union LCS (ROUGE-Lsum)', () => {
 // rouge-score 0.1.2 (use_stemmer=True) and nltk 3.8.1 (Punkt built from data/punkt/english),
 // preprocessing as ALCE does ("\n".join(sent_tokenize(text.lower()))); the texts themselves are
 // read from the shared ASQA file at test time. Python is not part of this test.
-const haveAsqa = hasSharedData('asqa', 'ASQA_dev.json') && hasSharedData('punkt', 'english', 'ortho_context.tab');
+const haveAsqa = hasSharedData('asqa', 'ASQA_dev.json');
 describe.skipIf(!haveAsqa)('ROUGE on 100 real ASQA long answers vs rouge_score', () => {
   const oracle = JSON.parse(readFileSync(join(__dirname, 'fixtures', 'asqa-oracle.json'), 'utf8')) as {
     rouge: Array<{ id: string; other: string; rougeLsum: number; rougeL: number }>;
   };
   const byId = haveAsqa ? new Map(loadDataset('asqa', sharedDataPath('asqa', 'ASQA_dev.json')).map((e) => [e.id, e])) : new Map();
-  const splitter = haveAsqa ? new PunktSentenceSplitter(loadPunktParameters(sharedDataPath('punkt', 'english'))) : byLine;
+  const splitter = new PunktSentenceSplitter(loadPunktParameters(bundledPunktDir()));
   it('matches rouge_score to 1e-12 (prediction = annotation 2, references = annotation 1 and another question’s)', () => {
     expect(oracle.rouge).toHaveLength(100);
     for (const c of oracle.rouge) {

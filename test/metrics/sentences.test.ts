@@ -1,18 +1,27 @@
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadDataset } from '../../src/datasets';
-import { PunktSentenceSplitter, RuleBasedSentenceSplitter, defaultSentenceSplitter, loadPunktParameters } from '../../src/metrics/sentences';
+import { RougeLsum } from '../../src/metrics/rouge';
+import {
+  PUNKT_FILES,
+  PunktSentenceSplitter,
+  RuleBasedSentenceSplitter,
+  bundledPunktDir,
+  defaultPunktDir,
+  defaultSentenceSplitter,
+  loadPunktParameters,
+} from '../../src/metrics/sentences';
 import { hasSharedData, sharedDataPath } from '../helpers/data';
 
 // Expected splits are what nltk 3.8.1's PunktSentenceTokenizer gives with the English parameters
 // (checked once during development; Python is not needed here). Some are surprising and are kept
 // on purpose because they are the reference's behaviour, e.g. "No. 1" and lower-cased numbers.
-const havePunkt = hasSharedData('punkt', 'english', 'ortho_context.tab');
-describe.skipIf(!havePunkt)('Punkt with the English parameters', () => {
-  const punkt = havePunkt ? new PunktSentenceSplitter(loadPunktParameters(sharedDataPath('punkt', 'english'))) : null;
-  const split = (t: string) => punkt!.split(t);
+describe('Punkt with the English parameters (shipped in src/metrics/punkt/english)', () => {
+  const punkt = new PunktSentenceSplitter(loadPunktParameters(bundledPunktDir()));
+  const split = (t: string) => punkt.split(t);
   it('does not break after known abbreviations (Dr., Mr., Mrs., St., Jan., p.m.)', () => {
     expect(split('Dr. Smith went to Washington. He arrived on Monday.')).toEqual(['Dr. Smith went to Washington.', 'He arrived on Monday.']);
     expect(split('Mr. and Mrs. Jones live on Elm St. in Springfield. They have two children.')).toEqual([
@@ -47,7 +56,7 @@ describe.skipIf(!havePunkt)('Punkt with the English parameters', () => {
     expect(split('What is it? Nobody knows! Maybe a bird.')).toEqual(['What is it?', 'Nobody knows!', 'Maybe a bird.']);
   });
   it('treats curly quotes as closers only in NLTK 3.10 mode', () => {
-    const modern = new PunktSentenceSplitter(loadPunktParameters(sharedDataPath('punkt', 'english')), { unicodeQuotes: true });
+    const modern = new PunktSentenceSplitter(loadPunktParameters(bundledPunktDir()), { unicodeQuotes: true });
     const text = '“He left.” Then we ate.';
     expect(modern.split(text)).toEqual(['“He left.”', 'Then we ate.']);
     // NLTK 3.8: "left.”" is one word token that does not end in a period, so there is no break.
@@ -65,10 +74,51 @@ describe.skipIf(!havePunkt)('Punkt with the English parameters', () => {
     expect(oracle.punkt).toHaveLength(200);
     for (const c of oracle.punkt) {
       const text = byId.get(c.id)!.longAnswers[c.annotation];
-      expect(codePoints(text, punkt!.spans(text)), `${c.id}/${c.annotation}`).toEqual(c.spans);
+      expect(codePoints(text, punkt.spans(text)), `${c.id}/${c.annotation}`).toEqual(c.spans);
       const lower = text.toLowerCase();
-      expect(codePoints(lower, punkt!.spans(lower)), `${c.id}/${c.annotation} lower`).toEqual(c.spans_lower);
+      expect(codePoints(lower, punkt.spans(lower)), `${c.id}/${c.annotation} lower`).toEqual(c.spans_lower);
     }
+  });
+});
+
+describe('the Punkt parameters ship with the project', () => {
+  const saved = { data: process.env.AMBIQA_DATA_DIR, punkt: process.env.AMBIQA_PUNKT_DIR };
+  afterEach(() => {
+    for (const [key, value] of [['AMBIQA_DATA_DIR', saved.data], ['AMBIQA_PUNKT_DIR', saved.punkt]] as const) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
+    vi.restoreAllMocks();
+  });
+
+  it('are the files whose provenance and checksums src/metrics/punkt/README.md states', () => {
+    const readme = readFileSync(join(bundledPunktDir(), '..', 'README.md'), 'utf8');
+    expect(readme).toMatch(/Apache License, Version 2\.0/);
+    expect(readme).toMatch(/NLTK/);
+    for (const f of PUNKT_FILES) {
+      const sha = createHash('sha256').update(readFileSync(join(bundledPunktDir(), f))).digest('hex');
+      expect(readme, f).toContain(`${sha}  english/${f}`);
+    }
+  });
+
+  it('make ROUGE-Lsum use Punkt (the reference) with an empty data dir, and print no fallback notice', () => {
+    process.env.AMBIQA_DATA_DIR = mkdtempSync(join(tmpdir(), 'ambiqa-nodata-'));
+    delete process.env.AMBIQA_PUNKT_DIR;
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => undefined);
+    expect(defaultPunktDir()).toBe(bundledPunktDir());
+    const splitter = defaultSentenceSplitter();
+    expect(splitter).toBeInstanceOf(PunktSentenceSplitter);
+    expect(splitter.name).toBe('punkt-english (nltk 3.8)');
+    // "Dr." is a Punkt abbreviation: two sentences, where splitting at every period makes three.
+    expect(splitter.split('Dr. Smith went to Washington. He arrived on Monday.')).toHaveLength(2);
+    const score = RougeLsum({ output: 'Dr. Smith went to Washington.', expected: ['Dr. Smith went to Washington. He arrived.'] });
+    expect(score.metadata).toEqual({ sentence_splitter: 'punkt-english (nltk 3.8)' });
+    expect(warn).not.toHaveBeenCalled();
+  });
+
+  it('AMBIQA_PUNKT_DIR points the default at another copy', () => {
+    process.env.AMBIQA_PUNKT_DIR = join(tmpdir(), 'elsewhere-punkt');
+    expect(defaultPunktDir()).toBe(join(tmpdir(), 'elsewhere-punkt'));
   });
 });
 
