@@ -7,7 +7,9 @@ import { configFingerprint, configToYaml, diffConfigs, readResolvedConfig, type 
 import { readJsonl, writeFileAtomic, writeJsonlAtomic } from './jsonl';
 import type { ExampleResult, MetricAggregate, RunMetrics } from './results';
 import { readJson, runFiles, writeJson, type MlflowRecord, type RunState } from './rundir';
-import { configParams, metricsForMlflow, summariseRun, type TrackingFactory } from './runner';
+import { runStarted } from './run-dir';
+import { configParams, guard, metricsForMlflow, type TrackingFactory } from './run-tracking';
+import { summariseRun } from './runner';
 import { parseShard } from './shard';
 
 /**
@@ -117,7 +119,7 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
   const { shard: _shard, ...rest } = first.config;
   const config: ExperimentConfig = { ...rest, name };
   const dir = request.outDir(name);
-  if (existsSync(join(dir, runFiles.config))) {
+  if (runStarted(dir)) {
     throw new AmbiqaError(`merge: ${dir} already exists`, 'pass --name <new-name>');
   }
   mkdirSync(dir, { recursive: true });
@@ -187,12 +189,4 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
     await guard(warn, 'finish the merged run', () => parent.finish(complete ? 'FINISHED' : 'KILLED'));
   }
   return { dir, config, results, metrics, mlflow, missingShards };
-}
-
-async function guard(warn: (m: string) => void, what: string, fn: () => Promise<void>): Promise<void> {
-  try {
-    await fn();
-  } catch (error) {
-    warn(`could not ${what}: ${error instanceof Error ? error.message : String(error)}`);
-  }
 }

@@ -8,7 +8,9 @@ import { applyOverrides } from './overrides';
 import type { ProgressSink } from './progress';
 import type { RunMetrics } from './results';
 import { readJson, runFiles, writeJson, type MlflowRecord, type RunState } from './rundir';
-import { configParams, runExperiment, type RunComponents, type TrackingFactory } from './runner';
+import { runStarted } from './run-dir';
+import { configParams, guard, type TrackingFactory } from './run-tracking';
+import { runExperiment, type RunComponents } from './runner';
 import { redactConfig } from './secrets';
 import { summaryCsv, summaryMarkdown, type SummaryRow } from './summary';
 
@@ -78,15 +80,20 @@ export interface SweepOutcome {
   mlflow: MlflowRecord | null;
 }
 
+/** Refuse (before models load) to write into an existing sweep without `--resume`. */
+export function checkSweepDir(dir: string, resume: boolean): void {
+  if (existsSync(join(dir, 'sweep.yaml')) && !resume) {
+    throw new AmbiqaError(`sweep directory already exists: ${dir}`, 'add --resume to finish it, or --name <new-name> for a new sweep');
+  }
+}
+
 export async function runSweep(request: SweepRequest): Promise<SweepOutcome> {
   const plan = planSweep(request);
   const log = request.log ?? ((l: string) => process.stdout.write(l + '\n'));
   const warn = request.warn ?? ((m: string) => process.stderr.write(`warning: ${m}\n`));
   const resume = request.resume ?? false;
   const sweepFile = join(plan.dir, 'sweep.yaml');
-  if (existsSync(sweepFile) && !resume) {
-    throw new AmbiqaError(`sweep directory already exists: ${plan.dir}`, 'add --resume to finish it, or --name <new-name> for a new sweep');
-  }
+  checkSweepDir(plan.dir, resume);
   mkdirSync(join(plan.dir, 'runs'), { recursive: true });
   writeFileSync(sweepFile, configToYaml(redactConfig(plan.base), `sweep ${plan.name}: ${plan.points.length} points`));
   log(`sweep ${plan.name}: ${plan.points.length} runs over ${plan.axes.map((a) => `${a.key} ∈ ${JSON.stringify(a.values)}`).join(' × ')}`);
@@ -148,7 +155,7 @@ export async function runSweep(request: SweepRequest): Promise<SweepOutcome> {
       const outcome = await runExperiment({
         config,
         runDir,
-        resume: resume && existsSync(join(runDir, runFiles.config)),
+        resume: resume && runStarted(runDir),
         components,
         tracking: request.tracking ?? null,
         ...(parent ? { parentRunId: parent.runId } : {}),
@@ -193,12 +200,4 @@ export async function runSweep(request: SweepRequest): Promise<SweepOutcome> {
     await guard(warn, 'finish the sweep run', () => parent!.finish(status));
   }
   return { status, dir: plan.dir, rows, summary: markdown, mlflow };
-}
-
-async function guard(warn: (m: string) => void, what: string, fn: () => Promise<void>): Promise<void> {
-  try {
-    await fn();
-  } catch (error) {
-    warn(`could not ${what}: ${error instanceof Error ? error.message : String(error)}`);
-  }
 }

@@ -8,7 +8,7 @@ import { createComposer } from '../../experiments/compose';
 import { applyOverrides, parseOverride } from '../../experiments/overrides';
 import { ProgressBar } from '../../experiments/progress';
 import { sweepsDir } from '../../experiments/rundir';
-import { planSweep, runSweep } from '../../experiments/sweep';
+import { checkSweepDir, planSweep, runSweep } from '../../experiments/sweep';
 
 export const summary = 'run a config over the grid in its sweep: section (nested MLflow runs, shared LLM cache, summary table)';
 
@@ -87,9 +87,7 @@ export async function run(argv: string[]): Promise<number> {
       for (const p of plan.points) console.log(`  ${p.point.label}`);
       return 0;
     }
-    if (existsSync(join(plan.dir, 'sweep.yaml')) && !values.resume) {
-      throw new AmbiqaError(`sweep directory already exists: ${plan.dir}`, 'add --resume to finish it, or --name <new-name> for a new sweep');
-    }
+    checkSweepDir(plan.dir, values.resume ?? false);
     const interrupt = interruptSignal();
     try {
       const outcome = await runSweep({

@@ -1,0 +1,179 @@
+import type { Example } from '../datasets/types';
+import type { Pipeline, PipelineContext, PipelineOutput } from '../pipelines/types';
+import type { Trace, TraceSummary } from '../trace/types';
+import { JsonlAppender, readJsonl, writeJsonlAtomic } from './jsonl';
+import type { ProgressSink, ProgressState } from './progress';
+import type { ExampleResult, MetricAggregate } from './results';
+import type { IndexedExample } from './run-state';
+import { countingModel, emptyLiveUsage, type LiveUsage } from './usage';
+
+/** What a run is made of; built from a config by `compose.ts`, or by hand in tests. */
+export interface RunComponents {
+  /** The run's whole selection (sampling and limit applied, not the shard), in evaluation order. */
+  examples: Example[];
+  pipeline: Pipeline;
+  /** Shared by all examples. The runner wraps `llm` to count usage and to honour its signal. */
+  context: PipelineContext;
+  score(example: Example, output: { output: string; answer?: string; trace?: Trace }): Promise<Record<string, number>> | Record<string, number>;
+  aggregate(results: ExampleResult[]): Record<string, MetricAggregate>;
+}
+
+export interface AnswerRequest {
+  components: RunComponents;
+  todo: IndexedExample[];
+  /** Examples of this shard (for the progress total). */
+  total: number;
+  /** Finished in earlier sessions. */
+  resumedCount: number;
+  concurrency: number;
+  /** Stop after this many errors in a row with no success in this session. */
+  maxConsecutiveErrors: number;
+  resultsPath: string;
+  tracesPath: string;
+  progress: ProgressSink;
+  signal?: AbortSignal;
+  /** Called after each example's result line is written. */
+  onAnswered(result: ExampleResult, done: number): void;
+}
+
+export interface AnswerOutcome {
+  /** The run's own signal fired (Ctrl-C, a kernel interrupt, or too many errors). */
+  interrupted: boolean;
+  /** Set when the session gave up after a run of errors. */
+  fatal?: string;
+  answeredNow: number;
+  progress: ProgressState;
+  live: LiveUsage;
+}
+
+/**
+ * Answers `todo` with a pool of `concurrency` workers. Each finished example's trace and then its
+ * result are appended (fsynced) to the run files, so a result line marks an example done. An
+ * interrupt abandons examples in flight: they are not written and are answered on resume.
+ */
+export async function answerExamples(request: AnswerRequest): Promise<AnswerOutcome> {
+  const { components, todo, progress } = request;
+  const live = emptyLiveUsage();
+  const abort = new AbortController();
+  const onOuterAbort = () => abort.abort(request.signal?.reason);
+  if (request.signal?.aborted) abort.abort(request.signal.reason);
+  request.signal?.addEventListener('abort', onOuterAbort, { once: true });
+  const llm = countingModel(components.context.llm, live, abort.signal);
+  const context: PipelineContext = { ...components.context, llm, signal: abort.signal };
+
+  const resultsOut = new JsonlAppender(request.resultsPath);
+  const tracesOut = new JsonlAppender(request.tracesPath);
+  const state: ProgressState = {
+    done: request.resumedCount,
+    total: request.total,
+    resumed: request.resumedCount,
+    errors: 0,
+    llmCalls: 0,
+    promptTokens: 0,
+    completionTokens: 0,
+    cacheHits: 0,
+  };
+  const syncProgress = () => {
+    state.llmCalls = live.llmCalls;
+    state.promptTokens = live.promptTokens;
+    state.completionTokens = live.completionTokens;
+    state.cacheHits = live.cacheHits;
+  };
+  const ticker = setInterval(() => {
+    syncProgress();
+    progress.update(state);
+  }, 1000);
+  ticker.unref();
+  progress.update(state);
+
+  let consecutiveErrors = 0;
+  let successesNow = 0;
+  let answeredNow = 0;
+  let fatal: string | undefined;
+  let next = 0;
+
+  const answerOne = async ({ example, index }: IndexedExample): Promise<void> => {
+    let out: PipelineOutput;
+    try {
+      out = await components.pipeline.answer(example, context);
+    } catch (error) {
+      if (abort.signal.aborted) return; // abandoned by Ctrl-C: not done, answered again on resume
+      const message = error instanceof Error ? error.message : String(error);
+      const metrics = await components.score(example, { output: '' });
+      resultsOut.append(failedResult(example, index, metrics, message));
+      state.errors += 1;
+      consecutiveErrors += 1;
+      if (successesNow === 0 && consecutiveErrors >= request.maxConsecutiveErrors) {
+        fatal = `${consecutiveErrors} examples failed in a row and none succeeded; last error: ${message}`;
+        abort.abort(new Error(fatal));
+      }
+      return;
+    }
+    const metrics = await components.score(example, out);
+    const result: ExampleResult = {
+      id: example.id,
+      index,
+      question: example.question,
+      output: out.output,
+      ...(out.answer !== undefined ? { answer: out.answer } : {}),
+      metrics,
+      usage: out.trace.summary,
+    };
+    // The trace goes first: a result line is the mark that an example is done.
+    tracesOut.append(out.trace);
+    resultsOut.append(result);
+    consecutiveErrors = 0;
+    successesNow += 1;
+    answeredNow += 1;
+    state.done += 1;
+    request.onAnswered(result, state.done);
+    syncProgress();
+    progress.update(state);
+  };
+
+  const worker = async () => {
+    while (!abort.signal.aborted && next < todo.length) {
+      const item = todo[next++];
+      await answerOne(item);
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.min(request.concurrency, Math.max(1, todo.length)) }, worker));
+  } finally {
+    clearInterval(ticker);
+    request.signal?.removeEventListener('abort', onOuterAbort);
+    resultsOut.close();
+    tracesOut.close();
+  }
+  syncProgress();
+  return { interrupted: abort.signal.aborted, ...(fatal ? { fatal } : {}), answeredNow, progress: state, live };
+}
+
+function failedResult(example: Example, index: number, metrics: Record<string, number>, error: string): ExampleResult {
+  return { id: example.id, index, question: example.question, output: '', metrics, usage: emptySummary(), error };
+}
+
+function emptySummary(): TraceSummary {
+  return { llmCalls: 0, promptTokens: 0, completionTokens: 0, cacheHits: 0, seconds: 0, retrievals: 0, parseFailures: 0 };
+}
+
+/**
+ * The latest result of each selected example, in evaluation order. With `rewrite`, both files are
+ * rewritten in that order, one line per example, so that an interrupted and resumed run leaves
+ * the same files as an uninterrupted one.
+ */
+export function collectResults(selection: IndexedExample[], resultsPath: string, tracesPath: string, rewrite: boolean): ExampleResult[] {
+  const latest = new Map<string, ExampleResult>();
+  for (const r of readJsonl<ExampleResult>(resultsPath)) latest.set(r.id, r);
+  const ordered = selection.map((x) => latest.get(x.example.id)).filter((r): r is ExampleResult => r !== undefined);
+  if (rewrite) {
+    writeJsonlAtomic(resultsPath, ordered);
+    const traces = new Map<string, Trace>();
+    for (const t of readJsonl<Trace>(tracesPath)) traces.set(t.questionId, t);
+    writeJsonlAtomic(
+      tracesPath,
+      ordered.map((r) => traces.get(r.id)).filter((t): t is Trace => t !== undefined),
+    );
+  }
+  return ordered;
+}

@@ -1,0 +1,105 @@
+import type { Example } from '../datasets/types';
+import { AmbiqaError } from '../errors';
+import type { ExperimentConfig } from './config';
+import { readJsonl } from './jsonl';
+import type { ExampleResult } from './results';
+import { readJson, writeJson, type RunState } from './rundir';
+import { parseShard, selectShard } from './shard';
+
+export interface IndexedExample {
+  example: Example;
+  /** Position in the run's unsharded selection; results and merged shards are ordered by it. */
+  index: number;
+}
+
+/** What this session must answer, given the shard and what earlier sessions finished. */
+export interface WorkPlan {
+  /** This shard's examples in evaluation order. */
+  selection: IndexedExample[];
+  /** Examples finished without error in earlier sessions, by id (kept as they are). */
+  finished: Map<string, ExampleResult>;
+  /** Examples to answer now (failed ones are tried again). */
+  todo: IndexedExample[];
+  resumedCount: number;
+}
+
+export function planWork(config: ExperimentConfig, examples: Example[], resultsPath: string): WorkPlan {
+  const shard = config.shard ? parseShard(config.shard) : undefined;
+  const indexed = examples.map((example, index) => ({ example, index }));
+  const ids = new Set<string>();
+  for (const { example } of indexed) {
+    if (ids.has(example.id)) throw new AmbiqaError(`dataset ${config.dataset.path}: duplicate example id ${example.id}`);
+    ids.add(example.id);
+  }
+  const selection = selectShard(
+    indexed.map((x) => ({ ...x, id: x.example.id })),
+    shard,
+  );
+  const previous = new Map<string, ExampleResult>();
+  for (const r of readJsonl<ExampleResult>(resultsPath)) previous.set(r.id, r);
+  // Failed examples are tried again on resume; finished ones are kept as they are.
+  const finished = new Map([...previous].filter(([id, r]) => r.error === undefined && ids.has(id)));
+  const todo = selection.filter((x) => !finished.has(x.example.id));
+  return { selection, finished, todo, resumedCount: selection.length - todo.length };
+}
+
+/**
+ * `run.json`: status, done/total and the wall time summed over every session. After a SIGKILL it
+ * is as fresh as the last checkpoint, so checkpoints at most once a second are plenty (an fsync
+ * per example would cost more than it tells).
+ */
+export class RunStateFile {
+  readonly state: RunState;
+  private readonly baseWall: number;
+  private readonly sessionStart = performance.now();
+  private lastCheckpoint = 0;
+
+  constructor(
+    private readonly path: string,
+    total: number,
+    done: number,
+  ) {
+    const prior = readJson<RunState>(path);
+    this.state = {
+      status: 'RUNNING',
+      wallSeconds: prior?.wallSeconds ?? 0,
+      sessions: (prior?.sessions ?? 0) + 1,
+      startedAt: prior?.startedAt ?? new Date().toISOString(),
+      updatedAt: new Date().toISOString(),
+      total,
+      done,
+    };
+    this.baseWall = this.state.wallSeconds;
+    this.checkpoint();
+  }
+
+  /** Writes the current wall time; `force: false` skips it when the last one is under a second old. */
+  checkpoint(force = true): void {
+    const now = performance.now();
+    if (!force && now - this.lastCheckpoint < 1000) return;
+    this.lastCheckpoint = now;
+    this.state.wallSeconds = this.baseWall + (now - this.sessionStart) / 1000;
+    this.state.updatedAt = new Date().toISOString();
+    this.write();
+  }
+
+  /** Records the session's end (wall time included). */
+  end(status: RunState['status'], done: number, error?: string): void {
+    this.checkpoint();
+    this.state.status = status;
+    this.state.done = done;
+    if (error !== undefined) this.state.error = error;
+    this.write();
+  }
+
+  /** An unexpected failure: keeps the counts, records the error. */
+  fail(error: string): void {
+    this.state.status = 'FAILED';
+    this.state.error = error;
+    this.write();
+  }
+
+  private write(): void {
+    writeJson(this.path, this.state);
+  }
+}

@@ -1,0 +1,121 @@
+import { existsSync } from 'node:fs';
+import { flattenParams, redactSecrets } from '../tracking/redact';
+import type { ParamValue, RunTracker, Tracking } from '../tracking/types';
+import type { ExperimentConfig } from './config';
+import type { RunMetrics } from './results';
+import { readJson, writeJson, type MlflowRecord } from './rundir';
+
+/** Opens the tracking backend for a run dir (live MLflow, or an on-disk buffer when it is down). */
+export type TrackingFactory = (runDir: string) => Promise<Tracking>;
+
+/** MLflow trouble must never cost a finished run its results: warn and go on. */
+export async function guard(warn: (m: string) => void, what: string, fn: () => Promise<void>): Promise<void> {
+  try {
+    await fn();
+  } catch (error) {
+    warn(`could not ${what}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+export interface RunTrackingRequest {
+  config: ExperimentConfig;
+  /** The config with secrets removed (its params are logged). */
+  redacted: ExperimentConfig;
+  runDir: string;
+  /** Where the run's MLflow ids are kept (`mlflow.json`). */
+  recordPath: string;
+  resume: boolean;
+  /** 1 for a fresh run; more for a resumed one (tagged). */
+  session: number;
+  factory: TrackingFactory | null | undefined;
+  parentRunId?: string;
+  tags?: Record<string, string>;
+  warn: (m: string) => void;
+}
+
+/**
+ * The MLflow side of one run session: start (or re-open, on resume) the run and log its params;
+ * at the end log metrics, upload the run files and set the final status. `record` is what
+ * `mlflow.json` holds (from an earlier session when tracking is off now).
+ */
+export class RunTrackingSession {
+  private constructor(
+    readonly record: MlflowRecord | null,
+    private readonly tracker: RunTracker | null,
+    private readonly warn: (m: string) => void,
+  ) {}
+
+  static async start(request: RunTrackingRequest): Promise<RunTrackingSession> {
+    const { config, warn } = request;
+    const saved = readJson<MlflowRecord>(request.recordPath);
+    if (!request.factory || !config.tracking.enabled) return new RunTrackingSession(saved, null, warn);
+    const tracking = await request.factory(request.runDir);
+    const resumeRunId = request.resume && saved?.runId ? saved.runId : undefined;
+    const tracker = await tracking.startRun({
+      experimentName: config.tracking.experiment,
+      runName: config.name,
+      ...(request.parentRunId ? { parentRunId: request.parentRunId } : {}),
+      ...(resumeRunId ? { resumeRunId } : {}),
+      tags: {
+        ...config.tracking.tags,
+        ...request.tags,
+        'ambiqa.pipeline': config.pipeline.name,
+        'ambiqa.dataset': config.dataset.name,
+        'ambiqa.run_dir': request.runDir,
+        ...(config.shard ? { 'ambiqa.shard': config.shard } : {}),
+        ...(request.session > 1 ? { 'ambiqa.sessions': String(request.session) } : {}),
+      },
+    });
+    const record: MlflowRecord = {
+      experimentName: config.tracking.experiment,
+      experimentId: tracker.experimentId,
+      runId: tracker.runId,
+      runName: config.name,
+      ...(request.parentRunId ? { parentRunId: request.parentRunId } : {}),
+      runUrl: tracking.runUrl(tracker.experimentId, tracker.runId),
+    };
+    writeJson(request.recordPath, record);
+    await guard(warn, 'log params to MLflow', () => tracker.logParams(configParams(request.redacted)));
+    return new RunTrackingSession(record, tracker, warn);
+  }
+
+  /** Logs the run's metrics, uploads the files that exist and sets the final status. */
+  async finish(metrics: RunMetrics, files: string[], status: 'FINISHED' | 'KILLED' | 'FAILED'): Promise<void> {
+    const tracker = this.tracker;
+    if (!tracker) return;
+    await guard(this.warn, 'log metrics to MLflow', () => tracker.logMetrics(metricsForMlflow(metrics)));
+    for (const file of files) {
+      if (existsSync(file)) await guard(this.warn, `upload ${file} to MLflow`, () => tracker.logArtifact(file));
+    }
+    await guard(this.warn, 'finish the MLflow run', () => tracker.finish(status));
+  }
+
+  /** An unexpected failure: the MLflow run must not stay RUNNING forever. */
+  async fail(): Promise<void> {
+    const tracker = this.tracker;
+    if (tracker) await guard(this.warn, 'mark the MLflow run FAILED', () => tracker.finish('FAILED'));
+  }
+}
+
+/** `metrics.json` as MLflow metrics: `<name>`, `<name>_ci_low`, `<name>_ci_high`, usage totals. */
+export function metricsForMlflow(m: RunMetrics): Record<string, number> {
+  const out: Record<string, number> = { n: m.n };
+  for (const [name, a] of Object.entries(m.metrics)) {
+    out[name] = a.mean;
+    out[`${name}_ci_low`] = a.ciLow;
+    out[`${name}_ci_high`] = a.ciHigh;
+  }
+  for (const [k, v] of Object.entries(m.usage)) out[k] = v;
+  if (m.errors !== undefined) out.errors = m.errors;
+  return out;
+}
+
+/**
+ * The config as MLflow params: flattened dotted keys, secrets already removed. `concurrency`
+ * and `tracking.*` are left out because a resumed run may change them and MLflow params are
+ * immutable; they do not change results.
+ */
+export function configParams(config: ExperimentConfig): Record<string, ParamValue> {
+  const { concurrency: _c, tracking: _t, sweep: _s, description: _d, ...rest } = config;
+  return redactSecrets(flattenParams(rest));
+}
