@@ -1,8 +1,5 @@
 import type { DatasetName, Example } from '../datasets/types';
-import type { LanguageModel } from '../llm/types';
-import { AmbiqaError } from '../errors';
 import { aggregate, defaultMetrics as metricDefaults, metricNames as allMetricNames, metricsFor, scoreExample, type DisambigReader, type ScoreOptions } from '../metrics/index';
-import { LlmSpanReader } from '../metrics/disambig-f1';
 import { defaultSentenceSplitter, type SentenceSplitter } from '../metrics/sentences';
 import { createPipeline as createRegisteredPipeline, pipelineNames as registeredPipelineNames, pipelineOptionsSchema as registeredOptionsSchema } from '../pipelines/registry';
 import type { Pipeline } from '../pipelines/types';
@@ -32,40 +29,39 @@ export const allowedMetrics = (dataset: DatasetName): string[] => metricsFor(dat
 /** Metrics that need a reading-comprehension model (config `reader:`). */
 export const readerMetrics: ReadonlySet<string> = new Set(['d_f1', 'dr']);
 
-/** `reader: llm` (the run's model) or `reader: qa-onnx:<folder>` (an extractive QA model). */
-export async function createReader(spec: string, llm: LanguageModel): Promise<DisambigReader> {
-  if (spec === 'llm') return new LlmSpanReader(llm);
-  if (spec.startsWith('qa-onnx:') && spec.length > 'qa-onnx:'.length) {
-    const { OnnxQaReader } = await import('../metrics/qa-onnx-reader');
-    return new OnnxQaReader(spec.slice('qa-onnx:'.length));
-  }
-  throw new AmbiqaError(`reader: ${JSON.stringify(spec)} is not a reader`, 'use `llm` or `qa-onnx:<folder>`');
-}
-
 /** Majority votes / n, for the accuracy–coverage AUC, from the trace of a self-consistency method. */
 function consistencyOf(decisions: MethodDecisions | undefined): number | undefined {
   if (decisions && (decisions.kind === 'verify-edit' || decisions.kind === 'cot-sc')) return decisions.consistency;
   return undefined;
 }
 
-export function createScorer(
-  dataset: DatasetName,
-  names: string[],
-  options: { reader?: DisambigReader } = {},
-): (example: Example, output: { output: string; answer?: string; trace?: Trace }) => Promise<Record<string, number>> {
-  let splitter: SentenceSplitter | undefined;
-  return async (example, out) => {
-    splitter ??= defaultSentenceSplitter();
-    const consistency = consistencyOf(out.trace?.decisions);
-    const scoreOptions: ScoreOptions = { splitter, ...(options.reader ? { reader: options.reader } : {}) };
-    const scored = await scoreExample(
-      dataset,
-      example,
-      { output: out.output, ...(out.answer !== undefined ? { answer: out.answer } : {}), ...(consistency !== undefined ? { consistency } : {}) },
-      names,
-      scoreOptions,
-    );
-    return scored.metrics;
+export interface RunScorer {
+  score(example: Example, output: { output: string; answer?: string; trace?: Trace }): Promise<Record<string, number>>;
+  /** `metric.reader` and `metric.sentence_splitter` where the metrics use them (MLflow params). */
+  settings: Record<string, string>;
+}
+
+export function createScorer(dataset: DatasetName, names: string[], options: { reader?: DisambigReader; splitter?: SentenceSplitter } = {}): RunScorer {
+  const usesSplitter = names.includes('rougeLsum') || names.includes('dr');
+  const usesReader = names.some((n) => readerMetrics.has(n));
+  const splitter = usesSplitter ? (options.splitter ?? defaultSentenceSplitter()) : undefined;
+  const settings: Record<string, string> = {};
+  if (usesReader && options.reader) settings['metric.reader'] = options.reader.name;
+  if (splitter) settings['metric.sentence_splitter'] = splitter.name;
+  return {
+    settings,
+    async score(example, out) {
+      const consistency = consistencyOf(out.trace?.decisions);
+      const scoreOptions: ScoreOptions = { ...(splitter ? { splitter } : {}), ...(options.reader ? { reader: options.reader } : {}) };
+      const scored = await scoreExample(
+        dataset,
+        example,
+        { output: out.output, ...(out.answer !== undefined ? { answer: out.answer } : {}), ...(consistency !== undefined ? { consistency } : {}) },
+        names,
+        scoreOptions,
+      );
+      return scored.metrics;
+    },
   };
 }
 

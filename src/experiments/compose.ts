@@ -17,7 +17,6 @@ import {
   aggregateResults,
   allowedMetrics,
   createPipeline,
-  createReader,
   createScorer,
   defaultMetrics,
   metricNames,
@@ -30,6 +29,7 @@ import { scriptedLlmSchema, type ConfigRegistry, type ExperimentConfig } from '.
 import { collectProvenance, provenanceTags, type Provenance } from './provenance';
 import type { ExampleResult, MetricAggregate } from './results';
 import type { RunComponents, TrackingFactory } from './runner';
+import { checkReaderSpec, createReader, defaultReaderSpec, parseReaderSpec, type ReaderHandle } from './reader';
 import { createScriptedLanguageModel } from './scripted-llm';
 
 /**
@@ -58,6 +58,8 @@ export const registry: ConfigRegistry = {
   metricNames,
   metricsFor: allowedMetrics,
   readerMetrics,
+  defaultReader: defaultReaderSpec,
+  checkReader: (spec, checkFiles) => checkReaderSpec(spec, checkFiles),
   defaultMetrics,
   requiresRetriever: (name) => retrievalPipelines.has(name as never),
 };
@@ -69,6 +71,7 @@ export function createComposer(options: { notify?: (message: string) => void } =
   const corpora = new Map<string, Corpus>();
   const retrievers = new Map<string, Promise<Retriever>>();
   const demoSelectors = new Map<string, DemoSelector>();
+  const readers = new Map<string, Promise<ReaderHandle>>();
   let embedder: Embedder | undefined;
   let provenance: Provenance | undefined;
 
@@ -164,12 +167,26 @@ export function createComposer(options: { notify?: (message: string) => void } =
         context.demos = selector;
       }
 
+      // The D-F1 reader: one per spec for the whole composer (a sweep scores every point with the
+      // same reader), never the run's own LLM client.
+      const wantsReader = config.metrics.some((m) => readerMetrics.has(m));
+      let reader: ReaderHandle | undefined;
+      if (wantsReader && config.reader) {
+        let handle = readers.get(config.reader);
+        if (!handle) {
+          handle = createReader(parseReaderSpec(config.reader));
+          readers.set(config.reader, handle);
+        }
+        reader = await handle;
+      }
+      const scorer = createScorer(name, config.metrics, reader ? { reader: reader.reader } : {});
       return {
         examples,
         pipeline: createPipeline(config.pipeline.name, options),
         context,
-        score: createScorer(name, config.metrics, config.reader ? { reader: await createReader(config.reader, context.llm) } : {}),
+        score: (example, out) => scorer.score(example, out),
         aggregate: aggregateResults,
+        settings: scorer.settings,
       };
     },
 
@@ -199,6 +216,14 @@ export function createComposer(options: { notify?: (message: string) => void } =
         }
       }
       llms.clear();
+      for (const reader of readers.values()) {
+        try {
+          await (await reader).close();
+        } catch {
+          /* a reader that failed to build has nothing to close */
+        }
+      }
+      readers.clear();
       await stopLocalServer();
     },
   };

@@ -49,6 +49,10 @@ export interface ConfigRegistry {
   metricsFor?(dataset: DatasetName): readonly string[];
   /** Metrics that need `reader:` (D-F1 and DR). */
   readerMetrics?: ReadonlySet<string>;
+  /** The reader used when `reader:` is absent, for a run on this LLM provider. */
+  defaultReader?(llmProvider: unknown): string;
+  /** Checks a reader spec without loading it (files too, with `checkFiles`); returns the problem, or undefined. */
+  checkReader?(spec: string, checkFiles: boolean): string | undefined;
   /** Metrics computed when the config names none. */
   defaultMetrics(dataset: DatasetName): string[];
   /** Pipelines that cannot run without `retriever:`. */
@@ -117,7 +121,10 @@ export const experimentFileSchema = z.strictObject({
   retriever: z.preprocess(typeShorthand, z.record(z.string(), z.unknown())).optional(),
   reranker: z.preprocess(typeShorthand, z.record(z.string(), z.unknown())).optional(),
   metrics: z.array(z.string().min(1)).min(1).optional(),
-  /** D-F1/DR reader: `llm` (the run's model) or `qa-onnx:<folder>` (an extractive QA model). */
+  /**
+   * The D-F1/DR reader, fixed independently of the run's model (src/experiments/reader.ts):
+   * `embedded` (default), `embedded:<file.gguf>`, `openai:<model>`, `qa-onnx:<folder>`, `none`.
+   */
   reader: z.string().min(1).optional(),
   tracking: trackingSchema.default({ experiment: 'ambiqa', enabled: true, tags: {} }),
   /** Examples answered at once. LLM concurrency is the LLM layer's own limit. */
@@ -252,7 +259,10 @@ export function resolveExperimentConfig(
     else problems.push(...formatIssues(r.error.issues, { prefix: ['reranker'], schema: registry.rerankerConfigSchema, input: reranker }));
   }
 
-  const metrics = file.metrics ?? registry.defaultMetrics(file.dataset.name);
+  const readerMetrics = registry.readerMetrics ?? new Set<string>();
+  const readerSpec = file.reader ?? registry.defaultReader?.(file.llm.provider);
+  // `reader: none` turns the reader metrics off where they are only defaults.
+  const metrics = file.metrics ?? registry.defaultMetrics(file.dataset.name).filter((m) => readerSpec !== 'none' || !readerMetrics.has(m));
   const allowedMetrics = registry.metricsFor?.(file.dataset.name) ?? registry.metricNames;
   file.metrics?.forEach((m, i) => {
     if (!allowedMetrics.includes(m)) {
@@ -262,13 +272,14 @@ export function resolveExperimentConfig(
       );
     }
   });
-  const needReader = metrics.filter((m) => registry.readerMetrics?.has(m));
-  if (needReader.length > 0 && file.reader === undefined) {
-    problems.push(`reader: metrics ${needReader.join(', ')} need a reader (\`reader: llm\` or \`reader: qa-onnx:<folder>\`)`);
+  const needReader = metrics.filter((m) => readerMetrics.has(m));
+  if (needReader.length > 0 && (readerSpec === undefined || readerSpec === 'none')) {
+    problems.push(`reader: metrics ${needReader.join(', ')} need a reader${readerSpec === 'none' ? ', but reader is none' : ''} (e.g. \`reader: embedded\` or \`reader: qa-onnx:<folder>\`)`);
+  } else if (readerSpec !== undefined && (file.reader !== undefined || needReader.length > 0)) {
+    const problem = registry.checkReader?.(readerSpec, options.checkFiles !== false);
+    if (problem) problems.push(problem);
   }
-  if (file.reader !== undefined && file.reader !== 'llm' && !/^qa-onnx:.+/.test(file.reader)) {
-    problems.push(`reader: must be \`llm\` or \`qa-onnx:<folder>\` (got ${JSON.stringify(file.reader)})`);
-  }
+  const reader = needReader.length > 0 ? readerSpec : file.reader;
 
   let shard: Shard | undefined;
   if (file.shard !== undefined) {
@@ -325,7 +336,7 @@ export function resolveExperimentConfig(
     ...(retriever ? { retriever } : {}),
     ...(reranker ? { reranker } : {}),
     metrics,
-    ...(file.reader !== undefined ? { reader: file.reader } : {}),
+    ...(reader !== undefined ? { reader } : {}),
     tracking: file.tracking,
     concurrency: file.concurrency,
     ...(file.sweep ? { sweep: file.sweep } : {}),

@@ -16,6 +16,12 @@ export interface RunComponents {
   context: PipelineContext;
   score(example: Example, output: { output: string; answer?: string; trace?: Trace }): Promise<Record<string, number>> | Record<string, number>;
   aggregate(results: ExampleResult[]): Record<string, MetricAggregate>;
+  /**
+   * How the numbers were measured, resolved when the parts were built (e.g. `metric.reader`,
+   * `metric.sentence_splitter`): logged as MLflow params beside the config and kept in
+   * `metrics.json` as `settings`, so a report states them.
+   */
+  settings?: Record<string, string>;
 }
 
 export interface AnswerRequest {

@@ -46,4 +46,6 @@ export interface RunMetrics {
   errors?: number;
   /** How the run ended. */
   status?: 'FINISHED' | 'KILLED' | 'FAILED';
+  /** How the metrics were measured (`metric.reader`, `metric.sentence_splitter`), also MLflow params. */
+  settings?: Record<string, string>;
 }

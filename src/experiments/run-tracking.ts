@@ -30,6 +30,8 @@ export interface RunTrackingRequest {
   factory: TrackingFactory | null | undefined;
   parentRunId?: string;
   tags?: Record<string, string>;
+  /** Params beside the config's (the run components' `settings`: metric reader, splitter). */
+  settings?: Record<string, string>;
   warn: (m: string) => void;
 }
 
@@ -75,7 +77,7 @@ export class RunTrackingSession {
       runUrl: tracking.runUrl(tracker.experimentId, tracker.runId),
     };
     writeJson(request.recordPath, record);
-    await guard(warn, 'log params to MLflow', () => tracker.logParams(configParams(request.redacted)));
+    await guard(warn, 'log params to MLflow', () => tracker.logParams({ ...configParams(request.redacted), ...request.settings }));
     return new RunTrackingSession(record, tracker, warn);
   }
 

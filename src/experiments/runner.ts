@@ -76,6 +76,7 @@ export async function runExperiment(request: RunRequest): Promise<RunOutcome> {
     factory: request.tracking,
     ...(request.parentRunId ? { parentRunId: request.parentRunId } : {}),
     ...(request.tags ? { tags: request.tags } : {}),
+    ...(components.settings ? { settings: components.settings } : {}),
     warn,
   });
 
@@ -104,6 +105,7 @@ export async function runExperiment(request: RunRequest): Promise<RunOutcome> {
     runState.end(status, answeredCount, fatal);
 
     const metrics = summariseRun(results, components.aggregate, { wallSeconds: runState.state.wallSeconds, total: plan.selection.length, status });
+    if (components.settings && Object.keys(components.settings).length > 0) metrics.settings = components.settings;
     writeJson(paths.metrics, metrics);
     progress.finish({ ...answered.progress, done: answeredCount }, status === 'FINISHED' ? undefined : status === 'KILLED' ? 'stopped' : fatal);
 

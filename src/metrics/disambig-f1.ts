@@ -64,7 +64,16 @@ export async function DisambigF1(args: { output: string; expected: readonly QaPa
 
 // ------------------------------------------------------------------------ the LLM reader
 
+/**
+ * Version of the reading prompt below (instruction, worked examples, reply parsing). Recorded with
+ * every D-F1 number: change it whenever any of those change, because scores from two prompts are
+ * not comparable.
+ */
+export const READER_PROMPT_VERSION = 'span-v1';
+
 export interface LlmSpanReaderOptions {
+  /** Reported name (default `llm:<provider>/<model>`); readers built from a spec give the full description. */
+  name?: string;
   /** Upper bound on the reply (default 32 tokens: a span, not an essay). */
   maxTokens?: number;
   /** Treat a reply that is not a span of the long answer as "no answer" (default true). */
@@ -128,7 +137,7 @@ export class LlmSpanReader implements DisambigReader {
     private readonly llm: LanguageModel,
     options: LlmSpanReaderOptions = {},
   ) {
-    this.name = `llm:${llm.provider}/${llm.model}`;
+    this.name = options.name ?? `llm:${llm.provider}/${llm.model}`;
     this.maxTokens = options.maxTokens ?? 32;
     this.requireSpan = options.requireSpan ?? true;
   }

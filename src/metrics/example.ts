@@ -41,7 +41,7 @@ const ALLOWED: Record<DatasetName, readonly MetricName[]> = {
 };
 
 const DEFAULTS: Record<DatasetName, readonly MetricName[]> = {
-  asqa: ['str_em', 'str_hit', 'rougeLsum', 'rougeL'],
+  asqa: ['str_em', 'str_hit', 'rougeLsum', 'rougeL', 'd_f1', 'dr'],
   ambignq: ['em', 'f1'],
   situatedqa: ['em', 'f1'],
   'hotpotqa-adversarial': ['em', 'f1'],
@@ -53,7 +53,7 @@ export function metricsFor(dataset: DatasetName): MetricName[] {
   return [...ALLOWED[dataset]];
 }
 
-/** Metrics computed when none are named (D-F1/DR need a reader, so they are opt-in). */
+/** Metrics computed when none are named (ASQA's D-F1 and DR included: they need a reader, see experiments/reader.ts). */
 export function defaultMetrics(dataset: DatasetName): MetricName[] {
   return [...DEFAULTS[dataset]];
 }

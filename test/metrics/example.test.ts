@@ -51,7 +51,7 @@ describe('scoreExample', () => {
     expect(bad.predictedLabel).toBeNull();
   });
   it('checks metric names per dataset', () => {
-    expect(defaultMetrics('asqa')).toEqual(['str_em', 'str_hit', 'rougeLsum', 'rougeL']);
+    expect(defaultMetrics('asqa')).toEqual(['str_em', 'str_hit', 'rougeLsum', 'rougeL', 'd_f1', 'dr']);
     expect(metricsFor('fever')).toEqual(['accuracy', 'auc']);
     expect(() => checkMetrics('fever', ['rougeL'])).toThrow(/"rougeL" is not available for fever/);
   });

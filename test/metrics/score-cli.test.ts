@@ -43,11 +43,14 @@ describe('ambiqa score --dataset asqa', () => {
       { id: 'demo-longest-river', output: 'The Nile, or the Amazon, or the Missouri River.' },
     ]);
     const outPath = join(dir, 'sub', 'scores.json');
-    expect(await run(['--dataset', 'asqa', '--data', asqaMini, '--predictions', preds, '--out', outPath])).toBe(0);
+    // `--reader none` keeps this test off the embedded model: the default metrics less D-F1 and DR
+    // (the default reader is exercised in reader-embedded.test.ts).
+    expect(await run(['--dataset', 'asqa', '--data', asqaMini, '--predictions', preds, '--out', outPath, '--reader', 'none'])).toBe(0);
     const r = JSON.parse(readFileSync(outPath, 'utf8'));
     expect(r.dataset).toBe('asqa');
     expect(r.n).toBe(6);
     expect(Object.keys(r.metrics)).toEqual(['str_em', 'str_hit', 'rougeL', 'rougeLsum']);
+    expect(r.d_f1_reader).toBeUndefined();
     const row = (id: string) => r.per_example.find((p: { id: string }) => p.id === id);
     expect(row('demo-worldcup').dq_hits).toEqual([true, true, false]);
     expect(row('demo-titanic').dq_hits).toEqual([true, false]); // the duplicate line's 1953 is ignored
@@ -63,11 +66,11 @@ describe('ambiqa score --dataset asqa', () => {
     expect(r.issues.duplicate_ids).toEqual([{ id: 'demo-titanic', lines: [2, 3] }]);
     expect(r.issues.missing_ids).toEqual(['demo-eiffel']);
     expect(r.issues.empty_outputs).toEqual(['demo-netherlands']);
-    expect(r.sentence_splitter).toBeTypeOf('string');
+    expect(r.sentence_splitter).toBe('punkt-english (nltk 3.8)');
     expect(err.join('\n')).toMatch(/1 question\(s\) without a prediction, scored as empty outputs/);
     expect(out.join('\n')).toMatch(/str_em/);
     // --strict turns the reported problems into exit code 3.
-    expect(await run(['--dataset', 'asqa', '--data', asqaMini, '--predictions', preds, '--strict'])).toBe(3);
+    expect(await run(['--dataset', 'asqa', '--data', asqaMini, '--predictions', preds, '--strict', '--reader', 'none'])).toBe(3);
   });
 
   it('counts a question without qa_pairs out of STR-EM but still scores its ROUGE', async () => {
@@ -95,9 +98,16 @@ describe('ambiqa score --dataset asqa', () => {
     expect(r.per_example.find((p: { id: string }) => p.id === 'demo-worldcup').reader_spans).toHaveLength(3);
   });
 
-  it('refuses d_f1 without a reader, a dataset file given as predictions, and an empty predictions file', async () => {
+  it('refuses d_f1 without a reader, a reader that cannot be loaded, a dataset file given as predictions, and an empty predictions file', async () => {
     const preds = jsonl('p.jsonl', [{ id: 'demo-worldcup', output: 'x' }]);
-    await expect(run(['--dataset', 'asqa', '--data', asqaMini, '--predictions', preds, '--metrics', 'd_f1'])).rejects.toThrow(/need a reader/);
+    await expect(run(['--dataset', 'asqa', '--data', asqaMini, '--predictions', preds, '--metrics', 'd_f1', '--reader', 'none'])).rejects.toThrow(/--reader none: d_f1 and dr need a reader/);
+    // The reader is fixed independently of the system under test: the old "the run's model" spec is refused.
+    await expect(run(['--dataset', 'asqa', '--data', asqaMini, '--predictions', preds, '--reader', 'llm'])).rejects.toThrow(/--reader: "llm" is no longer a reader/);
+    await expect(run(['--dataset', 'asqa', '--data', asqaMini, '--predictions', preds, '--reader', 'embedded:' + join(dir, 'missing.gguf')])).rejects.toThrow(
+      /--reader: embedded model file not found: .*missing\.gguf/,
+    );
+    await expect(run(['--dataset', 'asqa', '--data', asqaMini, '--predictions', preds, '--reader', 'qa-onnx:' + join(dir, 'no-model')])).rejects.toThrow(/--reader: .*no-model/);
+    await expect(run(['--dataset', 'asqa', '--data', asqaMini, '--predictions', preds, '--reader', 'bogus'])).rejects.toThrow(/--reader: "bogus" is not a reader/);
     await expect(run(['--dataset', 'asqa', '--data', asqaMini, '--predictions', asqaMini])).rejects.toThrow(/looks like a dataset file/);
     const empty = join(dir, 'empty.jsonl');
     writeFileSync(empty, '\n');
@@ -109,7 +119,7 @@ describe('ambiqa score --dataset asqa', () => {
       { id: '-7924170207595297549@2021', answer: '2018' },
       { id: '9188546442463987107@maryland', answer: '10 grams or less' },
     ]);
-    expect(await main(['score', '--dataset', 'asqa', '--data', asqaMini, '--predictions', preds])).toBe(1);
+    expect(await main(['score', '--dataset', 'asqa', '--data', asqaMini, '--predictions', preds, '--reader', 'none'])).toBe(1);
     const message = err.join('\n');
     expect(message).toMatch(/none of the 2 prediction ids occur in .*asqa-mini\.json/);
     expect(message).toMatch(/look like situatedqa ids/);

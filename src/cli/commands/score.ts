@@ -6,7 +6,7 @@ import { datasetNames, defaultDatasetFiles, describeFormat, detectDataset, isDat
 import { readJsonFile, readJsonlFile } from '../../datasets/read';
 import { AmbiqaError } from '../../errors';
 import { aggregate, checkMetrics, defaultMetrics, metricsFor, scoreExample, type Prediction } from '../../metrics';
-import type { DisambigReader } from '../../metrics/disambig-f1';
+import { createReader, parseReaderSpec, READER_SPEC_HELP } from '../../experiments/reader';
 import { defaultSentenceSplitter } from '../../metrics/sentences';
 
 export const summary = "score a predictions file with the papers' metrics (STR-EM, ROUGE-L(sum), D-F1, DR, EM/F1, accuracy)";
@@ -24,19 +24,21 @@ Scores another system's (or an ambiqa run's) outputs with the papers' metrics.
                           (an ambiqa results.jsonl works as is). Optional "consistency" in [0, 1]
                           for the auc metric.
   --out <file.json>       write {"dataset", "n", "metrics", "per_example", ...} here
-  --metrics <a,b,...>     default by dataset: asqa str_em,str_hit,rougeLsum,rougeL;
+  --metrics <a,b,...>     default by dataset: asqa str_em,str_hit,rougeLsum,rougeL,d_f1,dr;
                           ambignq/situatedqa/hotpotqa-adversarial em,f1; fever accuracy.
-                          Also: asqa d_f1,dr (need --reader); em/f1/accuracy datasets auc.
-  --reader <reader>       the D-F1 reader (only read when d_f1 or dr is asked for):
+                          Also: em/f1/accuracy datasets auc.
+  --reader <reader>       the D-F1 reader (read when d_f1 or dr is computed), fixed independently
+                          of the system that wrote the predictions:
+                            embedded           (default) the model of \`ambiqa setup\` copies the
+                                               answering span with a fixed prompt, greedy (one
+                                               call per disambiguated question)
+                            embedded:<f.gguf>  another GGUF model, same prompt
+                            openai:<model>     an OpenAI-compatible API (OPENAI_BASE_URL,
+                                               OPENAI_API_KEY), same prompt
                             qa-onnx:<folder>   an extractive QA model in ONNX (config.json,
                                                tokenizer.json, onnx/model.onnx), e.g. a SQuAD 2.0
                                                RoBERTa exported with Optimum — ASQA's kind of reader
-                            llm                the embedded model copies the answering span; slow
-                                               (one call per disambiguated question)
-                            llm:openai         an OpenAI-compatible API (OPENAI_BASE_URL,
-                                               OPENAI_MODEL, OPENAI_API_KEY, or the options below)
-  --llm-model <name>      llm readers: model name (API) or .gguf file (embedded)
-  --llm-base-url <url>    llm:openai: the API root, e.g. http://127.0.0.1:8080/v1
+                            none               no reader: d_f1 and dr leave the default metrics
   --resamples <n>         bootstrap resamples for the 95% CIs (default 1000)
   --seed <n>              bootstrap seed (default 0)
   --strict                exit with code 3 when any input problem was found
@@ -131,43 +133,6 @@ function guessDatasetFromIds(ids: string[]): string | null {
   return null;
 }
 
-function parseReaderOption(value: string | undefined): { kind: 'onnx'; dir: string } | { kind: 'llm'; provider: 'embedded' | 'openai-compatible' } {
-  if (!value) throw new AmbiqaError('d_f1 and dr need a reader (--reader)', 'use --reader qa-onnx:<folder> (an extractive QA model) or --reader llm (the embedded model; slow)');
-  if (value.startsWith('qa-onnx:')) {
-    const dir = value.slice('qa-onnx:'.length);
-    if (!dir) throw new AmbiqaError('--reader qa-onnx: needs a folder', 'e.g. --reader qa-onnx:models/roberta-base-squad2');
-    return { kind: 'onnx', dir: resolve(dir) };
-  }
-  if (value === 'llm' || value === 'llm:embedded') return { kind: 'llm', provider: 'embedded' };
-  if (value === 'llm:openai' || value === 'llm:openai-compatible') return { kind: 'llm', provider: 'openai-compatible' };
-  throw new AmbiqaError(`--reader ${value}: unknown reader`, 'use qa-onnx:<folder>, llm or llm:openai');
-}
-
-async function makeReader(
-  option: ReturnType<typeof parseReaderOption>,
-  llmModel: string | undefined,
-  llmBaseUrl: string | undefined,
-): Promise<{ reader: DisambigReader; close: () => Promise<void> }> {
-  if (option.kind === 'onnx') {
-    const { OnnxQaReader } = await import('../../metrics/qa-onnx-reader');
-    const reader = new OnnxQaReader(option.dir);
-    return { reader, close: () => reader.dispose() };
-  }
-  const llm = await import('../../llm');
-  const { LlmSpanReader } = await import('../../metrics/disambig-f1');
-  const model = await llm.createLanguageModel({
-    provider: option.provider,
-    ...(llmModel ? { model: llmModel } : {}),
-    ...(llmBaseUrl ? { baseUrl: llmBaseUrl } : {}),
-  });
-  return {
-    reader: new LlmSpanReader(model),
-    close: async () => {
-      if (option.provider === 'embedded') await llm.unloadEmbeddedModels();
-    },
-  };
-}
-
 function positiveInt(value: string | undefined, option: string, fallback: number): number {
   if (value === undefined) return fallback;
   const n = Number(value);
@@ -188,8 +153,6 @@ export async function run(argv: string[]): Promise<number> {
       out: { type: 'string' },
       metrics: { type: 'string' },
       reader: { type: 'string' },
-      'llm-model': { type: 'string' },
-      'llm-base-url': { type: 'string' },
       resamples: { type: 'string' },
       seed: { type: 'string' },
       strict: { type: 'boolean', default: false },
@@ -206,10 +169,17 @@ export async function run(argv: string[]): Promise<number> {
   if (!isDatasetName(values.dataset)) throw new AmbiqaError(`--dataset ${values.dataset}: unknown dataset`, `one of: ${datasetNames.join(', ')}`);
   const dataset = values.dataset;
   if (!values.predictions) throw new AmbiqaError('--predictions is required', 'a JSONL file with one {"id", "output"} (asqa) or {"id", "answer"} object per line');
-  const metricNames = checkMetrics(dataset, values.metrics ? values.metrics.split(',').map((m) => m.trim()).filter(Boolean) : defaultMetrics(dataset));
+  const readerSpec = parseReaderSpec(values.reader ?? 'embedded', '--reader');
+  const readerMetrics = ['d_f1', 'dr'];
+  const metricNames = checkMetrics(
+    dataset,
+    values.metrics
+      ? values.metrics.split(',').map((m) => m.trim()).filter(Boolean)
+      : defaultMetrics(dataset).filter((m) => readerSpec.kind !== 'none' || !readerMetrics.includes(m)),
+  );
   if (metricNames.length === 0) throw new AmbiqaError('--metrics is empty', `use some of: ${metricsFor(dataset).join(', ')}`);
-  const needsReader = metricNames.includes('d_f1') || metricNames.includes('dr');
-  const readerOption = needsReader ? parseReaderOption(values.reader) : null;
+  const needsReader = metricNames.some((m) => readerMetrics.includes(m));
+  if (needsReader && readerSpec.kind === 'none') throw new AmbiqaError('--reader none: d_f1 and dr need a reader', `use one of: ${READER_SPEC_HELP}, or leave d_f1 and dr out of --metrics`);
   const bootstrap = { resamples: positiveInt(values.resamples, '--resamples', 1000), seed: positiveInt(values.seed, '--seed', 0) };
 
   const dataPath = resolve(values.data ?? join(dataDir(), defaultDatasetFiles[dataset]));
@@ -238,7 +208,7 @@ export async function run(argv: string[]): Promise<number> {
   }
 
   const splitter = metricNames.includes('rougeLsum') || metricNames.includes('dr') ? defaultSentenceSplitter() : undefined;
-  const readerHandle = readerOption ? await makeReader(readerOption, values['llm-model'], values['llm-base-url']) : null;
+  const readerHandle = needsReader ? await createReader(readerSpec, '--reader') : null;
   const missingIds: string[] = [];
   const emptyIds: string[] = [];
   const noQaPairs: string[] = [];
