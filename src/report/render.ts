@@ -73,7 +73,14 @@ function metricsTable(run: RunData): string {
     const ci = m && m.ciLow !== m.ciHigh ? `[${fmt(m.ciLow)}, ${fmt(m.ciHigh)}]` : '';
     return `<tr><td>${escapeHtml(name)}</td><td class="num">${fmt(m?.mean)}</td><td class="num">${ci}</td><td class="num">${m?.n ?? ''}</td></tr>`;
   });
-  return `<table class="metrics"><thead><tr><th>metric</th><th class="num">mean</th><th class="num">95% CI (bootstrap)</th><th class="num">n</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
+  return `<table class="metrics"><thead><tr><th>metric</th><th class="num">mean</th><th class="num">95% CI (bootstrap)</th><th class="num">n</th></tr></thead><tbody>${rows.join('')}</tbody></table>${settingsNote(run)}`;
+}
+
+/** How the metrics were measured (`metrics.json` settings: the D-F1 reader, the ROUGE-Lsum splitter). */
+function settingsNote(run: RunData): string {
+  const settings = Object.entries(run.metrics?.settings ?? {});
+  if (settings.length === 0) return '';
+  return `<p class="note settings">Measured with: ${settings.map(([k, v]) => `<code>${escapeHtml(k)}</code> = ${escapeHtml(v)}`).join('; ')}</p>`;
 }
 
 function usageTable(run: RunData): string {

@@ -9,6 +9,7 @@ import { loadExperimentConfig } from '../../src/experiments/config';
 import type { RunMetrics } from '../../src/experiments/results';
 import { runExperiment } from '../../src/experiments/runner';
 import { AmbiqaError } from '../../src/errors';
+import { buildReport } from '../../src/report/index';
 import { FakeTracking } from './helpers/fixtures';
 import { writeAsqa, writeYaml } from './helpers/files';
 
@@ -92,6 +93,9 @@ describe('D-F1 and DR by default on ASQA, read by a fixed reader', () => {
     expect(d.metrics.d_f1.mean).toBe(0);
     expect(d.metrics.dr.mean).toBe(0);
     expect(d.settings?.['metric.reader']).toBe('llm-span-reader/span-v1 scripted:none');
+    // The report states how the metrics were measured.
+    const html = buildReport(run).html;
+    expect(html).toContain('Measured with: <code>metric.reader</code> = llm-span-reader/span-v1 scripted:none; <code>metric.sentence_splitter</code> = punkt-english (nltk 3.8)');
   });
 });
 
