@@ -43,8 +43,12 @@ export const llmConfigSchema = z.strictObject({
   contextSize: z.int().min(256).default(DEFAULT_CONTEXT_SIZE),
   /** Calls in flight at once (default: 1 embedded, 4 openai-compatible). */
   maxConcurrency: z.int().min(1).max(256).optional(),
-  /** Retries of transient failures (429, 5xx, timeouts, connection resets). */
-  maxRetries: z.int().min(0).max(20).default(3),
+  /**
+   * A fixed cap on retries per call of transient failures (429, 5xx, timeouts, resets, malformed
+   * replies). Unset (the default): adaptive to the run's failure rate, with a circuit breaker
+   * (docs/llm.md, "Retries").
+   */
+  maxRetries: z.int().min(0).max(100).optional(),
   /** Per-call timeout (default: 600 s embedded, 120 s openai-compatible). */
   timeoutSeconds: z.number().positive().optional(),
   /** The persistent cache: `{mode, path}`; a string is shorthand for `{path}`. */
@@ -117,7 +121,7 @@ export async function createLanguageModel(
     cache,
     limiter: {
       maxConcurrency: c.maxConcurrency,
-      maxRetries: c.maxRetries,
+      ...(c.maxRetries !== undefined ? { maxRetries: c.maxRetries } : {}),
       timeoutMs: c.timeoutSeconds * 1000,
       ...(options.onRetry ? { onRetry: options.onRetry } : {}),
     },
@@ -155,7 +159,7 @@ export function describeLlmConfig(
     out.apiKeySet = Boolean(env[c.apiKeyEnv]);
   }
   out.maxConcurrency = c.maxConcurrency;
-  out.maxRetries = c.maxRetries;
+  out.maxRetries = c.maxRetries ?? 'adaptive';
   out.timeoutSeconds = c.timeoutSeconds;
   out.cacheMode = c.cache.mode;
   if (c.cache.mode !== 'off') out.cachePath = c.cache.path;

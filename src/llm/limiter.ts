@@ -1,15 +1,22 @@
 import { APIConnectionError, APIConnectionTimeoutError, APIUserAbortError } from 'openai';
+import { onAbort, sleep, throwIfAborted } from '../common/abort';
+import { RetryPolicy, parseRetryAfter, withRetries } from '../common/retry';
 import { LlmRequestError, isRetryableKind, type LlmErrorKind } from './errors';
 
 /**
  * The one place that decides concurrency, retries and timeouts for model calls. Every call of
  * `LlmClient` goes through `Limiter.run`; nothing else retries (the openai client's own retries
- * are switched off), so the retry policy can be read and tested here alone.
+ * are switched off). The retrying itself is the project's one retry core (src/common/retry.ts),
+ * shared with the MLflow client; this file adds the concurrency slots and what counts as
+ * retryable for a model call.
  */
 export interface LimiterOptions {
   /** Calls running at once; the rest wait in FIFO order. Default 4. */
   maxConcurrency?: number;
-  /** Retries after the first attempt (so at most maxRetries + 1 attempts). Default 3. */
+  /**
+   * A fixed cap on retries per call. Unset (the default): the adaptive limit of the run's retry
+   * policy (src/common/retry.ts), which keeps retrying while failures look like bad luck.
+   */
   maxRetries?: number;
   /** Per-attempt timeout in milliseconds; 0 or undefined disables it. */
   timeoutMs?: number;
@@ -19,6 +26,10 @@ export interface LimiterOptions {
   maxDelayMs?: number;
   /** A Retry-After longer than this fails the call instead of stalling the run. Default 120 s. */
   maxRetryAfterMs?: number;
+  /** Failed attempts in a row, across all calls, that open the circuit breaker. Default 30; 0 disables. */
+  breakerThreshold?: number;
+  /** How long an open breaker fails calls at once before letting one through. Default maxDelayMs. */
+  breakerCooldownMs?: number;
   /** Called before each retry's wait; for logs and tests. */
   onRetry?: (event: RetryEvent) => void;
   /** Randomness for jitter, replaceable in tests. */
@@ -51,25 +62,31 @@ export class LlmTimeoutError extends LlmRequestError {
 
 export class Limiter {
   readonly maxConcurrency: number;
-  readonly maxRetries: number;
   readonly timeoutMs: number;
-  private readonly baseDelayMs: number;
-  private readonly maxDelayMs: number;
-  private readonly maxRetryAfterMs: number;
-  private readonly random: () => number;
+  /** The run's retry policy: failure rate, adaptive per-call limit, circuit breaker. */
+  readonly policy: RetryPolicy;
   private readonly onRetry?: (event: RetryEvent) => void;
   private active = 0;
   private readonly waiting: Array<() => void> = [];
 
   constructor(options: LimiterOptions = {}) {
     this.maxConcurrency = Math.max(1, Math.floor(options.maxConcurrency ?? 4));
-    this.maxRetries = Math.max(0, Math.floor(options.maxRetries ?? 3));
     this.timeoutMs = options.timeoutMs ?? 0;
-    this.baseDelayMs = options.baseDelayMs ?? 500;
-    this.maxDelayMs = options.maxDelayMs ?? 30_000;
-    this.maxRetryAfterMs = options.maxRetryAfterMs ?? 120_000;
-    this.random = options.random ?? Math.random;
+    this.policy = new RetryPolicy({
+      ...(options.maxRetries !== undefined ? { maxRetries: options.maxRetries } : {}),
+      ...(options.baseDelayMs !== undefined ? { baseDelayMs: options.baseDelayMs } : {}),
+      ...(options.maxDelayMs !== undefined ? { maxDelayMs: options.maxDelayMs } : {}),
+      ...(options.maxRetryAfterMs !== undefined ? { maxRetryAfterMs: options.maxRetryAfterMs } : {}),
+      ...(options.breakerThreshold !== undefined ? { breakerThreshold: options.breakerThreshold } : {}),
+      ...(options.breakerCooldownMs !== undefined ? { breakerCooldownMs: options.breakerCooldownMs } : {}),
+      ...(options.random ? { random: options.random } : {}),
+    });
     if (options.onRetry) this.onRetry = options.onRetry;
+  }
+
+  /** Retries a call may make now (fixed, or adaptive to the run's failure rate). */
+  get maxRetries(): number {
+    return this.policy.retriesAllowed();
   }
 
   /** Calls currently holding a slot / waiting for one. */
@@ -90,35 +107,34 @@ export class Limiter {
     const callerSignal = options.signal;
     await this.acquire(callerSignal);
     try {
-      for (let attempt = 0; ; attempt++) {
-        throwIfAborted(callerSignal);
-        const timeout = this.timeoutMs > 0 ? new AbortController() : null;
-        const timer = timeout ? setTimeout(() => timeout.abort(new LlmTimeoutError(this.timeoutMs)), this.timeoutMs) : null;
-        const { signal, dispose } = anySignal([callerSignal, timeout?.signal]);
-        try {
-          // Race the task against the signal: a task that ignores its signal (a hung socket in
-          // a library that does not listen) must not hang the run.
-          return await raceAbort(task(signal), signal);
-        } catch (error) {
-          if (callerSignal?.aborted) throw callerSignal.reason ?? error;
-          const timedOut = timeout?.signal.aborted ?? false;
-          const c = timedOut ? { kind: 'timeout' as const, retryable: true } : classifyError(error);
-          const failure = timedOut ? new LlmTimeoutError(this.timeoutMs) : error;
-          if (!c.retryable || attempt >= this.maxRetries) throw withAttempts(failure, attempt + 1);
-          const delayMs = this.delayFor(attempt, c);
-          if (delayMs === null) {
-            throw new LlmRequestError(
-              `the server asked to wait ${Math.round(c.retryAfterMs! / 1000)} s (Retry-After) before retrying`,
+      return await withRetries((signal) => task(signal), {
+        policy: this.policy,
+        classify: classifyError,
+        ...(callerSignal ? { signal: callerSignal } : {}),
+        attemptTimeoutMs: this.timeoutMs,
+        timeoutError: () => new LlmTimeoutError(this.timeoutMs),
+        onRetry: ({ attempt, delayMs, error }) => {
+          const c = classifyError(error);
+          this.onRetry?.({ attempt, delayMs, kind: c.kind, ...(c.status ? { status: c.status } : {}), message: messageOf(error) });
+        },
+        giveUp: (error, { attempts, reason, retryAfterMs }) => {
+          if (reason === 'retry-after-too-long') {
+            const c = classifyError(error);
+            return new LlmRequestError(
+              `the server asked to wait ${Math.round(retryAfterMs! / 1000)} s (Retry-After) before retrying`,
               { kind: c.kind, retryable: false, hint: 'lower maxConcurrency, or try again later' },
             );
           }
-          this.onRetry?.({ attempt: attempt + 1, delayMs, kind: c.kind, ...(c.status ? { status: c.status } : {}), message: messageOf(failure) });
-          await sleep(delayMs, callerSignal);
-        } finally {
-          if (timer) clearTimeout(timer);
-          dispose();
-        }
-      }
+          if (reason === 'circuit-open') {
+            const last = error === undefined ? '' : `; last error: ${messageOf(error)}`;
+            return new LlmRequestError(
+              `not calling the model: the last ${this.policy.failureStreak} attempts across the run all failed (circuit breaker open)${last}`,
+              { kind: 'connection', retryable: false, hint: 'check that the endpoint is up, then finish the run with --resume' },
+            );
+          }
+          return withAttempts(error, attempts);
+        },
+      });
     } finally {
       this.release();
     }
@@ -126,14 +142,7 @@ export class Limiter {
 
   /** Exponential backoff with jitter, or the server's Retry-After when it gave one. */
   delayFor(attempt: number, c: Classified): number | null {
-    if (c.retryAfterMs !== undefined) {
-      if (c.retryAfterMs > this.maxRetryAfterMs) return null;
-      return Math.max(0, c.retryAfterMs);
-    }
-    const exp = Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** attempt);
-    // "Equal jitter": half fixed, half random, so retries of many calls spread out but none
-    // comes back immediately.
-    return Math.round(exp / 2 + (this.random() * exp) / 2);
+    return this.policy.delayFor(attempt, c);
   }
 
   private acquire(signal?: AbortSignal): Promise<void> {
@@ -143,17 +152,19 @@ export class Limiter {
       return Promise.resolve();
     }
     return new Promise<void>((resolve, reject) => {
+      let detach = () => {};
       const grant = () => {
-        signal?.removeEventListener('abort', onAbort);
+        detach();
         this.active++;
         resolve();
       };
-      const onAbort = () => {
-        const i = this.waiting.indexOf(grant);
-        if (i >= 0) this.waiting.splice(i, 1);
-        reject(signal!.reason);
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
+      if (signal) {
+        detach = onAbort(signal, () => {
+          const i = this.waiting.indexOf(grant);
+          if (i >= 0) this.waiting.splice(i, 1);
+          reject(signal.reason);
+        });
+      }
       this.waiting.push(grant);
     });
   }
@@ -240,28 +251,8 @@ export function errorCode(error: unknown): string | undefined {
   return undefined;
 }
 
-/**
- * Retry-After as milliseconds: `retry-after-ms` (OpenAI's), or `retry-after` in seconds or as
- * an HTTP date. Accepts a fetch `Headers` or a plain record.
- */
-export function parseRetryAfter(headers: unknown, now: number = Date.now()): number | undefined {
-  const get = (name: string): string | undefined => {
-    if (!headers || typeof headers !== 'object') return undefined;
-    const h = headers as { get?: (n: string) => string | null } & Record<string, unknown>;
-    if (typeof h.get === 'function') return h.get(name) ?? undefined;
-    const key = Object.keys(h).find((k) => k.toLowerCase() === name);
-    const v = key ? h[key] : undefined;
-    return Array.isArray(v) ? String(v[0]) : v === undefined ? undefined : String(v);
-  };
-  const ms = get('retry-after-ms');
-  if (ms !== undefined && ms.trim() !== '' && Number.isFinite(Number(ms))) return Math.max(0, Number(ms));
-  const value = get('retry-after')?.trim();
-  if (!value) return undefined;
-  if (/^\d+(\.\d+)?$/.test(value)) return Number(value) * 1000;
-  const date = Date.parse(value);
-  if (Number.isNaN(date)) return undefined;
-  return Math.max(0, date - now);
-}
+/** Retry-After parsing lives in the retry core; re-exported for the provider and tests. */
+export { parseRetryAfter };
 
 // ------------------------------------------------------------------ helpers
 
@@ -284,64 +275,5 @@ function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-function throwIfAborted(signal?: AbortSignal): void {
-  if (signal?.aborted) throw signal.reason ?? new DOMException('aborted', 'AbortError');
-}
-
-/** One signal that fires when any of `signals` fires; `dispose` detaches the listeners. */
-function anySignal(signals: Array<AbortSignal | undefined>): { signal: AbortSignal; dispose: () => void } {
-  const controller = new AbortController();
-  const attached: Array<[AbortSignal, () => void]> = [];
-  for (const s of signals) {
-    if (!s) continue;
-    if (s.aborted) {
-      controller.abort(s.reason);
-      break;
-    }
-    const onAbort = () => controller.abort(s.reason);
-    s.addEventListener('abort', onAbort, { once: true });
-    attached.push([s, onAbort]);
-  }
-  return {
-    signal: controller.signal,
-    dispose: () => {
-      for (const [s, f] of attached) s.removeEventListener('abort', f);
-    },
-  };
-}
-
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) {
-    promise.catch(() => {});
-    return Promise.reject(signal.reason);
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (err) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(err);
-      },
-    );
-  });
-}
-
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
+/** Re-exported for callers that used the limiter's; the implementation lives in src/common/abort.ts. */
+export { sleep };

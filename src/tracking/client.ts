@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { RetryPolicy, parseRetryAfter, withRetries } from '../common/retry';
 import { AmbiqaError } from '../errors';
 import {
   decodeMetricValue,
@@ -77,8 +78,14 @@ export interface MlflowClientOptions {
   uri: string;
   /** Per-request timeout (default 30 s; artifact transfers get 10 minutes). */
   timeoutMs?: number;
-  /** Attempts for 429/5xx answers (default 3). */
+  /** Attempts for 429/5xx answers and reset connections (default 3). */
   attempts?: number;
+  /** First backoff delay (default 250 ms); doubles per retry, capped at 8 s. */
+  baseDelayMs?: number;
+  /** A Retry-After longer than this fails the request, saying so (default 30 s). */
+  maxRetryAfterMs?: number;
+  /** Aborts requests in flight and retry waits (e.g. the run's Ctrl-C). */
+  signal?: AbortSignal;
   /** Extra headers; `MLFLOW_TRACKING_TOKEN` or `MLFLOW_TRACKING_USERNAME/PASSWORD` add auth. */
   headers?: Record<string, string>;
   batchLimits?: BatchLimits;
@@ -112,6 +119,9 @@ export class MlflowHttpError extends AmbiqaError {
     super(`MLflow ${endpoint} failed: HTTP ${status} ${errorCode}: ${serverMessage}`, hintFor(status, errorCode));
     this.name = 'MlflowHttpError';
   }
+
+  /** The server's Retry-After, in milliseconds, when it sent one. */
+  retryAfterMs?: number;
 }
 
 function hintFor(status: number, errorCode: string): string | undefined {
@@ -144,12 +154,14 @@ interface RequestOptions {
   timeoutMs?: number;
   /** Return the body bytes instead of parsing JSON. */
   binary?: boolean;
+  signal?: AbortSignal;
 }
 
 export class MlflowClient {
   readonly uri: string;
   private readonly timeoutMs: number;
-  private readonly attempts: number;
+  private readonly retryPolicy: RetryPolicy;
+  private readonly signal: AbortSignal | undefined;
   private readonly headers: Record<string, string>;
   private readonly batchLimits?: BatchLimits;
   /** run id → artifact root path inside the proxy (`<exp>/<run>/artifacts`). */
@@ -159,7 +171,16 @@ export class MlflowClient {
     const opts = typeof options === 'string' ? { uri: options } : options;
     this.uri = checkUri(opts.uri);
     this.timeoutMs = opts.timeoutMs ?? 30_000;
-    this.attempts = Math.max(1, opts.attempts ?? 3);
+    // A fixed number of attempts and no circuit breaker: an unreachable server is handled by
+    // buffering operations for `ambiqa sync`, not by waiting.
+    this.retryPolicy = new RetryPolicy({
+      maxRetries: Math.max(1, opts.attempts ?? 3) - 1,
+      baseDelayMs: opts.baseDelayMs ?? 250,
+      maxDelayMs: 8000,
+      maxRetryAfterMs: opts.maxRetryAfterMs ?? 30_000,
+      breakerThreshold: 0,
+    });
+    this.signal = opts.signal;
     this.headers = { ...authHeaders(), ...(opts.headers ?? {}) };
     this.batchLimits = opts.batchLimits;
   }
@@ -454,43 +475,71 @@ export class MlflowClient {
       body = JSON.stringify(options.body);
     }
     const label = `${endpoint.startsWith('mlflow-artifacts') ? 'artifact ' + method : endpoint}`;
-    for (let attempt = 1; ; attempt++) {
-      let res: Response;
-      try {
-        res = await fetch(url, { method, headers, body, signal: AbortSignal.timeout(options.timeoutMs ?? this.timeoutMs) });
-      } catch (error) {
-        const reason = networkReason(error, options.timeoutMs ?? this.timeoutMs);
-        // A reset connection may be a server restarting; a refused one is a server that is down,
-        // and waiting for it would only delay the buffering that keeps the run going.
-        if (/^(ECONNRESET|UND_ERR_SOCKET)/.test(reason) && attempt < this.attempts) {
-          await sleep(backoff(attempt));
-          continue;
+    const timeoutMs = options.timeoutMs ?? this.timeoutMs;
+    const signal = options.signal ?? this.signal;
+    // The project's one retry core (src/common/retry.ts), as the LLM limiter uses it: it honours
+    // the caller's abort, and a Retry-After longer than `maxRetryAfterMs` is an error that says
+    // so rather than a wait silently cut short.
+    const res = await withRetries(
+      async (attemptSignal) => {
+        let response: Response;
+        try {
+          response = await fetch(url, { method, headers, body, signal: attemptSignal });
+        } catch (error) {
+          if (signal?.aborted) throw signal.reason ?? error;
+          throw new MlflowUnreachableError(this.uri, networkReason(error, timeoutMs), { cause: error });
         }
-        throw new MlflowUnreachableError(this.uri, reason, { cause: error });
-      }
-      if (res.ok) {
-        if (options.binary) return Buffer.from(await res.arrayBuffer()) as T;
-        const text = await res.text();
-        return (text ? JSON.parse(text) : {}) as T;
-      }
-      const text = await res.text().catch(() => '');
-      if ([429, 500, 502, 503, 504].includes(res.status) && attempt < this.attempts) {
-        const retryAfter = Number(res.headers.get('retry-after'));
-        await sleep(Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(retryAfter * 1000, 30_000) : backoff(attempt));
-        continue;
-      }
-      let errorCode = `HTTP_${res.status}`;
-      let message = text.slice(0, 500) || res.statusText;
-      try {
-        const parsed = JSON.parse(text) as { error_code?: string; message?: string };
-        if (parsed.error_code) errorCode = parsed.error_code;
-        if (parsed.message) message = parsed.message;
-      } catch {
-        /* not JSON (a proxy's HTML page, say): keep the text */
-      }
-      throw new MlflowHttpError(res.status, errorCode, message, label);
-    }
+        if (response.ok) return response;
+        throw await httpError(response, label);
+      },
+      {
+        policy: this.retryPolicy,
+        ...(signal ? { signal } : {}),
+        attemptTimeoutMs: timeoutMs,
+        timeoutError: () => new MlflowUnreachableError(this.uri, `no answer within ${Math.round(timeoutMs / 1000)} s`),
+        classify: (error) => {
+          // A reset connection may be a server restarting; a refused one is a server that is
+          // down, and waiting for it would only delay the buffering that keeps the run going.
+          if (error instanceof MlflowUnreachableError) return { retryable: /^(ECONNRESET|UND_ERR_SOCKET)/.test(error.reason) };
+          if (error instanceof MlflowHttpError && [429, 500, 502, 503, 504].includes(error.status)) {
+            return { retryable: true, ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}) };
+          }
+          return { retryable: false };
+        },
+        giveUp: (error, { reason, retryAfterMs }) => {
+          if (reason === 'retry-after-too-long' && error instanceof MlflowHttpError) {
+            return new MlflowHttpError(
+              error.status,
+              error.errorCode,
+              `${error.serverMessage} (the server asked to wait ${Math.round(retryAfterMs! / 1000)} s before retrying, longer than the ${Math.round(this.retryPolicy.maxRetryAfterMs / 1000)} s ambiqa waits)`,
+              label,
+            );
+          }
+          return error;
+        },
+      },
+    );
+    if (options.binary) return Buffer.from(await res.arrayBuffer()) as T;
+    const text = await res.text();
+    return (text ? JSON.parse(text) : {}) as T;
   }
+}
+
+async function httpError(res: Response, label: string): Promise<MlflowHttpError> {
+  const text = await res.text().catch(() => '');
+  let errorCode = `HTTP_${res.status}`;
+  let message = text.slice(0, 500) || res.statusText;
+  try {
+    const parsed = JSON.parse(text) as { error_code?: string; message?: string };
+    if (parsed.error_code) errorCode = parsed.error_code;
+    if (parsed.message) message = parsed.message;
+  } catch {
+    /* not JSON (a proxy's HTML page, say): keep the text */
+  }
+  const error = new MlflowHttpError(res.status, errorCode, message, label);
+  const retryAfterMs = parseRetryAfter(res.headers);
+  if (retryAfterMs !== undefined) error.retryAfterMs = retryAfterMs;
+  return error;
 }
 
 // --------------------------------------------------------------------------------- helpers
@@ -528,14 +577,6 @@ function networkReason(error: unknown, timeoutMs: number): string {
   const cause = (error as { cause?: { code?: string; message?: string } })?.cause;
   if (cause?.code) return `${cause.code}${cause.message ? ': ' + cause.message : ''}`;
   return error instanceof Error ? error.message : String(error);
-}
-
-function backoff(attempt: number): number {
-  return Math.min(8000, 250 * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2);
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 function toKeyValues(record: Record<string, string>, limit?: number): KeyValue[] {

@@ -7,12 +7,11 @@ import { createLanguageModel, describeLlmConfig, llmConfigSchema, resolveLlmConf
 import { defaultThreads } from '../../src/llm/providers/llama-cpp';
 
 describe('llmConfigSchema', () => {
-  it('fills defaults: embedded provider, cache on, 3 retries, key from OPENAI_API_KEY', () => {
+  it('fills defaults: embedded provider, cache on, adaptive retries (no fixed cap), key from OPENAI_API_KEY', () => {
     expect(llmConfigSchema.parse({})).toEqual({
       provider: 'embedded',
       apiKeyEnv: 'OPENAI_API_KEY',
       contextSize: 4096,
-      maxRetries: 3,
       cache: { mode: 'use' },
     });
   });
@@ -97,7 +96,7 @@ describe('embedded provider: bad input', () => {
       threads: 2,
       contextSize: 4096,
       maxConcurrency: 1,
-      maxRetries: 3,
+      maxRetries: 'adaptive',
       timeoutSeconds: 600,
       cacheMode: 'use',
       cachePath: join(dir, 'c.sqlite'),

@@ -182,4 +182,40 @@ describe('limiter against a fault-injecting OpenAI-compatible server', () => {
     expect(server.requests).toHaveLength(6);
     expect(server.maxInFlight).toBe(2);
   });
+
+  it('retries a 200 whose JSON is cut short, naming what the server sent, not the baseUrl', async () => {
+    server.script = [{ kind: 'truncated' }, { kind: 'ok', text: 'whole reply' }];
+    const events: RetryEvent[] = [];
+    const r = await client({}, events).generate({ prompt: 'hi' });
+    expect(r.completions[0]!.text).toBe('whole reply');
+    expect(server.requests).toHaveLength(2);
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ kind: 'server', status: 200 });
+    expect(events[0]!.message).toMatch(/malformed reply \(HTTP 200, not JSON: Unterminated string.*\): \d+ bytes: '\{"id":"chatcmpl-.*"content":"a reply'$/);
+    expect(events[0]!.message).not.toContain('baseUrl');
+  });
+
+  it('when every reply is malformed, the final error quotes the reply and the attempts', async () => {
+    server.script = [{ kind: 'truncated' }, { kind: 'truncated' }];
+    const p = client({ maxRetries: 1 }).generate({ prompt: 'hi' });
+    await expect(p).rejects.toThrow(/malformed reply .*"content":"a reply' \(gave up after 2 attempts\)/);
+  });
+
+  it('retries a connection that drops mid-body and one reset before the headers', async () => {
+    server.script = [{ kind: 'cut' }, { kind: 'reset' }, { kind: 'ok', text: 'third time' }];
+    const events: RetryEvent[] = [];
+    const r = await client({}, events).generate({ prompt: 'hi' });
+    expect(r.completions[0]!.text).toBe('third time');
+    expect(events.map((e) => e.kind)).toEqual(['connection', 'connection']);
+    expect(events[1]!.message).toMatch(/closed the connection before replying|broke while reading/);
+  });
+
+  it('retries a reply with no choices (a 200 that is not a completion)', async () => {
+    server.script = [{ kind: 'status', status: 200, body: { error: 'overloaded' } }, { kind: 'ok', text: 'fine' }];
+    const events: RetryEvent[] = [];
+    const r = await client({}, events).generate({ prompt: 'hi' });
+    expect(r.completions[0]!.text).toBe('fine');
+    expect(events[0]!.message).toContain(`'{"error":"overloaded"}'`);
+  });
 });
+

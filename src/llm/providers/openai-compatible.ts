@@ -92,31 +92,75 @@ export class OpenAICompatibleProvider implements LanguageModelProvider {
       // The sample index varies the seed so that n seeded samples differ but each replays.
       ...(request.seed !== null ? { seed: request.seed + sampleIndex } : {}),
     };
-    let response: OpenAI.Chat.Completions.ChatCompletion;
+    // The raw response, parsed here rather than by the SDK: a 200 whose body is cut short or not
+    // JSON is a server fault worth retrying (like a 5xx), and the error should say what came.
+    let raw: Response;
     try {
-      response = await this.#client.chat.completions.create(body, {
+      raw = await this.#client.chat.completions.create(body, {
         ...(options.signal ? { signal: options.signal } : {}),
         maxRetries: 0,
-      });
+      }).asResponse();
     } catch (error) {
       throw this.translate(error);
     }
-    const choice = response?.choices?.[0];
-    if (!choice) {
-      throw new LlmRequestError(`the server at ${safeUrl(this.baseUrl)} returned no choices for model "${this.model}"`, {
-        kind: 'other',
-        hint: 'check that the server is OpenAI-compatible and `baseUrl` points at its API root (usually …/v1)',
-      });
+    let text: string;
+    try {
+      text = await raw.text();
+    } catch (error) {
+      // The connection dropped after the headers: a reset, retried like one.
+      if (options.signal?.aborted) throw options.signal.reason ?? error;
+      const code = errorCode(error);
+      throw new LlmRequestError(
+        `the connection to ${safeUrl(this.baseUrl)} broke while reading a reply (HTTP ${raw.status}${code ? `, ${code}` : ''})`,
+        { kind: 'connection', retryable: true },
+      );
     }
+    const response = this.parseReply(raw.status, text);
+    const choice = response.choices![0]!;
     return {
       text: choice.message?.content ?? '',
-      finishReason: mapFinishReason(choice.finish_reason),
+      finishReason: mapFinishReason(choice.finish_reason ?? null),
       usage: {
         // Servers that do not report usage get 0, not a guess: the trace then shows the gap.
         promptTokens: response.usage?.prompt_tokens ?? 0,
         completionTokens: response.usage?.completion_tokens ?? 0,
       },
     };
+  }
+
+  /**
+   * The body of a 2xx reply as a chat completion, or a retryable error that quotes what the
+   * server sent (truncated, key removed): a cut-off or garbled reply is the server's fault, not
+   * the config's, and usually succeeds when asked again.
+   */
+  private parseReply(status: number, text: string): ChatReply {
+    const url = safeUrl(this.baseUrl);
+    const sent = () => {
+      const t = redactSecrets(text, [this.#apiKey]).replace(/\s+/g, ' ').trim();
+      if (t.length === 0) return 'an empty body';
+      // Start and end: a cut-off reply shows where it stops.
+      return `${text.length} bytes: '${t.length > 160 ? `${t.slice(0, 60)} … ${t.slice(-90)}` : t}'`;
+    };
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (error) {
+      throw new LlmRequestError(
+        `the server at ${url} sent a malformed reply (HTTP ${status}, not JSON: ${(error as Error).message}): ${sent()}`,
+        { kind: 'server', retryable: true, status },
+      );
+    }
+    const reply = parsed as ChatReply | null;
+    const choice = reply && typeof reply === 'object' && Array.isArray(reply.choices) ? reply.choices[0] : undefined;
+    if (!choice || typeof choice !== 'object') {
+      throw new LlmRequestError(`the server at ${url} sent a reply with no choices for model "${this.model}" (HTTP ${status}): ${sent()}`, {
+        kind: 'server',
+        retryable: true,
+        status,
+        hint: 'if this persists, check that the server is OpenAI-compatible and `baseUrl` points at its API root (usually …/v1)',
+      });
+    }
+    return reply!;
   }
 
   /** A person-readable, key-free error that still carries what the limiter needs. */
@@ -131,6 +175,14 @@ export class OpenAICompatibleProvider implements LanguageModelProvider {
     }
     if (error instanceof APIConnectionError) {
       const code = errorCode(error);
+      // A reset or a closed socket means the server was reached and dropped the request; saying
+      // "cannot reach" would send the user to check a URL that is fine.
+      if (code && /^(ECONNRESET|EPIPE|UND_ERR_SOCKET|UND_ERR_CLOSED)$/.test(code)) {
+        return new LlmRequestError(`the server at ${url} closed the connection before replying (${code})`, {
+          kind: 'connection',
+          retryable: true,
+        });
+      }
       return new LlmRequestError(
         `cannot reach the OpenAI-compatible server at ${url}${code ? ` (${code})` : ''}`,
         {
@@ -172,6 +224,12 @@ export class OpenAICompatibleProvider implements LanguageModelProvider {
       hint: 'check that `baseUrl` points at an OpenAI-compatible API root (usually …/v1)',
     });
   }
+}
+
+/** The parts of a chat completion this provider reads. */
+interface ChatReply {
+  choices?: Array<{ message?: { content?: string | null }; finish_reason?: string | null }>;
+  usage?: { prompt_tokens?: number; completion_tokens?: number };
 }
 
 function serverMessage(e: { error?: unknown; message?: string }): string | undefined {
