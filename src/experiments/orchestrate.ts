@@ -1,3 +1,4 @@
+import type { Trace } from '../trace/types';
 import type { Example } from '../datasets/types';
 import type { Pipeline, PipelineContext, PipelineOutput } from '../pipelines/types';
 import type { Trace, TraceSummary } from '../trace/types';
@@ -38,8 +39,8 @@ export interface AnswerRequest {
   tracesPath: string;
   progress: ProgressSink;
   signal?: AbortSignal;
-  /** Called after each example's result line is written. */
-  onAnswered(result: ExampleResult, done: number): void;
+  /** Called after each example's result line is written, with the example's trace. */
+  onAnswered(result: ExampleResult, done: number, trace: Trace): void;
 }
 
 export interface AnswerOutcome {
@@ -132,7 +133,7 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
     successesNow += 1;
     answeredNow += 1;
     state.done += 1;
-    request.onAnswered(result, state.done);
+    request.onAnswered(result, state.done, out.trace);
     syncProgress();
     progress.update(state);
   };

@@ -1,7 +1,10 @@
 import { existsSync } from 'node:fs';
 import { flattenParams, redactSecrets } from '../tracking/redact';
 import type { ParamValue, RunTracker, Tracking } from '../tracking/types';
+import type { Example } from '../datasets/types';
+import type { Trace } from '../trace/types';
 import type { ExperimentConfig } from './config';
+import { describeRunStart, modelTags } from './run-page';
 import type { RunMetrics } from './results';
 import { readJson, writeJson, type MlflowRecord } from './rundir';
 
@@ -28,6 +31,8 @@ export interface RunTrackingRequest {
   /** 1 for a fresh run; more for a resumed one (tagged). */
   session: number;
   factory: TrackingFactory | null | undefined;
+  /** The run's selection: logged as the run's dataset input. */
+  examples?: readonly Example[];
   parentRunId?: string;
   tags?: Record<string, string>;
   /** Params beside the config's (the run components' `settings`: metric reader, splitter). */
@@ -41,6 +46,8 @@ export interface RunTrackingRequest {
  * `mlflow.json` holds (from an earlier session when tracking is off now).
  */
 export class RunTrackingSession {
+  private firstTrace: Trace | undefined;
+
   private constructor(
     readonly record: MlflowRecord | null,
     private readonly tracker: RunTracker | null,
@@ -78,7 +85,14 @@ export class RunTrackingSession {
     };
     writeJson(request.recordPath, record);
     await guard(warn, 'log params to MLflow', () => tracker.logParams({ ...configParams(request.redacted), ...request.settings }));
+    await guard(warn, 'log the dataset and description to MLflow', () => describeRunStart(tracker, request.redacted, request.examples ?? []));
     return new RunTrackingSession(record, tracker, warn);
+  }
+
+  /** A finished question: its trace goes to MLflow Tracing in the background (batched). */
+  logQuestion(trace: Trace, metrics: Record<string, number>): void {
+    this.firstTrace ??= trace;
+    this.tracker?.logQuestionTrace?.({ trace, metrics });
   }
 
   /** Logs the run's metrics, uploads the files that exist and sets the final status. */
@@ -86,6 +100,8 @@ export class RunTrackingSession {
     const tracker = this.tracker;
     if (!tracker) return;
     await guard(this.warn, 'log metrics to MLflow', () => tracker.logMetrics(metricsForMlflow(metrics)));
+    const firstTrace = this.firstTrace;
+    if (firstTrace) await guard(this.warn, 'tag the MLflow run with its model', () => tracker.setTags(modelTags(firstTrace)));
     for (const file of files) {
       if (existsSync(file)) await guard(this.warn, `upload ${file} to MLflow`, () => tracker.logArtifact(file));
     }

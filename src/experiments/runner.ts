@@ -74,6 +74,7 @@ export async function runExperiment(request: RunRequest): Promise<RunOutcome> {
     resume,
     session: runState.state.sessions,
     factory: request.tracking,
+    examples: components.examples,
     ...(request.parentRunId ? { parentRunId: request.parentRunId } : {}),
     ...(request.tags ? { tags: request.tags } : {}),
     ...(components.settings ? { settings: components.settings } : {}),
@@ -92,9 +93,10 @@ export async function runExperiment(request: RunRequest): Promise<RunOutcome> {
       tracesPath: paths.traces,
       progress,
       ...(request.signal ? { signal: request.signal } : {}),
-      onAnswered: (_result, done) => {
+      onAnswered: (result, done, trace) => {
         runState.state.done = done;
         runState.checkpoint(false);
+        tracking.logQuestion(trace, result.metrics);
       },
     });
 

@@ -12,6 +12,7 @@ import { runStarted } from './run-dir';
 import { configParams, guard, type TrackingFactory } from './run-tracking';
 import { runExperiment, type RunComponents } from './runner';
 import { redactConfig } from './secrets';
+import { stepsAreValues, sweepPointMetrics, sweepPointTags, sweepStep } from './sweep-charts';
 import { summaryCsv, summaryMarkdown, type SummaryRow } from './summary';
 
 /**
@@ -159,7 +160,7 @@ export async function runSweep(request: SweepRequest): Promise<SweepOutcome> {
         components,
         tracking: request.tracking ?? null,
         ...(parent ? { parentRunId: parent.runId } : {}),
-        tags: { ...request.tags, 'ambiqa.sweep': plan.name, 'ambiqa.sweep.point': point.label },
+        tags: { ...request.tags, 'ambiqa.sweep': plan.name, 'ambiqa.sweep.point': point.label, ...sweepPointTags(plan.axes, point) },
         ...(request.progress ? { progress: request.progress(point.label) } : {}),
         ...(request.signal ? { signal: request.signal } : {}),
         warn,
@@ -184,15 +185,13 @@ export async function runSweep(request: SweepRequest): Promise<SweepOutcome> {
   log('');
   log(markdown);
   if (parent) {
-    // The parent carries each point's headline numbers as a metric series (step = point index),
-    // which MLflow's UI plots as the ablation curve.
+    // The parent carries each point's headline numbers as a metric history against the swept
+    // value (sweep-charts.ts), which MLflow's chart view plots as the ablation curve.
+    await guard(warn, 'tag the sweep steps', () => parent!.setTags({ 'ambiqa.sweep.step': stepsAreValues(plan.axes) ? plan.axes[0].key : 'point index' }));
     for (const r of rows) {
       if (!r.metrics) continue;
-      const m: Record<string, number> = {};
-      for (const [name, a] of Object.entries(r.metrics.metrics)) m[name] = a.mean;
-      m.llm_calls = r.metrics.usage.llm_calls;
-      m.cache_hits = r.metrics.usage.cache_hits;
-      await guard(warn, 'log the sweep metrics', () => parent!.logMetrics(m, r.point.index));
+      const m = sweepPointMetrics(plan.axes, r.point, r.metrics);
+      await guard(warn, 'log the sweep metrics', () => parent!.logMetrics(m, sweepStep(plan.axes, r.point)));
     }
     for (const f of ['summary.md', 'summary.csv', 'summary.json', 'sweep.yaml']) {
       await guard(warn, `upload ${f}`, () => parent!.logArtifact(join(plan.dir, f)));

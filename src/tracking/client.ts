@@ -91,6 +91,68 @@ export interface MlflowClientOptions {
   batchLimits?: BatchLimits;
 }
 
+/** A dataset as MLflow's log-inputs takes it (the run page's Datasets box). */
+export interface DatasetInput {
+  name: string;
+  digest: string;
+  /** e.g. `local`. */
+  sourceType: string;
+  /** JSON, e.g. `{"uri": "data/asqa/dev.jsonl"}`. */
+  source: string;
+  schema?: string;
+  /** JSON, e.g. `{"num_rows": 20, "split": "dev"}`. */
+  profile?: string;
+  /** `mlflow.data.context`: training, eval, … */
+  context?: string;
+  tags?: Record<string, string>;
+}
+
+export interface TraceInfo {
+  traceId: string;
+  requestPreview: string;
+  responsePreview: string;
+  state: string;
+  metadata: Record<string, string>;
+  assessments: Array<{ name: string; value: unknown }>;
+}
+
+export interface TraceSpan {
+  name: string;
+  spanId: string;
+  parentSpanId?: string;
+  attributes: Record<string, unknown>;
+}
+
+type RawAnyValue = {
+  string_value?: string;
+  int_value?: string | number;
+  double_value?: number;
+  bool_value?: boolean;
+  array_value?: { values?: RawAnyValue[] };
+  kvlist_value?: { values?: Array<{ key: string; value: RawAnyValue }> };
+};
+
+/** OTLP's AnyValue (as MLflow returns spans) → plain JSON. */
+function decodeAnyValue(v: RawAnyValue | undefined): unknown {
+  if (!v) return null;
+  if (v.string_value !== undefined) return v.string_value;
+  if (v.int_value !== undefined) return Number(v.int_value);
+  if (v.double_value !== undefined) return v.double_value;
+  if (v.bool_value !== undefined) return v.bool_value;
+  if (v.array_value) return (v.array_value.values ?? []).map(decodeAnyValue);
+  if (v.kvlist_value) return Object.fromEntries((v.kvlist_value.values ?? []).map((kv) => [kv.key, decodeAnyValue(kv.value)]));
+  return null;
+}
+
+interface RawTraceInfo {
+  trace_id: string;
+  request_preview?: string;
+  response_preview?: string;
+  state?: string;
+  trace_metadata?: Record<string, string>;
+  assessments?: Array<{ assessment_name: string; feedback?: { value?: unknown } }>;
+}
+
 // --------------------------------------------------------------------------------- errors
 
 const START_HINT =
@@ -155,6 +217,8 @@ interface RequestOptions {
   /** Return the body bytes instead of parsing JSON. */
   binary?: boolean;
   signal?: AbortSignal;
+  /** REST API version; trace assessments exist only under 3.0. */
+  api?: '2.0' | '3.0';
 }
 
 export class MlflowClient {
@@ -183,6 +247,11 @@ export class MlflowClient {
     this.signal = opts.signal;
     this.headers = { ...authHeaders(), ...(opts.headers ?? {}) };
     this.batchLimits = opts.batchLimits;
+  }
+
+  /** Headers every request carries (auth); other senders to the same server (OTLP) reuse them. */
+  get requestHeaders(): Record<string, string> {
+    return { ...this.headers };
   }
 
   // ------------------------------------------------------------------ health
@@ -384,6 +453,92 @@ export class MlflowClient {
     });
   }
 
+  // ------------------------------------------------------------------ run inputs and traces
+
+  /** The server's version (`GET /version`, e.g. `3.17.2`); undefined when it does not say. */
+  async serverVersion(): Promise<string | undefined> {
+    try {
+      const res = await fetch(`${this.uri}/version`, { headers: this.headers, signal: AbortSignal.timeout(this.timeoutMs) });
+      const text = (await res.text()).trim();
+      return res.ok && /^\d+\.\d+/.test(text) ? text : undefined;
+    } catch (error) {
+      throw new MlflowUnreachableError(this.uri, networkReason(error, this.timeoutMs), { cause: error });
+    }
+  }
+
+  /** Record datasets a run used (`runs/log-inputs`): what the run page's Datasets box lists. */
+  async logInputs(runId: string, datasets: DatasetInput[]): Promise<void> {
+    await this.request('POST', 'mlflow/runs/log-inputs', {
+      body: {
+        run_id: runId,
+        datasets: datasets.map((d) => ({
+          dataset: {
+            name: d.name,
+            digest: d.digest,
+            source_type: d.sourceType,
+            source: d.source,
+            ...(d.schema ? { schema: d.schema } : {}),
+            ...(d.profile ? { profile: d.profile } : {}),
+          },
+          tags: toKeyValues({ ...(d.context ? { 'mlflow.data.context': d.context } : {}), ...(d.tags ?? {}) }),
+        })),
+      },
+    });
+  }
+
+  /** Link traces (`tr-…` ids, at most 100 per call) to a run: the run's Traces tab lists them. */
+  async linkTracesToRun(runId: string, traceIds: string[]): Promise<void> {
+    for (let i = 0; i < traceIds.length; i += 100) {
+      await this.request('POST', 'mlflow/traces/link-to-run', { body: { run_id: runId, trace_ids: traceIds.slice(i, i + 100) } });
+    }
+  }
+
+  /** Attach a numeric feedback (an assessment) to a trace; shown as a column in the Traces view. */
+  async logFeedback(traceId: string, name: string, value: number | boolean | string, source = 'ambiqa'): Promise<void> {
+    await this.request('POST', `mlflow/traces/${encodeURIComponent(traceId)}/assessments`, {
+      api: '3.0',
+      body: { assessment: { assessment_name: name, trace_id: traceId, source: { source_type: 'CODE', source_id: source }, feedback: { value } } },
+    });
+  }
+
+  /** Traces of an experiment, optionally only those linked to a run (one page, newest first). */
+  async searchTraces(request: { experimentIds: string[]; runId?: string; maxResults?: number; pageToken?: string }): Promise<{ traces: TraceInfo[]; nextPageToken?: string }> {
+    const res = await this.request<{ traces?: RawTraceInfo[]; next_page_token?: string }>('POST', 'mlflow/traces/search', {
+      api: '3.0',
+      body: {
+        locations: request.experimentIds.map((id) => ({ type: 'MLFLOW_EXPERIMENT', mlflow_experiment: { experiment_id: id } })),
+        ...(request.runId ? { filter: `attribute.run_id = '${request.runId}'` } : {}),
+        max_results: request.maxResults ?? 100,
+        ...(request.pageToken ? { page_token: request.pageToken } : {}),
+      },
+    });
+    return {
+      traces: (res.traces ?? []).map((t) => ({
+        traceId: t.trace_id,
+        requestPreview: t.request_preview ?? '',
+        responsePreview: t.response_preview ?? '',
+        state: t.state ?? '',
+        metadata: t.trace_metadata ?? {},
+        assessments: (t.assessments ?? []).map((a) => ({ name: a.assessment_name, value: a.feedback?.value })),
+      })),
+      ...(res.next_page_token ? { nextPageToken: res.next_page_token } : {}),
+    };
+  }
+
+  /** A trace with its spans (`GET /api/3.0/mlflow/traces/get`), attribute values decoded. */
+  async getTrace(traceId: string): Promise<{ spans: TraceSpan[] }> {
+    type RawSpan = { name: string; span_id: string; parent_span_id?: string; attributes?: Array<{ key: string; value: RawAnyValue }> };
+    const res = await this.request<{ trace?: { spans?: RawSpan[] } }>('GET', 'mlflow/traces/get', { api: '3.0', query: { trace_id: traceId } });
+    return {
+      spans: (res.trace?.spans ?? []).map((s) => ({
+        name: s.name,
+        spanId: s.span_id,
+        ...(s.parent_span_id ? { parentSpanId: s.parent_span_id } : {}),
+        attributes: Object.fromEntries((s.attributes ?? []).map((a) => [a.key, decodeAnyValue(a.value)])),
+      })),
+    };
+  }
+
   // ------------------------------------------------------------------ artifacts
 
   /**
@@ -462,7 +617,7 @@ export class MlflowClient {
   // ------------------------------------------------------------------ transport
 
   private async request<T>(method: 'GET' | 'POST' | 'PUT', endpoint: string, options: RequestOptions = {}): Promise<T> {
-    const url = new URL(`${this.uri}/api/2.0/${endpoint}`);
+    const url = new URL(`${this.uri}/api/${options.api ?? '2.0'}/${endpoint}`);
     for (const [k, v] of Object.entries(options.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const headers: Record<string, string> = { ...this.headers };
     // Not `BodyInit`: that DOM type is missing when tslab compiles this file for a notebook.

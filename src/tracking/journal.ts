@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { appendFileSync, closeSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync, readSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { decodeMetricValue, encodeMetricValue, type MetricRecord } from './batch';
+import type { DatasetInput } from './client';
 import type { RunStatus } from './types';
 
 /**
@@ -65,7 +66,11 @@ export type JournalOp =
   | { op: 'metrics'; key: string; metrics: MetricRecord[] }
   | { op: 'tags'; key: string; tags: Record<string, string> }
   | { op: 'artifact'; key: string; file: string; artifactPath: string }
-  | { op: 'finish'; key: string; status: Exclude<RunStatus, 'RUNNING'>; endTime: number };
+  | { op: 'finish'; key: string; status: Exclude<RunStatus, 'RUNNING'>; endTime: number }
+  /** Question traces for MLflow Tracing; `file` holds `TraceExportItem[]` as JSON (already redacted). */
+  | { op: 'traces'; key: string; file: string; count: number }
+  /** Datasets for the run page (`runs/log-inputs`). */
+  | { op: 'inputs'; key: string; datasets: DatasetInput[] };
 
 export interface SyncState {
   version: 1;
@@ -104,6 +109,15 @@ export class Journal {
       this.checkedTail = true;
     }
     appendFileSync(this.path, JSON.stringify(encodeOp(op)) + '\n');
+  }
+
+  /** Write data into the journal folder; returns its path relative to the journal's directory. */
+  keepData(name: string, data: string): string {
+    const folder = join(this.dir, JOURNAL_FILES_DIR);
+    mkdirSync(folder, { recursive: true });
+    const rel = `${JOURNAL_FILES_DIR}/${Date.now().toString(36)}-${randomUUID().slice(0, 8)}-${name}`;
+    writeFileSync(join(this.dir, rel), data);
+    return rel;
   }
 
   /** Copy a file into the journal folder, so later changes to the original do not change what is uploaded. */
@@ -172,7 +186,7 @@ function encodeOp(op: JournalOp): unknown {
   return op;
 }
 
-const OPS = new Set(['start', 'attach', 'reopen', 'params', 'metrics', 'tags', 'artifact', 'finish']);
+const OPS = new Set(['start', 'attach', 'reopen', 'params', 'metrics', 'tags', 'artifact', 'finish', 'traces', 'inputs']);
 
 function decodeOp(raw: unknown): JournalOp | undefined {
   if (!raw || typeof raw !== 'object') return undefined;

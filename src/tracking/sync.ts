@@ -13,6 +13,8 @@ import {
   type JournalOp,
   type SyncState,
 } from './journal';
+import { TracesUnsupportedError, type TraceExportItem } from './otel-export';
+import { sendTraces } from './trace-upload';
 
 /**
  * Replays journals (journal.ts) against a server. Every operation is safe to repeat — params
@@ -62,6 +64,8 @@ export function resolvedPendingRun(pendingRunId: string): { runId: string; exper
 
 export async function syncDirectory(dir: string, options: SyncOptions): Promise<SyncResult> {
   const { client } = options;
+  const notify = options.notify ?? ((m: string) => console.error(m));
+  let warnedUnsupported = false;
   const ops = readJournal(dir);
   const state = readSyncState(dir);
   for (const [key, run] of Object.entries(state.runs)) if (isPendingRunId(key)) resolved.set(key, run);
@@ -156,6 +160,27 @@ export async function syncDirectory(dir: string, options: SyncOptions): Promise<
       }
       case 'finish': {
         await client.finishRun(runFor(op.key).runId, op.status, op.endTime);
+        return;
+      }
+      case 'inputs': {
+        await client.logInputs(runFor(op.key).runId, op.datasets);
+        return;
+      }
+      case 'traces': {
+        const file = join(dir, op.file);
+        if (!existsSync(file)) {
+          throw new AmbiqaError(`trace batch ${file} logged in the journal is missing`, 'restore it, or remove that line from mlflow-pending.jsonl (the traces are also in traces.jsonl)');
+        }
+        const run = runFor(op.key);
+        const items = JSON.parse(readFileSync(file, 'utf8')) as TraceExportItem[];
+        try {
+          await sendTraces(items, { client, experimentId: run.experimentId, runId: run.runId, notify });
+        } catch (error) {
+          if (!(error instanceof TracesUnsupportedError)) throw error;
+          // This server will never take traces: say so once and let the rest of the run sync.
+          if (!warnedUnsupported) notify(`warning: ${error.message}\n  ${error.hint ?? ''}`);
+          warnedUnsupported = true;
+        }
         return;
       }
     }

@@ -14,9 +14,12 @@ import {
   type JournalOp,
 } from './journal';
 import { sanitizeKey } from './limits';
-import { knownSecrets, redactBytes, redactSecrets } from './redact';
+import { DEFAULT_FIELD_LIMITS, TracesUnsupportedError, traceIdFor, type TraceExportItem } from './otel-export';
+import { knownSecrets, redactBytes, redactSecrets, redactText } from './redact';
 import { resolvedPendingRun, syncDirectory } from './sync';
-import type { ParamValue, RunStatus, RunTracker, StartRunOptions, Tracking } from './types';
+import { sendTraces } from './trace-upload';
+import type { DatasetInput } from './client';
+import type { ParamValue, QuestionTrace, RunStatus, RunTracker, StartRunOptions, Tracking } from './types';
 
 /**
  * The two `Tracking` implementations the experiment runner uses:
@@ -33,6 +36,11 @@ import type { ParamValue, RunStatus, RunTracker, StartRunOptions, Tracking } fro
 export interface TrackingOptions {
   /** The tracking server; `resolveTrackingUri()` (server.ts) finds or starts one. */
   uri: string;
+  /** Export each question's trace to MLflow Tracing (default true). */
+  traces?: boolean;
+  /** Questions per OTLP request (default 32); a partial batch goes after `traceFlushMs`. */
+  traceBatchSize?: number;
+  traceFlushMs?: number;
   /** Reuse a configured client (tests, custom headers); made from `uri` otherwise. */
   client?: MlflowClient;
   /** Where messages for people go (default: stderr). */
@@ -55,10 +63,17 @@ export class MlflowTracking implements Tracking {
   readonly client: MlflowClient;
   protected readonly notify: (message: string) => void;
   private readonly experiments = new Map<string, string>();
+  protected readonly traceOptions: TraceOptions;
 
   constructor(options: TrackingOptions) {
     this.client = options.client ?? new MlflowClient(options.uri);
     this.notify = options.notify ?? ((message) => console.error(message));
+    this.traceOptions = {
+      enabled: options.traces ?? true,
+      batchSize: options.traceBatchSize ?? 32,
+      flushMs: options.traceFlushMs ?? 1000,
+      warned: { value: false },
+    };
   }
 
   get uri(): string {
@@ -115,7 +130,7 @@ export class MlflowTracking implements Tracking {
   }
 
   protected context(journal: Journal | undefined, options: StartRunOptions): TrackerContext {
-    return { client: this.client, journal, notify: this.notify, experimentName: options.experimentName, runName: options.runName };
+    return { client: this.client, journal, notify: this.notify, experimentName: options.experimentName, runName: options.runName, traces: this.traceOptions };
   }
 }
 
@@ -219,7 +234,16 @@ function offlineMessage(error: unknown, journal: Journal): string {
 
 // ---------------------------------------------------------------------------------- the tracker
 
+interface TraceOptions {
+  enabled: boolean;
+  batchSize: number;
+  flushMs: number;
+  /** Shared by the runs of one tracking: an unsupported server is reported once, not per run. */
+  warned: { value: boolean };
+}
+
 interface TrackerContext {
+  traces: TraceOptions;
   client: MlflowClient;
   /** Present for the resilient tracking: where operations go once the server is unreachable. */
   journal?: Journal;
@@ -237,6 +261,10 @@ export class MlflowRunTracker implements RunTracker {
   private queue: Promise<void> = Promise.resolve();
   private readonly params = new Map<string, string>();
   private bufferedOps = 0;
+  private pendingTraces: TraceExportItem[] = [];
+  private traceTimer: NodeJS.Timeout | undefined;
+  private traceSends: Promise<void>[] = [];
+  private tracesOff = false;
 
   constructor(
     private readonly ctx: TrackerContext,
@@ -320,7 +348,67 @@ export class MlflowRunTracker implements RunTracker {
     );
   }
 
+  logQuestionTrace(question: QuestionTrace): void {
+    if (!this.ctx.traces.enabled || this.tracesOff) return;
+    this.pendingTraces.push({
+      traceIdHex: traceIdFor(this.runId, question.trace.questionId),
+      trace: question.trace,
+      metrics: question.metrics,
+      endedAtMs: question.endedAtMs ?? Date.now(),
+    });
+    if (this.pendingTraces.length >= this.ctx.traces.batchSize) this.flushTraces();
+    else if (!this.traceTimer) {
+      this.traceTimer = setTimeout(() => this.flushTraces(), this.ctx.traces.flushMs);
+      this.traceTimer.unref();
+    }
+  }
+
+  async logInputs(datasets: DatasetInput[]): Promise<void> {
+    if (datasets.length === 0) return;
+    const clean = datasets.map((d) => ({ ...d, source: redactText(d.source), name: redactText(d.name) }));
+    await this.enqueue(
+      () => this.ctx.client.logInputs(this.runId, clean),
+      () => ({ op: 'inputs', key: this.runId, datasets: clean }),
+    );
+  }
+
+  /** Send the questions collected so far (in the background; `finish` waits for every send). */
+  private flushTraces(): void {
+    if (this.traceTimer) clearTimeout(this.traceTimer);
+    this.traceTimer = undefined;
+    const items = this.pendingTraces;
+    this.pendingTraces = [];
+    if (items.length === 0) return;
+    const send = this.enqueue(
+      async () => {
+        if (this.tracesOff) return;
+        try {
+          await sendTraces(items, { client: this.ctx.client, experimentId: this.experimentIdValue, runId: this.runId, notify: this.ctx.notify, limits: DEFAULT_FIELD_LIMITS });
+        } catch (error) {
+          if (!(error instanceof TracesUnsupportedError)) throw error;
+          // Not a reason to stop the run or buffer: the server will never take them. They are in traces.jsonl.
+          this.tracesOff = true;
+          if (!this.ctx.traces.warned.value) {
+            this.ctx.traces.warned.value = true;
+            this.ctx.notify(`warning: ${error.message}\n  ${error.hint ?? ''}`);
+          }
+        }
+      },
+      () => ({ op: 'traces', key: this.runId, count: items.length, file: this.ctx.journal!.keepData('traces.json', JSON.stringify(redactItems(items))) }),
+    ).catch((error) => this.ctx.notify(`warning: could not send ${items.length} question trace(s) to MLflow: ${describeError(error)}`));
+    this.traceSends.push(send);
+  }
+
+  /** Wait until every question handed to `logQuestionTrace` was sent or buffered. */
+  async flushQuestionTraces(): Promise<void> {
+    this.flushTraces();
+    const sends = this.traceSends;
+    this.traceSends = [];
+    await Promise.all(sends);
+  }
+
   async finish(status: FinalStatus): Promise<void> {
+    await this.flushQuestionTraces();
     const endTime = Date.now();
     await this.enqueue(
       async () => {
@@ -380,6 +468,12 @@ export class MlflowRunTracker implements RunTracker {
     }
     return fresh;
   }
+}
+
+/** What goes into the journal: items with every string already redacted, as sent live. */
+function redactItems(items: TraceExportItem[]): TraceExportItem[] {
+  const secrets = knownSecrets();
+  return JSON.parse(redactText(JSON.stringify(items), secrets)) as TraceExportItem[];
 }
 
 class NeedsJournal extends AmbiqaError {

@@ -4,6 +4,9 @@
  * an on-disk buffer that `ambiqa sync` uploads later when the server was unreachable.
  */
 
+import type { Trace } from '../trace/types';
+import type { DatasetInput } from './client';
+
 export type RunStatus = 'RUNNING' | 'FINISHED' | 'FAILED' | 'KILLED';
 export type ParamValue = string | number | boolean;
 
@@ -33,6 +36,21 @@ export interface RunTracker {
   /** Upload a file under the run's artifact root, at `artifactPath/<basename>` when given. */
   logArtifact(localPath: string, artifactPath?: string): Promise<void>;
   finish(status: Exclude<RunStatus, 'RUNNING'>): Promise<void>;
+  /**
+   * One finished question for MLflow Tracing. Returns at once: questions are sent in batches in
+   * the background (buffered for `ambiqa sync` while the server is down) and `finish` waits for them.
+   */
+  logQuestionTrace?(question: QuestionTrace): void;
+  /** Datasets the run evaluated, for the run page's Datasets box. */
+  logInputs?(datasets: DatasetInput[]): Promise<void>;
+}
+
+/** A question's trace with its per-question metric values (attached to the MLflow trace as feedback). */
+export interface QuestionTrace {
+  trace: Trace;
+  metrics: Record<string, number>;
+  /** When the question finished (ms since the epoch); now when left out. */
+  endedAtMs?: number;
 }
 
 export interface Tracking {

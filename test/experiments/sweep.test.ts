@@ -107,10 +107,19 @@ describe.skipIf(!uri && !process.env.CI)('ambiqa sweep (VE threshold, real MLflo
     expect(csv).toHaveLength(6);
     expect(existsSync(join(sweepDir, 'runs', 'threshold=3', 'results.jsonl'))).toBe(true);
     expect(await listArtifacts(uri, parent.info.run_id)).toEqual(expect.arrayContaining(['summary.md', 'summary.csv', 'summary.json']));
-    // One point per threshold in the parent's metric history (the ablation curve).
-    const res = await fetch(`${uri}/api/2.0/mlflow/metrics/get-history?run_id=${parent.info.run_id}&metric_key=cache_hits`);
-    const history = ((await res.json()) as { metrics: Array<{ step: number; value: number }> }).metrics;
-    expect(history.map((m) => m.step).sort()).toEqual([0, 1, 2, 3, 4]);
+    // One point per threshold in the parent's metric history, at step = the threshold itself (the
+    // ablation curve MLflow's chart view draws), each equal to that child's own metric.
+    for (const key of ['cache_hits', 'em']) {
+      const res = await fetch(`${uri}/api/2.0/mlflow/metrics/get-history?run_id=${parent.info.run_id}&metric_key=${key}`);
+      const history = ((await res.json()) as { metrics: Array<{ step: number; value: number }> }).metrics;
+      expect(history.map((m) => m.step).sort()).toEqual([1, 2, 3, 4, 5]);
+      for (const c of children) {
+        const threshold = Number(param(c, 'pipeline.options.threshold'));
+        expect(tag(c, 'ambiqa.sweep.pipeline.options.threshold')).toBe(String(threshold));
+        expect(history.find((m) => m.step === threshold)?.value).toBe(metric(c, key));
+      }
+    }
+    expect(tag(parent, 'ambiqa.sweep.step')).toBe('pipeline.options.threshold');
   });
 });
 
