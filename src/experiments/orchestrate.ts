@@ -1,4 +1,3 @@
-import type { Trace } from '../trace/types';
 import type { Example } from '../datasets/types';
 import type { Pipeline, PipelineContext, PipelineOutput } from '../pipelines/types';
 import type { Trace, TraceSummary } from '../trace/types';
