@@ -13,7 +13,7 @@ import type {
   UsageTotals,
 } from './types';
 import { AmbiqaError } from '../errors';
-import { LlmCache, cacheKey, judgeCacheKey, openCache, type CacheMode, type CacheOptions } from './cache';
+import { LlmCache, cacheKey, judgeCacheKey, openCache, type CacheMode, type CacheOptions, type CachedSample } from './cache';
 import { Limiter, type LimiterOptions } from './limiter';
 import { UsageMeter } from './usage';
 
@@ -163,10 +163,14 @@ export class LlmClient implements LanguageModel {
   async generate(request: GenerateRequest): Promise<GenerateResult> {
     const started = performance.now();
     const normalised = normaliseRequest(request);
-    // Samples run concurrently; the limiter decides how many reach the provider at once.
-    const completions = await Promise.all(
-      Array.from({ length: normalised.n }, (_, i) => this.sample(normalised, i, request.signal)),
-    );
+    const warnings: string[] = [];
+    // A provider that decodes several samples at once gets the cache misses of this request in
+    // one call; otherwise samples run concurrently and the limiter decides how many reach the
+    // provider at once.
+    const completions =
+      this.backend.doGenerateBatch && normalised.n > 1
+        ? await this.sampleMany(normalised, warnings, request.signal)
+        : await Promise.all(Array.from({ length: normalised.n }, (_, i) => this.sample(normalised, i, request.signal)));
     const result: GenerateResult = {
       request: normalised,
       completions,
@@ -175,6 +179,7 @@ export class LlmClient implements LanguageModel {
         completionTokens: completions.reduce((s, c) => s + c.usage.completionTokens, 0),
       },
       wallSeconds: (performance.now() - started) / 1000,
+      ...(warnings.length > 0 ? { warnings: [...new Set(warnings)] } : {}),
     };
     this.meter.add(result);
     return result;
@@ -247,23 +252,9 @@ export class LlmClient implements LanguageModel {
     const keyInput = { provider: this.provider, model: this.model, request, sampleIndex };
     const key = cacheKey(keyInput);
     const stored = this.cache.get(key);
-    if (stored) {
-      return {
-        text: stored.text,
-        finishReason: stored.finishReason,
-        usage: { ...stored.usage },
-        latencySeconds: 0,
-        cacheHit: true,
-        sampleIndex,
-        ...(stored.logprob !== undefined ? { logprob: stored.logprob } : {}),
-      };
-    }
+    if (stored) return replayed(stored, sampleIndex);
     const pending = this.inflight.get(key);
-    if (pending) {
-      // Served by an identical call already running: costs nothing live, so it counts as a hit.
-      const shared = await pending;
-      return { ...shared, usage: { ...shared.usage }, latencySeconds: 0, cacheHit: true, sampleIndex };
-    }
+    if (pending) return shared(await pending, sampleIndex);
     const flight = this.live(request, sampleIndex, signal).then((completion) => {
       this.store(key, keyInput, completion);
       return completion;
@@ -274,6 +265,98 @@ export class LlmClient implements LanguageModel {
     } finally {
       this.inflight.delete(key);
     }
+  }
+
+  /**
+   * All n samples of a request through the provider's `doGenerateBatch`: cached samples replay,
+   * samples an identical call is computing are shared, and the rest (the misses) go to the
+   * provider in one call. Each sample is still cached under its own key (sample index), so a
+   * later request replays it whether it was drawn alone or in a batch.
+   */
+  private async sampleMany(request: NormalisedRequest, warnings: string[], signal?: AbortSignal): Promise<Completion[]> {
+    const results: Array<Completion | Promise<Completion>> = [];
+    const missing: number[] = [];
+    const keys: Array<string | null> = [];
+    for (let i = 0; i < request.n; i++) {
+      const key = this.cache ? cacheKey({ provider: this.provider, model: this.model, request, sampleIndex: i }) : null;
+      keys.push(key);
+      if (key) {
+        const stored = this.cache!.get(key);
+        if (stored) {
+          results.push(replayed(stored, i));
+          continue;
+        }
+        const pending = this.inflight.get(key);
+        if (pending) {
+          results.push(pending.then((c) => shared(c, i)));
+          continue;
+        }
+      }
+      results.push(null as unknown as Completion); // filled below
+      missing.push(i);
+    }
+    if (missing.length === 1) {
+      results[missing[0]!] = this.sample(request, missing[0]!, signal);
+    } else if (missing.length > 1) {
+      const batch = this.liveBatch(request, missing, signal);
+      for (const [j, i] of missing.entries()) {
+        const key = keys[i];
+        const flight = batch.then((b) => {
+          const completion = b.completions[j]!;
+          if (key) this.store(key, { provider: this.provider, model: this.model, sampleIndex: i }, completion);
+          return completion;
+        });
+        if (key) {
+          this.inflight.set(key, flight);
+          flight.then(
+            () => this.inflight.delete(key),
+            () => this.inflight.delete(key),
+          );
+        }
+        results[i] = flight;
+      }
+      batch.then(
+        (b) => warnings.push(...(b.warnings ?? [])),
+        () => undefined, // the error reaches the caller through the samples' promises
+      );
+    }
+    return Promise.all(results);
+  }
+
+  /** One live `doGenerateBatch` call through the limiter; a batch's seconds are shared out over its samples. */
+  private async liveBatch(
+    request: NormalisedRequest,
+    sampleIndices: number[],
+    signal?: AbortSignal,
+  ): Promise<{ completions: Completion[]; warnings?: string[] }> {
+    return this.limiter.run(
+      async (attemptSignal) => {
+        const t0 = performance.now();
+        const batch = await this.backend.doGenerateBatch!(request, sampleIndices, {
+          signal: attemptSignal,
+          ...(this.limiter.timeoutMs > 0 ? { timeoutMs: this.limiter.timeoutMs } : {}),
+        });
+        if (batch.completions.length !== sampleIndices.length) {
+          throw new AmbiqaError(
+            `LLM provider ${this.provider} returned ${batch.completions.length} samples for a batch of ${sampleIndices.length}`,
+          );
+        }
+        const each = (performance.now() - t0) / 1000 / sampleIndices.length;
+        return {
+          completions: batch.completions.map((c, j) => ({
+            text: c.text,
+            finishReason: c.finishReason,
+            usage: { promptTokens: c.usage.promptTokens, completionTokens: c.usage.completionTokens },
+            latencySeconds: each,
+            cacheHit: false,
+            sampleIndex: sampleIndices[j]!,
+            ...(c.logprob !== undefined ? { logprob: c.logprob } : {}),
+          })),
+          ...(batch.warnings && batch.warnings.length > 0 ? { warnings: batch.warnings } : {}),
+        };
+      },
+      signal ? { signal } : {},
+    );
   }
 
   private async live(request: NormalisedRequest, sampleIndex: number, signal?: AbortSignal): Promise<Completion> {
@@ -353,4 +436,22 @@ export class LlmClient implements LanguageModel {
       }
     }
   }
+}
+
+/** A sample replayed from the persistent cache. */
+function replayed(stored: CachedSample, sampleIndex: number): Completion {
+  return {
+    text: stored.text,
+    finishReason: stored.finishReason,
+    usage: { ...stored.usage },
+    latencySeconds: 0,
+    cacheHit: true,
+    sampleIndex,
+    ...(stored.logprob !== undefined ? { logprob: stored.logprob } : {}),
+  };
+}
+
+/** Served by an identical call already running: costs nothing live, so it counts as a hit. */
+function shared(c: Completion, sampleIndex: number): Completion {
+  return { ...c, usage: { ...c.usage }, latencySeconds: 0, cacheHit: true, sampleIndex };
 }

@@ -6,7 +6,7 @@ import { LlmClient } from './client';
 import { safeUrl } from './errors';
 import type { RetryEvent } from './limiter';
 import { OPENAI_DEFAULT_BASE_URL, OpenAICompatibleProvider } from './providers/openai-compatible';
-import { DEFAULT_CONTEXT_SIZE, LlamaCppProvider, defaultThreads, embeddedModelFromManifest } from './providers/llama-cpp';
+import { DEFAULT_CONTEXT_SIZE, DEFAULT_SEQUENCES, LlamaCppProvider, defaultThreads, embeddedModelFromManifest } from './providers/llama-cpp';
 
 /**
  * The `llm:` section of an experiment config, and the one factory that turns it into a client.
@@ -41,6 +41,12 @@ export const llmConfigSchema = z.strictObject({
   threads: z.int().min(1).optional(),
   /** embedded: context window in tokens. */
   contextSize: z.int().min(256).default(DEFAULT_CONTEXT_SIZE),
+  /** embedded: context sequences (slots) — samples decoded in one batch and prompt prefixes kept evaluated (default 8). */
+  sequences: z.int().min(1).max(64).optional(),
+  /** embedded: reuse the evaluated prompt prefix a slot already holds (false re-reads every prompt). */
+  prefixReuse: z.boolean().optional(),
+  /** embedded: decode the n samples of a request as parallel slots in one batch (false: one by one). */
+  batchSamples: z.boolean().optional(),
   /** Calls in flight at once (default: 1 embedded, 4 openai-compatible). */
   maxConcurrency: z.int().min(1).max(256).optional(),
   /**
@@ -63,6 +69,9 @@ export interface ResolvedLlmConfig extends LlmConfig {
   maxConcurrency: number;
   timeoutSeconds: number;
   threads: number;
+  sequences: number;
+  prefixReuse: boolean;
+  batchSamples: boolean;
   cache: { mode: 'use' | 'refresh' | 'off'; path: string };
 }
 
@@ -80,6 +89,9 @@ export function resolveLlmConfig(config: LlmConfigInput | LlmConfig = {}): Resol
     maxConcurrency: c.maxConcurrency ?? (embedded ? 1 : 4),
     timeoutSeconds: c.timeoutSeconds ?? (embedded ? 600 : 120),
     threads: c.threads ?? defaultThreads(),
+    sequences: c.sequences ?? DEFAULT_SEQUENCES,
+    prefixReuse: c.prefixReuse ?? true,
+    batchSamples: c.batchSamples ?? true,
     cache: { mode: c.cache.mode, path: resolve(c.cache.path ?? defaultCachePath()) },
   };
 }
@@ -107,6 +119,9 @@ export async function createLanguageModel(
           ...(c.model ? { modelPath: c.model } : {}),
           threads: c.threads,
           contextSize: c.contextSize,
+          sequences: c.sequences,
+          prefixReuse: c.prefixReuse,
+          batchSamples: c.batchSamples,
         })
       : new OpenAICompatibleProvider(
           {
@@ -152,6 +167,9 @@ export function describeLlmConfig(
     out.model = model;
     out.threads = c.threads;
     out.contextSize = c.contextSize;
+    out.sequences = c.sequences;
+    out.prefixReuse = c.prefixReuse;
+    out.batchSamples = c.batchSamples;
   } else {
     out.model = c.model ?? env.OPENAI_MODEL ?? '(unset)';
     out.baseUrl = safeUrl(c.baseUrl ?? env.OPENAI_BASE_URL ?? OPENAI_DEFAULT_BASE_URL);

@@ -72,6 +72,8 @@ export interface GenerateResult {
   usage: TokenUsage;
   /** Wall seconds for the whole call, cache lookups included. */
   wallSeconds: number;
+  /** Conditions the provider worked around (recorded as trace warnings). */
+  warnings?: string[];
 }
 
 /** A request with every default filled in; what providers receive and the cache keys on. */
@@ -95,6 +97,14 @@ export interface ProviderCompletion {
   usage: TokenUsage;
   /** Sum of the generated tokens' natural-log probabilities, when `logprobs` was asked and known. */
   logprob?: number;
+}
+
+/** What a provider returns for several samples of one request (`doGenerateBatch`). */
+export interface ProviderBatch {
+  /** One per requested sample index, in the order asked. */
+  completions: ProviderCompletion[];
+  /** Conditions worked around (e.g. a context that could not hold the batch, sampled one by one). */
+  warnings?: string[];
 }
 
 // ---------------------------------------------------------------- graded judgments
@@ -178,6 +188,17 @@ export interface LanguageModelProvider {
     sampleIndex: number,
     options: { signal?: AbortSignal; timeoutMs?: number },
   ): Promise<ProviderCompletion>;
+  /**
+   * Several samples of one request at once (e.g. decoded as parallel sequences in one batch).
+   * `sampleIndices` are the samples to draw (the cache misses); each keeps its per-sample seed,
+   * so a sample is the same whichever way it was drawn. Optional: without it the client calls
+   * `doGenerate` per sample.
+   */
+  doGenerateBatch?(
+    request: NormalisedRequest,
+    sampleIndices: number[],
+    options: { signal?: AbortSignal; timeoutMs?: number },
+  ): Promise<ProviderBatch>;
   /**
    * One judgment from next-token probabilities over the labels' first tokens. Providers that
    * cannot give probabilities leave this out (or return `mode: 'text'`), and the client falls

@@ -33,12 +33,15 @@ export class TraceRecorder {
     model: LanguageModel,
   ) {
     const calls = this.llmCalls;
+    const warnings = this.warnings;
     this.llm = {
       provider: model.provider,
       model: model.model,
       async generate(request: GenerateRequest): Promise<GenerateResult> {
         const result = await model.generate(request);
         calls.push(toCallRecord(calls.length, result));
+        // Provider work-arounds (e.g. samples drawn one by one instead of batched) stay visible.
+        for (const message of result.warnings ?? []) warnings.push({ purpose: result.request.purpose, message });
         return result;
       },
       async judge(request: JudgeRequest): Promise<JudgeResult> {

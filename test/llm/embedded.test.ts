@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describeError } from '../../src/errors';
 import { LlmClient } from '../../src/llm/client';
 import { createLanguageModel } from '../../src/llm/config';
 import { LlamaCppProvider, loadedEmbeddedModels, unloadEmbeddedModels } from '../../src/llm/providers/llama-cpp';
@@ -96,5 +97,117 @@ describe.skipIf(!hasModel)('embedded llama.cpp provider (real model)', () => {
     const cut = await client.generate({ ...greedy, stop: [stopAt] });
     expect(cut.completions[0]!.text).toBe(text.slice(0, text.indexOf(stopAt)));
     expect(cut.completions[0]!.finishReason).toBe('stop');
+  });
+
+  it('judges from next-token probabilities: one forward pass, nothing decoded, replayed identically', async () => {
+    const path = join(dir, 'judge.sqlite');
+    const judge = {
+      messages: [
+        { role: 'system' as const, content: 'Reply with exactly one word.' },
+        { role: 'user' as const, content: 'Is Paris the capital of France? Answer Yes or No.' },
+      ],
+      labels: ['Yes', 'No'],
+    };
+    provider.resetStats();
+    const a = new LlmClient(provider, { cache: { path } });
+    const live = await a.judge(judge);
+    a.close();
+    expect(live.mode).toBe('probability');
+    for (const p of live.probabilities) {
+      expect(p).toBeGreaterThan(0);
+      expect(p).toBeLessThan(1);
+    }
+    expect(live.probabilities[0]! + live.probabilities[1]!).toBeCloseTo(1, 12);
+    expect(live.label).toBe('Yes');
+    expect(live.p).toBeGreaterThan(0.5);
+    expect(live.labelMass).toBeGreaterThan(0.5);
+    expect(live.labelMass).toBeLessThanOrEqual(1);
+    // No decoding: no completion token, in the result and in what the provider ran.
+    expect(live.usage.completionTokens).toBe(0);
+    expect(provider.stats.completionTokens).toBe(0);
+    expect(live.usage.promptTokens).toBeGreaterThan(10);
+    const b = new LlmClient(provider, { cache: { path } });
+    const replay = await b.judge(judge);
+    b.close();
+    expect(replay.cacheHit).toBe(true);
+    expect(replay.probabilities).toEqual(live.probabilities);
+    // Computed again (the slot now holds the whole prompt): the same distribution.
+    const again = await new LlmClient(provider).judge(judge);
+    expect(again.cacheHit).toBe(false);
+    expect(again.p).toBeCloseTo(live.p, 4);
+  });
+
+  it('reports the log-probability of generated text when asked', async () => {
+    const r = await new LlmClient(provider).generate({ messages: question, maxTokens: 4, logprobs: true });
+    const c = r.completions[0]!;
+    expect(c.logprob).toBeLessThan(0);
+    expect(Number.isFinite(c.logprob)).toBe(true);
+    // Greedy tokens of a one-word answer are likely: the mean token log-prob is not tiny.
+    expect(c.logprob! / c.usage.completionTokens).toBeGreaterThan(-5);
+  });
+
+  it('prefix reuse gives the same greedy replies as re-reading every prompt, and evaluates far fewer tokens', async () => {
+    const system = {
+      role: 'system' as const,
+      content:
+        'You answer geography questions with the name of a city and nothing else. ' +
+        'Examples: the capital of Spain is Madrid; the capital of Japan is Tokyo; the capital of Kenya is Nairobi; ' +
+        'the capital of Canada is Ottawa; the capital of Peru is Lima; the capital of Egypt is Cairo.',
+    };
+    const asks = ['What is the capital of France?', 'What is the capital of Italy?', 'What is the capital of France?'];
+    const reuse = new LlamaCppProvider({ threads: 1 });
+    const reread = new LlamaCppProvider({ threads: 1, prefixReuse: false, batchSamples: false });
+    const withReuse: string[] = [];
+    const without: string[] = [];
+    for (const ask of asks) {
+      const request = { messages: [system, { role: 'user' as const, content: ask }], maxTokens: 8 };
+      withReuse.push((await new LlmClient(reuse).generate(request)).completions[0]!.text);
+      without.push((await new LlmClient(reread).generate(request)).completions[0]!.text);
+    }
+    expect(withReuse).toEqual(without);
+    expect(withReuse[0]).toBe(withReuse[2]);
+    expect(reread.stats.promptTokensEvaluated).toBe(reread.stats.promptTokens);
+    expect(reuse.stats.promptTokens).toBe(reread.stats.promptTokens);
+    expect(reuse.stats.promptTokensEvaluated).toBeLessThan(reread.stats.promptTokensEvaluated / 2);
+  });
+
+  it('batched samples: greedy equals one-by-one; sampled ones differ and replay per sample index', async () => {
+    const batched = new LlamaCppProvider({ threads: 1 });
+    const oneByOne = new LlamaCppProvider({ threads: 1, batchSamples: false });
+    const greedy = { prompt: 'Name three rivers.', maxTokens: 10, n: 3 };
+    const g = await new LlmClient(batched).generate(greedy);
+    const s = await new LlmClient(oneByOne).generate(greedy);
+    expect(batched.stats.batchedSamples).toBe(3);
+    expect(oneByOne.stats.batchedSamples).toBe(0);
+    expect(g.completions.map((c) => c.text)).toEqual(s.completions.map((c) => c.text));
+    expect(new Set(g.completions.map((c) => c.text)).size).toBe(1);
+
+    const path = join(dir, 'batch.sqlite');
+    const sampled = { prompt: 'Write a short sentence about rivers.', maxTokens: 8, temperature: 1.2, seed: 5, n: 3 };
+    const live = new LlmClient(batched, { cache: { path } });
+    const first = await live.generate(sampled);
+    expect(new Set(first.completions.map((c) => c.text)).size).toBeGreaterThan(1);
+    const more = await live.generate({ ...sampled, n: 4 });
+    live.close();
+    expect(more.completions.map((c) => c.cacheHit)).toEqual([true, true, true, false]);
+    const replay = new LlmClient(batched, { cache: { path } });
+    const again = await replay.generate({ ...sampled, n: 4 });
+    replay.close();
+    expect(again.completions.every((c) => c.cacheHit)).toBe(true);
+    expect(again.completions.map((c) => c.text)).toEqual(more.completions.map((c) => c.text));
+  });
+
+  it('a prompt longer than the context fails with a message naming the limit and the option, batched or not', async () => {
+    const small = new LlamaCppProvider({ threads: 1, contextSize: 256, sequences: 2 });
+    const client = new LlmClient(small, { limiter: { maxRetries: 0 } });
+    const long = { prompt: 'river '.repeat(400), maxTokens: 4 };
+    for (const n of [1, 3]) {
+      const error = await client.generate({ ...long, n }).catch((e: unknown) => e);
+      const text = describeError(error);
+      expect(text).toMatch(/context holds \d+/);
+      expect(text).toContain('contextSize');
+    }
+    const judged = await client.judge({ prompt: long.prompt, labels: ['Yes', 'No'] }).catch((e: unknown) => e);
+    expect(describeError(judged)).toContain('contextSize');
   });
 });

@@ -7,7 +7,14 @@ import type { AddressInfo, Socket } from 'node:net';
  * connection. It records every request so tests can check what the client sent and when.
  */
 export type FaultAction =
-  | { kind: 'ok'; text?: string; finishReason?: string; usage?: { prompt_tokens: number; completion_tokens: number } | null }
+  | {
+      kind: 'ok';
+      text?: string;
+      finishReason?: string;
+      usage?: { prompt_tokens: number; completion_tokens: number } | null;
+      /** The choice's `logprobs` object, as OpenAI returns it when asked (`{content: [...]}`). */
+      logprobs?: unknown;
+    }
   | { kind: 'status'; status: number; headers?: Record<string, string>; body?: unknown }
   | { kind: 'hang' }
   | { kind: 'reset' }
@@ -149,7 +156,14 @@ export async function startFaultServer(): Promise<FaultServer> {
           object: 'chat.completion',
           created: Math.floor(Date.now() / 1000),
           model: String(body.model ?? 'unknown'),
-          choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: action.finishReason ?? 'stop' }],
+          choices: [
+            {
+              index: 0,
+              message: { role: 'assistant', content: text },
+              finish_reason: action.finishReason ?? 'stop',
+              ...(action.logprobs !== undefined ? { logprobs: action.logprobs } : {}),
+            },
+          ],
           ...(usage ? { usage } : {}),
         });
       }

@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type {
   ChatHistoryItem,
   ChatWrapper,
+  ControlledEvaluateInputItem,
   Llama,
   LlamaContext,
   LlamaContextSequence,
@@ -17,7 +18,16 @@ import { projectRoot } from '../../config/paths';
 import { AmbiqaError } from '../../errors';
 import { readModelManifest } from '../../setup/manifest';
 import { LlmRequestError } from '../errors';
-import type { ChatMessage, FinishReason, LanguageModelProvider, NormalisedRequest, ProviderCompletion } from '../types';
+import type {
+  ChatMessage,
+  FinishReason,
+  LanguageModelProvider,
+  NormalisedJudgeRequest,
+  NormalisedRequest,
+  ProviderBatch,
+  ProviderCompletion,
+  ProviderJudgement,
+} from '../types';
 
 /**
  * The embedded model: a GGUF file run in-process by llama.cpp (node-llama-cpp 3.21.1, CPU).
@@ -26,8 +36,17 @@ import type { ChatMessage, FinishReason, LanguageModelProvider, NormalisedReques
  *   loading costs seconds and memory, and runs open many clients.
  * - Explicit `threads` always: node-llama-cpp's default picked 4 threads on a 2-core machine and
  *   was 20× slower (see `defaultThreads`).
- * - One context (and one sequence) per (file, contextSize, threads); llama.cpp contexts are not
- *   safe for concurrent use, so generations on it are serialised by a promise chain.
+ * - One context per (file, contextSize, threads, sequences), holding `sequences` context
+ *   sequences (slots). Calls on a context are serialised by a promise chain; one call may use
+ *   several slots at once (the samples of a batch).
+ * - Prefix reuse: each slot keeps the tokens it has evaluated (KV cache). A call runs on the slot
+ *   whose tokens share the longest prefix with its prompt and evaluates only the rest, so the
+ *   instruction and few-shot part of prompts is read once, not once per call.
+ * - Batched samples: the n samples of one request decode as n slots of one context; node-llama-cpp
+ *   evaluates the slots' pending tokens together in one batch per step. The prompt is evaluated
+ *   once and its state copied into the other slots (llama.cpp sequence state save/load).
+ * - Judgments (`doJudge`) evaluate the prompt once and read the next-token distribution: no
+ *   decoding, one forward pass (plus one token per label prefix that two labels share).
  * - The prompt is rendered with the chat template stored in the GGUF (Jinja), as the model was
  *   trained; prompt and completion tokens are counted with the model's tokenizer.
  * - `model` (part of the cache key) is the file's sha256, not its path, so a cache stays valid
@@ -40,9 +59,21 @@ export interface LlamaCppOptions {
   sha256?: string;
   /** CPU threads for evaluation. Default `defaultThreads()`. */
   threads?: number;
-  /** Context window in tokens (prompt + completion). Default 4096, capped at the model's. */
+  /** Context window in tokens (prompt + completion) of each slot. Default 4096, capped at the model's. */
   contextSize?: number;
+  /**
+   * Context sequences (slots) of the context: how many samples decode in one batch, and how many
+   * distinct prompt prefixes stay evaluated. Each costs KV-cache memory (about 12 KB per token of
+   * `contextSize` for the default 0.5B model). Default 8.
+   */
+  sequences?: number;
+  /** Reuse the evaluated prompt prefix a slot already holds. Default true; false re-reads every prompt. */
+  prefixReuse?: boolean;
+  /** Decode the n samples of a request as parallel slots in one batch. Default true; false samples one by one. */
+  batchSamples?: boolean;
 }
+
+export const DEFAULT_SEQUENCES = 8;
 
 export const DEFAULT_CONTEXT_SIZE = 4096;
 
@@ -60,12 +91,20 @@ export function defaultThreads(env: NodeJS.ProcessEnv = process.env): number {
 
 type NodeLlamaCpp = typeof import('node-llama-cpp');
 
+interface Slot {
+  sequence: LlamaContextSequence;
+  /** Tick of the last call that used it: the least recently used slot is the one overwritten. */
+  lastUsed: number;
+}
+
 interface ContextEntry {
   context: LlamaContext;
-  sequence: LlamaContextSequence;
+  slots: Slot[];
   contextSize: number;
-  /** Tail of the queue of generations on this context. */
+  /** Tail of the queue of calls on this context. */
   tail: Promise<void>;
+  /** Set when fewer slots than asked for could be created (the context fell back to one). */
+  warning?: string;
 }
 
 interface ModelEntry {
@@ -157,19 +196,43 @@ function loadModel(path: string): Promise<ModelEntry> {
   return entry;
 }
 
-function getContext(modelEntry: ModelEntry, path: string, contextSize: number, threads: number): Promise<ContextEntry> {
+function getContext(
+  modelEntry: ModelEntry,
+  path: string,
+  contextSize: number,
+  threads: number,
+  sequences: number,
+): Promise<ContextEntry> {
   const size = modelEntry.trainContextSize ? Math.min(contextSize, modelEntry.trainContextSize) : contextSize;
-  const key = `${size}:${threads}`;
+  const key = `${size}:${threads}:${sequences}`;
   let entry = modelEntry.contexts.get(key);
   if (!entry) {
     entry = (async () => {
+      const create = async (n: number): Promise<ContextEntry> => {
+        const context = await modelEntry.model.createContext({ contextSize: size, threads, sequences: n });
+        const slots = Array.from({ length: n }, () => ({ sequence: context.getSequence(), lastUsed: 0 }));
+        return { context, slots, contextSize: context.contextSize, tail: Promise.resolve() };
+      };
       try {
-        const context = await modelEntry.model.createContext({ contextSize: size, threads, sequences: 1 });
-        return { context, sequence: context.getSequence(), contextSize: size, tail: Promise.resolve() };
+        return await create(sequences);
       } catch (error) {
+        const reason = (error as Error).message;
+        if (sequences > 1) {
+          // Many slots need memory the machine may not have; one slot still works, sequentially.
+          try {
+            const single = await create(1);
+            single.warning =
+              `could not create ${sequences} context sequences of ${size} tokens (${reason}); ` +
+              'samples are decoded one by one — lower `sequences` or `contextSize` in the llm config';
+            process.emitWarning(single.warning, 'AmbiqaLlmWarning');
+            return single;
+          } catch {
+            /* report the original failure below */
+          }
+        }
         throw new AmbiqaError(
-          `cannot create a ${size}-token context for ${path}: ${(error as Error).message}`,
-          'lower `contextSize` in the llm config',
+          `cannot create a ${size}-token context with ${sequences} sequence(s) for ${path}: ${reason}`,
+          'lower `contextSize` or `sequences` in the llm config',
         );
       }
     })();
@@ -194,6 +257,8 @@ export async function unloadEmbeddedModels(): Promise<void> {
     for (const c of m.contexts.values()) await (await c.catch(() => null))?.context.dispose();
     await m.model.dispose();
   }
+  if (stateDir) rmSync(stateDir, { recursive: true, force: true });
+  stateDir = null;
 }
 
 // ------------------------------------------------------------------ file identity
@@ -228,7 +293,131 @@ export function embeddedModelFromManifest(): { path: string; sha256: string; nam
   return { path: manifest.llm.file, sha256: manifest.llm.sha256, name: manifest.llm.name };
 }
 
+// ------------------------------------------------------------------ sequence state copies
+
+let stateDir: string | null = null;
+
+/** A private folder for the sequence-state files that copy an evaluated prompt between slots. */
+function sequenceStateDir(): string {
+  if (!stateDir) {
+    const dir = mkdtempSync(join(tmpdir(), 'ambiqa-kv-'));
+    stateDir = dir;
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  }
+  return stateDir;
+}
+let stateFileCounter = 0;
+
+/**
+ * Prompt tokens a slot must be missing before its state is copied from the primary slot instead
+ * of evaluated: below this, evaluating the few tokens costs less than writing and reading a file.
+ */
+const COPY_MIN_TOKENS = 32;
+
+// ------------------------------------------------------------------ label probabilities
+
+/** A token tree over every surface form of every label; `labels` are the labels passing through. */
+interface LabelNode {
+  labels: Set<number>;
+  children: Map<Token, LabelNode>;
+}
+
+/**
+ * The spellings a model may start a label with: as given, lower case, upper case and capitalised,
+ * each with and without a leading space (tokenizers give " True" and "True" different tokens).
+ */
+export function labelSurfaceForms(label: string): string[] {
+  const t = label.trim();
+  const cased = [t, t.toLowerCase(), t.toUpperCase(), t.charAt(0).toUpperCase() + t.slice(1).toLowerCase()];
+  return [...new Set(cased.flatMap((c) => [c, ` ${c}`]))];
+}
+
+/** Label tokens deeper than this are not followed (labels sharing three tokens are not told apart). */
+const MAX_LABEL_DEPTH = 3;
+
+/**
+ * P(label) from next-token distributions, without decoding. Every surface form of every label is
+ * tokenized into a tree. A label's mass is the probability of the first token at which its forms
+ * part from every other label's: at the root that is usually the first token ("True" vs "False");
+ * where two labels share a first token ("Use|ful" vs "Use|less") the shared token is evaluated
+ * and the next distribution is read, at most `MAX_LABEL_DEPTH` deep. A form that ends where
+ * another label's form continues is not counted. Returns the probabilities renormalised over
+ * the labels and the mass they had before (`labelMass`).
+ */
+export async function labelProbabilities(
+  labels: string[],
+  tokenize: (text: string) => Token[],
+  distributionAfter: (path: Token[]) => Promise<Map<Token, number>>,
+): Promise<{ probabilities: number[]; labelMass: number; extraTokens: number }> {
+  const root: LabelNode = { labels: new Set(), children: new Map() };
+  for (const [index, label] of labels.entries()) {
+    for (const form of labelSurfaceForms(label)) {
+      let node = root;
+      for (const token of tokenize(form)) {
+        let child = node.children.get(token);
+        if (!child) node.children.set(token, (child = { labels: new Set(), children: new Map() }));
+        child.labels.add(index);
+        node = child;
+      }
+    }
+  }
+  const mass = labels.map(() => 0);
+  let extraTokens = 0;
+  const visit = async (node: LabelNode, path: Token[], pathProbability: number): Promise<void> => {
+    const distribution = await distributionAfter(path);
+    for (const [token, child] of node.children) {
+      const p = pathProbability * (distribution.get(token) ?? 0);
+      if (p <= 0) continue;
+      if (child.labels.size === 1) {
+        mass[[...child.labels][0]!]! += p;
+      } else if (child.children.size > 0 && path.length + 1 < MAX_LABEL_DEPTH && p > 1e-6) {
+        extraTokens += 1;
+        await visit(child, [...path, token], p);
+      }
+    }
+  };
+  await visit(root, [], 1);
+  const labelMass = mass.reduce((a, b) => a + b, 0);
+  return {
+    probabilities: labelMass > 0 ? mass.map((m) => m / labelMass) : mass,
+    labelMass,
+    extraTokens,
+  };
+}
+
 // ------------------------------------------------------------------ the provider
+
+/** What the embedded provider evaluated: the prompt tokens asked for vs those read by a forward pass. */
+export interface EmbeddedEvaluationStats {
+  /** Generations and judgments. */
+  calls: number;
+  /** Prompt tokens of every sample and judgment (what `usage.promptTokens` adds up to). */
+  promptTokens: number;
+  /** Prompt tokens that went through a forward pass; the rest came from a slot's evaluated prefix. */
+  promptTokensEvaluated: number;
+  completionTokens: number;
+  /** Seconds spent in calls. */
+  seconds: number;
+  /** Samples decoded in a batch of more than one slot. */
+  batchedSamples: number;
+  /** Evaluated prompt states copied from one slot into another for a batch. */
+  stateCopies: number;
+}
+
+function emptyStats(): EmbeddedEvaluationStats {
+  return { calls: 0, promptTokens: 0, promptTokensEvaluated: 0, completionTokens: 0, seconds: 0, batchedSamples: 0, stateCopies: 0 };
+}
+
+interface Resources {
+  lib: NodeLlamaCpp;
+  modelEntry: ModelEntry;
+  ctx: ContextEntry;
+}
+
+interface RenderedPrompt {
+  tokens: Token[];
+  stopTriggers: ReturnType<ChatWrapper['generateContextState']>['stopGenerationTriggers'];
+}
 
 export class LlamaCppProvider implements LanguageModelProvider {
   readonly provider = 'llama-cpp';
@@ -237,6 +426,12 @@ export class LlamaCppProvider implements LanguageModelProvider {
   readonly modelPath: string;
   readonly threads: number;
   readonly contextSize: number;
+  readonly sequences: number;
+  readonly prefixReuse: boolean;
+  readonly batchSamples: boolean;
+  /** Totals since construction or `resetStats()` (benchmarks read them). */
+  stats: EmbeddedEvaluationStats = emptyStats();
+  private tick = 0;
 
   constructor(options: LlamaCppOptions = {}) {
     let sha256 = options.sha256;
@@ -267,11 +462,28 @@ export class LlamaCppProvider implements LanguageModelProvider {
     this.model = sha256 ?? fileSha256(this.modelPath);
     this.threads = Math.max(1, Math.floor(options.threads ?? defaultThreads()));
     this.contextSize = Math.max(64, Math.floor(options.contextSize ?? DEFAULT_CONTEXT_SIZE));
+    this.sequences = Math.max(1, Math.floor(options.sequences ?? DEFAULT_SEQUENCES));
+    this.prefixReuse = options.prefixReuse ?? true;
+    this.batchSamples = options.batchSamples ?? true;
+  }
+
+  /** Return the totals so far and start counting from zero. */
+  resetStats(): EmbeddedEvaluationStats {
+    const out = this.stats;
+    this.stats = emptyStats();
+    return out;
   }
 
   /** Load the model and context now instead of on the first call (e.g. to time loading apart). */
   async load(): Promise<void> {
-    await getContext(await loadModel(this.modelPath), this.modelPath, this.contextSize, this.threads);
+    await this.resources();
+  }
+
+  private async resources(): Promise<Resources> {
+    const { lib } = await getLlamaInstance();
+    const modelEntry = await loadModel(this.modelPath);
+    const ctx = await getContext(modelEntry, this.modelPath, this.contextSize, this.threads, this.sequences);
+    return { lib, modelEntry, ctx };
   }
 
   async doGenerate(
@@ -279,49 +491,264 @@ export class LlamaCppProvider implements LanguageModelProvider {
     sampleIndex: number,
     options: { signal?: AbortSignal; timeoutMs?: number },
   ): Promise<ProviderCompletion> {
-    const { lib } = await getLlamaInstance();
-    const modelEntry = await loadModel(this.modelPath);
-    const ctx = await getContext(modelEntry, this.modelPath, this.contextSize, this.threads);
-    return serialise(ctx, async () => {
+    const r = await this.resources();
+    return this.timed(r.ctx, async () => {
       options.signal?.throwIfAborted();
-      const state = modelEntry.chatWrapper.generateContextState({ chatHistory: toChatHistory(request.messages) });
-      const promptTokens: Token[] = state.contextText.tokenize(modelEntry.model.tokenizer);
-      if (promptTokens.length >= ctx.contextSize) {
-        throw new LlmRequestError(
-          `the prompt has ${promptTokens.length} tokens but the embedded model's context holds ${ctx.contextSize}`,
-          { kind: 'client', hint: 'raise `contextSize` in the llm config, or shorten the prompt (fewer passages or demonstrations)' },
+      const prompt = this.render(r, request.messages);
+      const [slot] = this.chooseSlots(r.ctx, prompt.tokens, 1);
+      return this.generateOn(r, slot!, prompt, request, sampleIndex, options.signal);
+    });
+  }
+
+  /**
+   * Several samples of one request. With `batchSamples`, up to `sequences` of them decode at once
+   * as parallel slots (more are done in rounds); the prompt is evaluated once and copied into the
+   * other slots. Each sample keeps its own seed (seed + sample index), so it is the same sample
+   * whether it was drawn alone or in a batch of any size — only the floating-point order of a
+   * batched evaluation may differ.
+   */
+  async doGenerateBatch(
+    request: NormalisedRequest,
+    sampleIndices: number[],
+    options: { signal?: AbortSignal; timeoutMs?: number },
+  ): Promise<ProviderBatch> {
+    const r = await this.resources();
+    return this.timed(r.ctx, async () => {
+      const prompt = this.render(r, request.messages);
+      const width = this.batchSamples ? r.ctx.slots.length : 1;
+      const completions: ProviderCompletion[] = [];
+      for (let start = 0; start < sampleIndices.length; start += width) {
+        options.signal?.throwIfAborted();
+        const round = sampleIndices.slice(start, start + width);
+        const slots = this.chooseSlots(r.ctx, prompt.tokens, round.length);
+        if (round.length > 1) {
+          await this.primeSlots(slots, prompt.tokens);
+          this.stats.batchedSamples += round.length;
+        }
+        // allSettled, not all: a failed sample must not leave its siblings running on the context
+        // while the next call starts.
+        const settled = await Promise.allSettled(
+          round.map((sampleIndex, j) => this.generateOn(r, slots[j]!, prompt, request, sampleIndex, options.signal)),
         );
+        for (const s of settled) if (s.status === 'rejected') throw s.reason;
+        completions.push(...settled.map((s) => (s as PromiseFulfilledResult<ProviderCompletion>).value));
       }
-      const completion = new lib.LlamaCompletion({ contextSequence: ctx.sequence });
-      let completionTokens = 0;
-      try {
-        const result = await completion.generateCompletionWithMeta(promptTokens, {
-          maxTokens: request.maxTokens,
-          temperature: request.temperature,
-          topP: request.topP,
-          // Per-sample seed: n samples at temperature > 0 differ, and each is reproducible.
-          seed: (request.seed ?? 0) + sampleIndex,
-          customStopTriggers: [...state.stopGenerationTriggers, ...request.stop],
-          // Stop at a full context instead of silently dropping the start of the prompt.
-          disableContextShift: true,
-          onToken: (tokens) => {
-            completionTokens += tokens.length;
-          },
-          ...(options.signal ? { signal: options.signal } : {}),
-        });
-        return {
-          text: result.response,
-          finishReason: mapStopReason(result.metadata.stopReason),
-          usage: { promptTokens: promptTokens.length, completionTokens },
-        };
-      } finally {
-        completion.dispose({ disposeSequence: false });
-      }
+      const warnings = this.batchSamples && r.ctx.warning && sampleIndices.length > 1 ? [r.ctx.warning] : [];
+      return { completions, ...(warnings.length > 0 ? { warnings } : {}) };
+    });
+  }
+
+  /**
+   * A judgment from one evaluation of the prompt (the assistant turn opened) and its next-token
+   * distribution over the labels' first tokens; nothing is decoded.
+   */
+  async doJudge(
+    request: NormalisedJudgeRequest,
+    options: { signal?: AbortSignal; timeoutMs?: number },
+  ): Promise<ProviderJudgement> {
+    const r = await this.resources();
+    return this.timed(r.ctx, async () => {
+      options.signal?.throwIfAborted();
+      const prompt = this.render(r, request.messages);
+      const [slot] = this.chooseSlots(r.ctx, prompt.tokens, 1);
+      const sequence = slot!.sequence;
+      if (!this.prefixReuse) await sequence.clearHistory();
+      this.stats.promptTokens += prompt.tokens.length;
+      const model = r.modelEntry.model;
+      const { probabilities, labelMass } = await labelProbabilities(
+        request.labels,
+        (text) => model.tokenize(text, false),
+        async (path) => {
+          const { distribution, evaluated } = await nextTokenDistribution(sequence, [...prompt.tokens, ...path]);
+          this.stats.promptTokensEvaluated += evaluated;
+          return distribution;
+        },
+      );
+      const usage = { promptTokens: prompt.tokens.length, completionTokens: 0 };
+      // No label token had any probability (cannot happen with a full softmax, but a model could
+      // put every label below float precision): let the client parse a greedy reply instead.
+      if (!(labelMass > 0)) return { probabilities: request.labels.map(() => 0), labelMass: 0, mode: 'text', usage };
+      return { probabilities, labelMass, mode: 'probability', usage };
     });
   }
 
   /** The model is shared process-wide; see `unloadEmbeddedModels` to free it. */
   async dispose(): Promise<void> {}
+
+  private timed<T>(ctx: ContextEntry, fn: () => Promise<T>): Promise<T> {
+    return serialise(ctx, async () => {
+      const t0 = performance.now();
+      try {
+        return await fn();
+      } finally {
+        this.stats.calls += 1;
+        this.stats.seconds += (performance.now() - t0) / 1000;
+      }
+    });
+  }
+
+  /** The chat-templated prompt as tokens, the assistant turn opened; too long → a clear error. */
+  private render(r: Resources, messages: ChatMessage[]): RenderedPrompt {
+    const state = r.modelEntry.chatWrapper.generateContextState({ chatHistory: toChatHistory(messages) });
+    const tokens: Token[] = state.contextText.tokenize(r.modelEntry.model.tokenizer);
+    if (tokens.length >= r.ctx.contextSize) {
+      throw new LlmRequestError(
+        `the prompt has ${tokens.length} tokens but the embedded model's context holds ${r.ctx.contextSize}`,
+        { kind: 'client', hint: 'raise `contextSize` in the llm config, or shorten the prompt (fewer passages or demonstrations)' },
+      );
+    }
+    return { tokens, stopTriggers: state.stopGenerationTriggers };
+  }
+
+  /**
+   * The `count` slots to run on: those whose evaluated tokens share the longest prefix with the
+   * prompt, then the least recently used (so that recent prefixes survive). Without prefix reuse
+   * always the first slots.
+   */
+  private chooseSlots(ctx: ContextEntry, tokens: Token[], count: number): Slot[] {
+    let chosen: Slot[];
+    if (!this.prefixReuse) {
+      chosen = ctx.slots.slice(0, count);
+    } else {
+      chosen = ctx.slots
+        .map((slot) => ({ slot, common: slot.sequence.compareContextTokens(tokens).firstDifferentIndex }))
+        .sort((a, b) => b.common - a.common || a.slot.lastUsed - b.slot.lastUsed)
+        .slice(0, count)
+        .map((x) => x.slot);
+    }
+    for (const slot of chosen) slot.lastUsed = ++this.tick;
+    return chosen;
+  }
+
+  /**
+   * Before a batch: evaluate the prompt (all but its last token, which generation evaluates) in
+   * the first slot, then copy that state into every other slot that lacks much of it, so the
+   * prompt is read once per batch instead of once per sample.
+   */
+  private async primeSlots(slots: Slot[], tokens: Token[]): Promise<void> {
+    const prefix = tokens.slice(0, -1);
+    const [primary, ...others] = slots;
+    if (!primary) return;
+    if (!this.prefixReuse) return; // every slot re-reads the whole prompt (generateOn clears it)
+    this.stats.promptTokensEvaluated += await evaluateInto(primary.sequence, prefix);
+    let file: string | null = null;
+    try {
+      for (const slot of others) {
+        const common = Math.min(slot.sequence.compareContextTokens(prefix).firstDifferentIndex, prefix.length);
+        if (prefix.length - common < COPY_MIN_TOKENS) continue;
+        if (!file) {
+          file = join(sequenceStateDir(), `${process.pid}-${++stateFileCounter}.state`);
+          await primary.sequence.saveStateToFile(file);
+        }
+        await slot.sequence.loadStateFromFile(file, { acceptRisk: true });
+        this.stats.stateCopies += 1;
+      }
+    } finally {
+      if (file) rmSync(file, { force: true });
+    }
+  }
+
+  private async generateOn(
+    r: Resources,
+    slot: Slot,
+    prompt: RenderedPrompt,
+    request: NormalisedRequest,
+    sampleIndex: number,
+    signal: AbortSignal | undefined,
+  ): Promise<ProviderCompletion> {
+    const sequence = slot.sequence;
+    if (!this.prefixReuse) await sequence.clearHistory();
+    // What LlamaCompletion will evaluate: the prompt after the prefix this slot already holds,
+    // and always the last prompt token (its logits start the reply).
+    const common = Math.min(sequence.compareContextTokens(prompt.tokens).firstDifferentIndex, prompt.tokens.length - 1);
+    this.stats.promptTokens += prompt.tokens.length;
+    this.stats.promptTokensEvaluated += prompt.tokens.length - common;
+    const completion = new r.lib.LlamaCompletion({ contextSequence: sequence });
+    const generated: Token[] = [];
+    try {
+      const result = await completion.generateCompletionWithMeta(prompt.tokens, {
+        maxTokens: request.maxTokens,
+        temperature: request.temperature,
+        topP: request.topP,
+        // Per-sample seed: n samples at temperature > 0 differ, and each is reproducible.
+        seed: (request.seed ?? 0) + sampleIndex,
+        customStopTriggers: [...prompt.stopTriggers, ...request.stop],
+        // Stop at a full context instead of silently dropping the start of the prompt.
+        disableContextShift: true,
+        onToken: (tokens) => {
+          generated.push(...tokens);
+        },
+        ...(signal ? { signal } : {}),
+      });
+      this.stats.completionTokens += generated.length;
+      const logprob = request.logprobs ? await this.completionLogprob(sequence, prompt.tokens, generated) : undefined;
+      return {
+        text: result.response,
+        finishReason: mapStopReason(result.metadata.stopReason),
+        usage: { promptTokens: prompt.tokens.length, completionTokens: generated.length },
+        ...(logprob !== undefined ? { logprob } : {}),
+      };
+    } finally {
+      completion.dispose({ disposeSequence: false });
+    }
+  }
+
+  /**
+   * Sum of the model's log-probabilities of the generated tokens (temperature 1, no truncation:
+   * the model's own distribution, whatever the sampling options were). The generated tokens are
+   * evaluated again in one batch with their next-token distributions.
+   */
+  private async completionLogprob(sequence: LlamaContextSequence, prompt: Token[], generated: Token[]): Promise<number> {
+    if (generated.length === 0) return 0;
+    const full = [...prompt, ...generated];
+    const from = prompt.length - 1; // the position whose distribution predicts generated[0]
+    const common = Math.min(sequence.compareContextTokens(full).firstDifferentIndex, from);
+    if (common < sequence.nextTokenIndex) await sequence.eraseContextTokenRanges([{ start: common, end: sequence.nextTokenIndex }]);
+    const input: ControlledEvaluateInputItem[] = full
+      .slice(common, full.length - 1)
+      .map((token, i) => (common + i >= from ? [token, { generateNext: { probabilities: true } }] : token));
+    const out = await sequence.controlledEvaluate(input);
+    let sum = 0;
+    for (const [i, token] of generated.entries()) {
+      const p = out[from - common + i]?.next.probabilities?.get(token) ?? 0;
+      sum += Math.log(Math.max(p, Number.MIN_VALUE));
+    }
+    return sum;
+  }
+}
+
+/**
+ * Make `sequence` hold exactly `tokens`: keep the common prefix, erase the rest, evaluate the
+ * missing suffix. Returns the number of tokens evaluated.
+ */
+async function evaluateInto(sequence: LlamaContextSequence, tokens: Token[]): Promise<number> {
+  const common = Math.min(sequence.compareContextTokens(tokens).firstDifferentIndex, tokens.length);
+  if (common < sequence.nextTokenIndex) await sequence.eraseContextTokenRanges([{ start: common, end: sequence.nextTokenIndex }]);
+  if (common < tokens.length) await sequence.evaluateWithoutGeneratingNewTokens(tokens.slice(common));
+  return tokens.length - common;
+}
+
+/**
+ * The model's distribution over the token after `tokens` (softmax of the logits, temperature 1,
+ * no truncation), evaluating only what `sequence` does not already hold (at least the last token,
+ * whose logits are needed).
+ */
+async function nextTokenDistribution(
+  sequence: LlamaContextSequence,
+  tokens: Token[],
+): Promise<{ distribution: Map<Token, number>; evaluated: number }> {
+  const common = Math.min(sequence.compareContextTokens(tokens).firstDifferentIndex, tokens.length - 1);
+  if (common < sequence.nextTokenIndex) await sequence.eraseContextTokenRanges([{ start: common, end: sequence.nextTokenIndex }]);
+  const suffix = tokens.slice(common);
+  const last = suffix.length - 1;
+  // No sampling options: the greedy sampler keeps the whole vocabulary, so these are the raw
+  // softmax probabilities.
+  const out = await sequence.controlledEvaluate(
+    suffix.map((token, i): ControlledEvaluateInputItem => (i === last ? [token, { generateNext: { probabilities: true } }] : token)),
+  );
+  const distribution = out[last]?.next.probabilities;
+  if (!distribution) throw new LlmRequestError('the embedded model returned no next-token probabilities', { kind: 'other' });
+  return { distribution, evaluated: suffix.length };
 }
 
 function serialise<T>(ctx: ContextEntry, fn: () => Promise<T>): Promise<T> {

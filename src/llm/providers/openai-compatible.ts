@@ -2,7 +2,14 @@ import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIUserAbortErro
 import { AmbiqaError } from '../../errors';
 import { LlmRequestError, redactSecrets, safeUrl } from '../errors';
 import { classifyStatus, errorCode, parseRetryAfter } from '../limiter';
-import type { FinishReason, LanguageModelProvider, NormalisedRequest, ProviderCompletion } from '../types';
+import type {
+  FinishReason,
+  LanguageModelProvider,
+  NormalisedJudgeRequest,
+  NormalisedRequest,
+  ProviderCompletion,
+  ProviderJudgement,
+} from '../types';
 
 /**
  * Any server that speaks OpenAI's `/chat/completions` (OpenAI, vLLM, llama.cpp's server,
@@ -91,6 +98,7 @@ export class OpenAICompatibleProvider implements LanguageModelProvider {
       ...(request.stop.length > 0 ? { stop: request.stop } : {}),
       // The sample index varies the seed so that n seeded samples differ but each replays.
       ...(request.seed !== null ? { seed: request.seed + sampleIndex } : {}),
+      ...(request.logprobs ? { logprobs: true } : {}),
     };
     // The raw response, parsed here rather than by the SDK: a 200 whose body is cut short or not
     // JSON is a server fault worth retrying (like a 5xx), and the error should say what came.
@@ -117,15 +125,82 @@ export class OpenAICompatibleProvider implements LanguageModelProvider {
     }
     const response = this.parseReply(raw.status, text);
     const choice = response.choices![0]!;
+    // A server that ignores `logprobs` returns none: then the completion has no logprob, not 0.
+    const tokens = request.logprobs ? choice.logprobs?.content : undefined;
+    const logprob =
+      Array.isArray(tokens) && tokens.length > 0 && tokens.every((t) => Number.isFinite(t?.logprob))
+        ? tokens.reduce((sum, t) => sum + t.logprob, 0)
+        : undefined;
     return {
       text: choice.message?.content ?? '',
       finishReason: mapFinishReason(choice.finish_reason ?? null),
-      usage: {
-        // Servers that do not report usage get 0, not a guess: the trace then shows the gap.
-        promptTokens: response.usage?.prompt_tokens ?? 0,
-        completionTokens: response.usage?.completion_tokens ?? 0,
-      },
+      usage: usageOf(response),
+      ...(logprob !== undefined ? { logprob } : {}),
     };
+  }
+
+  /** Set once the endpoint rejected `logprobs` (HTTP 400): later judgments go straight to text. */
+  logprobsRejected = false;
+  /** Judgments that fell back to text (no logprobs returned, rejected, or no label among the top tokens). */
+  judgeTextFallbacks = 0;
+
+  /**
+   * A judgment from the first output token's `top_logprobs`: one output token, no text parsed.
+   * A top token counts for a label when, trimmed and lower-cased, it is a prefix of the label (or
+   * the label of it) and of no other label. When the endpoint gives no log-probabilities, rejects
+   * the parameter (HTTP 400), or no top token names a label, the result is `mode: 'text'` and the
+   * client parses a greedy reply instead; the trace then says `text`.
+   */
+  async doJudge(
+    request: NormalisedJudgeRequest,
+    options: { signal?: AbortSignal; timeoutMs?: number },
+  ): Promise<ProviderJudgement> {
+    const text = (usage = { promptTokens: 0, completionTokens: 0 }): ProviderJudgement => {
+      this.judgeTextFallbacks += 1;
+      return { probabilities: request.labels.map(() => 0), labelMass: 0, mode: 'text', usage };
+    };
+    if (this.logprobsRejected) return text();
+    const body: OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming = {
+      model: this.model,
+      messages: request.messages.map((m) => ({ role: m.role, content: m.content })),
+      temperature: 0,
+      max_tokens: 1,
+      n: 1,
+      logprobs: true,
+      top_logprobs: JUDGE_TOP_LOGPROBS,
+    };
+    let response: ChatReply;
+    try {
+      const raw = await this.#client.chat.completions
+        .create(body, { ...(options.signal ? { signal: options.signal } : {}), maxRetries: 0 })
+        .asResponse();
+      response = this.parseReply(raw.status, await raw.text());
+    } catch (error) {
+      if (error instanceof LlmRequestError) throw error;
+      const translated = this.translate(error);
+      if (translated instanceof LlmRequestError && translated.status === 400) {
+        // Only a refusal that names logprobs turns them off for good; any other 400 (a prompt
+        // too long, say) falls back for this judgment alone, and the text request then reports it.
+        if (/logprob/i.test(translated.message) && !this.logprobsRejected) {
+          this.logprobsRejected = true;
+          process.emitWarning(
+            `the server at ${safeUrl(this.baseUrl)} rejected logprobs (${translated.message}); judgments parse text replies (judge_mode=text)`,
+            'AmbiqaLlmWarning',
+          );
+        }
+        return text();
+      }
+      throw translated;
+    }
+    const usage = usageOf(response);
+    const top = response.choices?.[0]?.logprobs?.content?.[0]?.top_logprobs;
+    if (!Array.isArray(top) || top.length === 0) return text(usage);
+    const { probabilities, labelMass } = labelProbabilitiesFromTopTokens(
+      request.labels,
+      top.map((t) => ({ token: t.token, logprob: t.logprob })),
+    );
+    if (!(labelMass > 0)) return text(usage);
+    return { probabilities, labelMass, mode: 'probability', usage };
   }
 
   /**
@@ -228,8 +303,45 @@ export class OpenAICompatibleProvider implements LanguageModelProvider {
 
 /** The parts of a chat completion this provider reads. */
 interface ChatReply {
-  choices?: Array<{ message?: { content?: string | null }; finish_reason?: string | null }>;
+  choices?: Array<{
+    message?: { content?: string | null };
+    finish_reason?: string | null;
+    logprobs?: { content?: Array<{ token: string; logprob: number; top_logprobs?: Array<{ token: string; logprob: number }> }> | null } | null;
+  }>;
   usage?: { prompt_tokens?: number; completion_tokens?: number };
+}
+
+/** Top alternatives asked for per judgment: enough for a label's case and spacing variants. */
+export const JUDGE_TOP_LOGPROBS = 20;
+
+function usageOf(response: ChatReply) {
+  // Servers that do not report usage get 0, not a guess: the trace then shows the gap.
+  return { promptTokens: response?.usage?.prompt_tokens ?? 0, completionTokens: response?.usage?.completion_tokens ?? 0 };
+}
+
+/**
+ * Label probabilities from one position's top tokens. A token counts for the single label it
+ * starts (or that starts it), compared trimmed and lower-cased, so "True", " true" and "TRUE" all
+ * count for True; a token that could start two labels ("Use" for Useful/Useless) counts for none.
+ * Renormalised over the labels; `labelMass` is what they had before.
+ */
+export function labelProbabilitiesFromTopTokens(
+  labels: string[],
+  top: Array<{ token: string; logprob: number }>,
+): { probabilities: number[]; labelMass: number } {
+  const wanted = labels.map((l) => l.trim().toLowerCase());
+  const mass = labels.map(() => 0);
+  const seen = new Set<string>();
+  for (const { token, logprob } of top) {
+    const t = token.trim().toLowerCase();
+    // Some servers list the same token twice; and a token that is only white space names nothing.
+    if (t === '' || !Number.isFinite(logprob) || seen.has(token)) continue;
+    seen.add(token);
+    const matches = wanted.flatMap((w, i) => (w.startsWith(t) || t.startsWith(w) ? [i] : []));
+    if (matches.length === 1) mass[matches[0]!]! += Math.exp(logprob);
+  }
+  const labelMass = mass.reduce((a, b) => a + b, 0);
+  return { probabilities: labelMass > 0 ? mass.map((m) => m / labelMass) : mass, labelMass };
 }
 
 function serverMessage(e: { error?: unknown; message?: string }): string | undefined {
