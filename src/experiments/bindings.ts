@@ -1,5 +1,15 @@
 import type { DatasetName, Example } from '../datasets/types';
-import { aggregate, defaultMetrics as metricDefaults, metricNames as allMetricNames, metricsFor, scoreExample, type DisambigReader, type ScoreOptions } from '../metrics/index';
+import {
+  aggregate,
+  defaultMetrics as metricDefaults,
+  metricNames as allMetricNames,
+  metricsFor,
+  readerMetricNames,
+  scoreExample,
+  splitterMetricNames,
+  type DisambigReader,
+  type ScoreOptions,
+} from '../metrics/index';
 import { defaultSentenceSplitter, type SentenceSplitter } from '../metrics/sentences';
 import { createPipeline as createRegisteredPipeline, pipelineNames as registeredPipelineNames, pipelineOptionsSchema as registeredOptionsSchema } from '../pipelines/registry';
 import type { Pipeline } from '../pipelines/types';
@@ -26,8 +36,8 @@ export const metricNames: readonly string[] = allMetricNames;
 export const defaultMetrics = (dataset: DatasetName): string[] => metricDefaults(dataset);
 export const allowedMetrics = (dataset: DatasetName): string[] => metricsFor(dataset);
 
-/** Metrics that need a reading-comprehension model (config `reader:`). */
-export const readerMetrics: ReadonlySet<string> = new Set(['d_f1', 'dr']);
+/** Metrics that need a reading-comprehension model (config `reader:`), from the metric registry. */
+export const readerMetrics: ReadonlySet<string> = readerMetricNames;
 
 /** Majority votes / n, for the accuracy–coverage AUC, from the trace of a self-consistency method. */
 function consistencyOf(decisions: MethodDecisions | undefined): number | undefined {
@@ -42,7 +52,7 @@ export interface RunScorer {
 }
 
 export function createScorer(dataset: DatasetName, names: string[], options: { reader?: DisambigReader; splitter?: SentenceSplitter } = {}): RunScorer {
-  const usesSplitter = names.includes('rougeLsum') || names.includes('dr');
+  const usesSplitter = names.some((n) => splitterMetricNames.has(n));
   const usesReader = names.some((n) => readerMetrics.has(n));
   const splitter = usesSplitter ? (options.splitter ?? defaultSentenceSplitter()) : undefined;
   const settings: Record<string, string> = {};

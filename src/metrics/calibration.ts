@@ -22,7 +22,16 @@
  * - `input-order`: ties keep their input order (a stable sort), like the reference whenever its
  *   sort happens to be stable.
  * Correctness values are in [0, 1] (booleans, EM, or F1).
+ *
+ * In a run (`calibrationFamily`): each prediction keeps its `consistency` (100 × votes / samples)
+ * and its correctness (FEVER accuracy, else EM, computed here when not asked for), and the AUC is
+ * the run-level statistic, with a bootstrap CI.
  */
+import { bootstrapInterval } from './bootstrap';
+import { feverFamily } from './fever';
+import type { MetricAggregate } from '../experiments/results';
+import type { MetricFamily, Score } from './score';
+import { squadFamily } from './squad';
 
 export type TieRule = 'average' | 'input-order';
 
@@ -96,3 +105,40 @@ export function accuracyCoverageAuc(confidence: readonly number[], correct: read
   if (points.length === 0) return null;
   return points.reduce((s, p) => s + p.accuracy, 0) / points.length;
 }
+
+/** Registry entry: the accuracy–coverage AUC, from per-prediction consistency and correctness. */
+export const calibrationFamily: MetricFamily = {
+  family: 'calibration',
+  reference: 'Verify-and-Edit (Zhao et al. 2023) f1auc_score, after Ye & Durrett 2022',
+  metrics: ['auc'],
+  datasets: ['ambignq', 'situatedqa', 'hotpotqa-adversarial', 'fever'],
+  defaults: [],
+  async score(input) {
+    const c = input.consistency;
+    if (c === undefined || !Number.isFinite(c) || c < 0 || c > 1) return [{ name: 'auc', score: null, reason: 'the prediction has no consistency in [0, 1]' }];
+    const out: Score[] = [{ name: 'consistency', score: 100 * c }];
+    // The correctness the AUC ranks, computed by its own family when the run did not ask for it.
+    const key = input.dataset === 'fever' ? 'accuracy' : 'em';
+    if (input.scores[key] === undefined) {
+      const family = key === 'accuracy' ? feverFamily : squadFamily;
+      out.push(...(await family.score(input, new Set([key]))).filter((s) => s.score !== null));
+    }
+    return out;
+  },
+  aggregate(rows, options): Record<string, MetricAggregate> {
+    const withConsistency = rows.filter((r) => Number.isFinite(r.metrics.consistency));
+    if (withConsistency.length === 0) return {};
+    const key = withConsistency.every((r) => Number.isFinite(r.metrics.accuracy)) ? 'accuracy' : 'em';
+    const kept = withConsistency.filter((r) => Number.isFinite(r.metrics[key]));
+    if (kept.length === 0) return {};
+    const conf = kept.map((r) => r.metrics.consistency);
+    const corr = kept.map((r) => r.metrics[key] / 100);
+    const stat = (idx: ArrayLike<number>): number =>
+      accuracyCoverageAuc(
+        Array.from(idx, (i) => conf[i]),
+        Array.from(idx, (i) => corr[i]),
+      ) ?? NaN;
+    const ci = bootstrapInterval(kept.length, stat, options);
+    return { auc: { mean: accuracyCoverageAuc(conf, corr) as number, ciLow: ci.low, ciHigh: ci.high, n: kept.length } };
+  },
+};

@@ -18,9 +18,10 @@
  * Numbers from different readers are not comparable with each other or with the papers'.
  */
 import type { QaPair } from '../datasets/types';
+import { AmbiqaError } from '../errors';
 import type { ChatMessage, LanguageModel } from '../llm/types';
 import { normalizeAnswer, tokenF1 } from './squad';
-import type { Score } from './score';
+import type { MetricFamily, Score } from './score';
 
 export interface DisambigReader {
   /** Reported beside every D-F1 value, e.g. `llm:llama-cpp/smollm2` or `qa-onnx:roberta-squad2`. */
@@ -59,8 +60,24 @@ export async function disambigF1(qaPairs: readonly QaPair[], output: string, rea
 /** Scorer form: `{ output, expected: qaPairs, reader }` → D-F1 with the reader and spans in metadata. */
 export async function DisambigF1(args: { output: string; expected: readonly QaPair[]; reader: DisambigReader }): Promise<Score> {
   const r = await disambigF1(args.expected, args.output, args.reader);
-  return { name: 'd_f1', score: r.score, metadata: { reader: r.reader, spans: r.spans, f1s: r.f1s } };
+  return { name: 'd_f1', score: r.score, metadata: { reader: r.reader, spans: r.spans, f1s: r.f1s }, ...(r.score === null ? { reason: 'no qa_pairs' } : {}) };
 }
+
+/** Registry entry: D-F1 of ASQA long answers, read by the run's fixed reader. */
+export const disambigF1Family: MetricFamily = {
+  family: 'disambig-f1',
+  reference: 'ASQA (Stelmakh et al. 2022) Disambig-F1, SQuAD token F1 of a reader’s span per DQ',
+  metrics: ['d_f1'],
+  datasets: ['asqa'],
+  defaults: ['d_f1'],
+  needsReader: true,
+  async score({ text, example, reader }) {
+    if (!reader) throw new AmbiqaError('d_f1 and dr need a reader', 'choose one: reader embedded, openai:<model> or qa-onnx:<folder>');
+    // No DQs: nothing to read (the reader is not called).
+    if (example.qaPairs.length === 0) return [{ name: 'd_f1', score: null, reason: 'no qa_pairs' }];
+    return [await DisambigF1({ output: text, expected: example.qaPairs, reader })];
+  },
+};
 
 // ------------------------------------------------------------------------ the LLM reader
 

@@ -5,8 +5,46 @@
  *
  * "ROUGE-L" here is what ASQA's scorer calls ROUGE-L, i.e. `rougeLsum` with Punkt sentences
  * (rouge.ts). The run-level DR is computed from the run-level means — sqrt(mean D-F1 × mean
- * ROUGE-Lsum) — not as the mean of per-question DRs; `aggregate` (example.ts) does that.
+ * ROUGE-Lsum) — not as the mean of per-question DRs (`drFamily.aggregate`), over the questions
+ * that have both, with a bootstrap CI of that statistic.
  */
+import { bootstrapInterval } from './bootstrap';
+import type { MetricAggregate } from '../experiments/results';
+import type { MetricFamily } from './score';
+
 export function drScore(disambigF1: number, rougeL: number): number {
   return Math.sqrt(Math.max(0, disambigF1) * Math.max(0, rougeL));
 }
+
+/** Registry entry: per question sqrt(D-F1 × ROUGE-Lsum); the run-level value from the run-level means. */
+export const drFamily: MetricFamily = {
+  family: 'dr',
+  reference: 'ASQA (Stelmakh et al. 2022) DR score',
+  metrics: ['dr'],
+  datasets: ['asqa'],
+  defaults: ['dr'],
+  requires: ['d_f1', 'rougeLsum'],
+  score({ scores }) {
+    const { d_f1: d, rougeLsum: g } = scores;
+    if (d === undefined || g === undefined) return [{ name: 'dr', score: null, reason: `needs d_f1 and rougeLsum (${d === undefined ? 'd_f1' : 'rougeLsum'} missing)` }];
+    return [{ name: 'dr', score: drScore(d, g) }];
+  },
+  aggregate(rows, options): Record<string, MetricAggregate> {
+    // The questions that have a DR, i.e. both D-F1 and ROUGE-Lsum.
+    const both = rows.filter((r) => Number.isFinite(r.metrics.dr) && Number.isFinite(r.metrics.d_f1) && Number.isFinite(r.metrics.rougeLsum));
+    if (both.length === 0) return {};
+    const d = both.map((r) => r.metrics.d_f1);
+    const g = both.map((r) => r.metrics.rougeLsum);
+    const stat = (idx: ArrayLike<number>): number => {
+      let sd = 0;
+      let sg = 0;
+      for (let i = 0; i < idx.length; i++) {
+        sd += d[idx[i]];
+        sg += g[idx[i]];
+      }
+      return drScore(sd / idx.length, sg / idx.length);
+    };
+    const ci = bootstrapInterval(both.length, stat, options);
+    return { dr: { mean: stat(Array.from({ length: both.length }, (_, i) => i)), ciLow: ci.low, ciHigh: ci.high, n: both.length } };
+  },
+};

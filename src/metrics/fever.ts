@@ -8,7 +8,7 @@
  * NOT_ENOUGH_INFO → NOT ENOUGH INFO. Anything else is no label: it scores 0 and is reported.
  */
 import type { FeverLabel } from '../datasets/types';
-import type { Score, SyncScorer } from './score';
+import type { MetricFamily, Score, SyncScorer } from './score';
 
 const LABELS: Record<string, FeverLabel> = {
   supports: 'SUPPORTS',
@@ -38,4 +38,15 @@ export function normalizeFeverLabel(text: string): FeverLabel | null {
 export const FeverAccuracy: SyncScorer<string, FeverLabel> = ({ output, expected }): Score => {
   const label = normalizeFeverLabel(output);
   return { name: 'accuracy', score: label === expected ? 100 : 0, metadata: { predicted_label: label } };
+};
+
+/** Registry entry: FEVER label accuracy. */
+export const feverFamily: MetricFamily = {
+  family: 'fever',
+  reference: 'FEVER label accuracy (Thorne et al. 2018), as Verify-and-Edit reports it',
+  metrics: ['accuracy'],
+  datasets: ['fever'],
+  defaults: ['accuracy'],
+  score: ({ text, example }) =>
+    example.label ? [FeverAccuracy({ output: text, expected: example.label })] : [{ name: 'accuracy', score: null, reason: 'no gold label', metadata: { predicted_label: normalizeFeverLabel(text) } }],
 };

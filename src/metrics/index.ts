@@ -3,11 +3,25 @@
  * squad.ts (normalisation, EM, F1) · str-em.ts (STR-EM, STR-HIT) · rouge.ts (ROUGE-L, ROUGE-Lsum)
  * with porter.ts and sentences.ts (Punkt) · disambig-f1.ts (+ qa-onnx-reader.ts) · dr.ts ·
  * answer-f1.ts · coverage.ts (AC@k) · fever.ts · calibration.ts (accuracy–coverage AUC) ·
- * bootstrap.ts (CIs) · example.ts (scoreExample, aggregate). docs/metrics.md has the table.
+ * bootstrap.ts (CIs). Each family file exports its registry entry; registry.ts lists them and
+ * example.ts (scoreExample, aggregate) scores with them. docs/metrics.md has the table.
  */
-export type { Score, Scorer, SyncScorer } from './score';
-export { ExactMatch, F1, answerTokens, exactMatch, maxOverGolds, normalizeAnswer, tokenF1 } from './squad';
-export { StrEm, StrHit, dqHits, exactPresence, strEm, strHit } from './str-em';
+export type { MetricFamily, MetricRow, Score, Scorer, ScoringInput, SyncScorer } from './score';
+export {
+  checkMetrics,
+  defaultMetrics,
+  familyOf,
+  isMetricName,
+  metricFamilies,
+  metricNames,
+  metricsFor,
+  readerMetricNames,
+  splitterMetricNames,
+  withRequirements,
+  type MetricName,
+} from './registry';
+export { ExactMatch, F1, squadFamily, answerTokens, exactMatch, maxOverGolds, normalizeAnswer, tokenF1 } from './squad';
+export { StrEm, StrHit, strEmFamily, dqHits, exactPresence, strEm, strHit } from './str-em';
 export { porterStem } from './porter';
 export {
   PunktSentenceSplitter,
@@ -21,6 +35,7 @@ export {
 export {
   RougeL,
   RougeLsum,
+  rougeFamily,
   lcsIndices,
   lcsLength,
   lsumSentences,
@@ -33,26 +48,14 @@ export {
   unionLcs,
   type RougeScore,
 } from './rouge';
-export { DisambigF1, LlmSpanReader, disambigF1, parseReaderReply, readerMessages, type DisambigReader, type DisambigF1Result } from './disambig-f1';
-export { drScore } from './dr';
+export { DisambigF1, LlmSpanReader, READER_PROMPT_VERSION, disambigF1Family, disambigF1, parseReaderReply, readerMessages, type DisambigReader, type DisambigF1Result } from './disambig-f1';
+export { drFamily, drScore } from './dr';
 export { answerF1, meanAnswerF1 } from './answer-f1';
 export { answerCoverage, coverageCurve, hasAnswer } from './coverage';
-export { FeverAccuracy, normalizeFeverLabel } from './fever';
-export { accuracyCoverageAuc, accuracyCoverageCurve, type AccuracyCoverageOptions, type CoveragePoint, type TieRule } from './calibration';
+export { FeverAccuracy, feverFamily, normalizeFeverLabel } from './fever';
+export { accuracyCoverageAuc, calibrationFamily, accuracyCoverageCurve, type AccuracyCoverageOptions, type CoveragePoint, type TieRule } from './calibration';
 export { bootstrapInterval, bootstrapMean, percentile, type BootstrapOptions } from './bootstrap';
-export {
-  aggregate,
-  checkMetrics,
-  defaultMetrics,
-  isMetricName,
-  metricNames,
-  metricsFor,
-  scoreExample,
-  type ExampleScores,
-  type MetricName,
-  type Prediction,
-  type ScoreOptions,
-} from './example';
+export { aggregate, scoreExample, type ExampleScores, type Prediction, type ScoreOptions } from './example';
 
 /** The ONNX QA reader loads transformers.js; import it lazily: `await import('./qa-onnx-reader')`. */
 export type { OnnxQaReader, OnnxQaReaderOptions } from './qa-onnx-reader';

@@ -24,7 +24,7 @@
  */
 import { porterStem } from './porter';
 import { defaultSentenceSplitter, type SentenceSplitter } from './sentences';
-import type { Score, SyncScorer } from './score';
+import type { MetricFamily, Score, SyncScorer } from './score';
 
 export interface RougeScore {
   precision: number;
@@ -180,11 +180,15 @@ export function maxFOverReferences(references: readonly string[], prediction: st
   return best;
 }
 
+const NO_REFERENCES = 'no reference long answers';
+
 /** ROUGE-L F (max over reference long answers), 0–100; null without references. */
 export const RougeL: SyncScorer<string, readonly string[]> = ({ output, expected }): Score => ({
   name: 'rougeL',
   score: expected.length === 0 ? null : 100 * maxFOverReferences(expected, output, rougeL),
+  ...(expected.length === 0 ? { reason: NO_REFERENCES } : {}),
 });
+
 
 /** ROUGE-Lsum F (max over reference long answers), 0–100; the splitter is named in the metadata. */
 export const RougeLsum: SyncScorer<string, readonly string[], { splitter?: SentenceSplitter }> = ({ output, expected, splitter }): Score => {
@@ -193,5 +197,20 @@ export const RougeLsum: SyncScorer<string, readonly string[], { splitter?: Sente
     name: 'rougeLsum',
     score: expected.length === 0 ? null : 100 * maxFOverReferences(expected, output, (r, p) => rougeLsum(r, p, s)),
     metadata: { sentence_splitter: s.name },
+    ...(expected.length === 0 ? { reason: NO_REFERENCES } : {}),
   };
+};
+
+/** Registry entry: ROUGE-L and ROUGE-Lsum of ASQA long answers against the reference long answers. */
+export const rougeFamily: MetricFamily = {
+  family: 'rouge',
+  reference: "Lin 2004; Google rouge_score (use_stemmer=True) with ASQA/ALCE's Punkt preprocessing for rougeLsum",
+  metrics: ['rougeL', 'rougeLsum'],
+  datasets: ['asqa'],
+  defaults: ['rougeLsum', 'rougeL'],
+  splitsSentences: ['rougeLsum'],
+  score: ({ text, example, splitter }, want) => [
+    ...(want.has('rougeL') ? [RougeL({ output: text, expected: example.longAnswers })] : []),
+    ...(want.has('rougeLsum') ? [RougeLsum({ output: text, expected: example.longAnswers, ...(splitter ? { splitter } : {}) })] : []),
+  ],
 };

@@ -6,9 +6,17 @@
  * stores). `null` means the metric is undefined for this example (e.g. STR-EM of a question that
  * has no disambiguated questions); aggregates skip nulls and say how many they skipped.
  */
+import type { DatasetName, Example } from '../datasets/types';
+import type { MetricAggregate } from '../experiments/results';
+import type { BootstrapOptions } from './bootstrap';
+import type { DisambigReader } from './disambig-f1';
+import type { SentenceSplitter } from './sentences';
+
 export interface Score {
   name: string;
   score: number | null;
+  /** Why `score` is null (e.g. "no gold answers"); reported beside the run's numbers. */
+  reason?: string;
   /** What produced the number (e.g. the D-F1 reader) and per-part details (e.g. per-DQ hits). */
   metadata?: Record<string, unknown>;
 }
@@ -26,4 +34,59 @@ export function meanOrNull(values: readonly number[]): number | null {
   let sum = 0;
   for (const v of values) sum += v;
   return sum / values.length;
+}
+
+// ------------------------------------------------------------------------ the registry entry
+
+/**
+ * What a family's scorer is given for one example. `text` is the text scored: the long answer
+ * (`output`) for ASQA, the short answer or label (`answer`) elsewhere.
+ */
+export interface ScoringInput {
+  dataset: DatasetName;
+  example: Example;
+  text: string;
+  /** Majority votes / samples in [0, 1] (Verify-and-Edit, CoT-SC), for the AUC. */
+  consistency?: number;
+  reader?: DisambigReader;
+  splitter?: SentenceSplitter;
+  /** Values already computed for this example by the families before it (registry order). */
+  scores: Readonly<Record<string, number>>;
+}
+
+/** A per-example row as `aggregate` sees it. */
+export interface MetricRow {
+  metrics: Record<string, number>;
+}
+
+/**
+ * One metric family's registry entry (src/metrics/registry.ts lists them): which metrics it
+ * produces, on which datasets, which are computed when a run names none, what it needs, and its
+ * scorer. Scoring an example, config validation, `ambiqa score` and its help all derive from these
+ * entries, so a new family is its file plus one registry line.
+ */
+export interface MetricFamily {
+  /** e.g. `squad`, `str-em`. */
+  family: string;
+  /** The definition followed (paper, script), as the family file's comment gives it in full. */
+  reference: string;
+  /** Metric names it produces, in report order. */
+  metrics: readonly string[];
+  datasets: readonly DatasetName[];
+  /** Its metrics computed by default on its datasets, in default order. */
+  defaults: readonly string[];
+  /** Needs a D-F1 reader (`ScoringInput.reader`). */
+  needsReader?: boolean;
+  /** Its metrics that split sentences (`ScoringInput.splitter`, recorded as `metric.sentence_splitter`). */
+  splitsSentences?: readonly string[];
+  /** Metrics of other families that must be computed first (and are kept in the example's scores). */
+  requires?: readonly string[];
+  /**
+   * Scores for the wanted metrics of this family (`want` holds only its own names). A null score
+   * is left out of the example's values and its `reason` is reported; other names (e.g. the AUC's
+   * per-example `consistency`) are helper values kept beside the metrics.
+   */
+  score(input: ScoringInput, want: ReadonlySet<string>): Score[] | Promise<Score[]>;
+  /** Run-level values that are not the mean of per-example values (DR, AUC); they replace the mean. */
+  aggregate?(rows: readonly MetricRow[], options: BootstrapOptions): Record<string, MetricAggregate>;
 }

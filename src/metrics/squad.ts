@@ -12,7 +12,7 @@
  * - white_space_fix: `' '.join(s.split())` with Python's Unicode whitespace.
  */
 import { PY_ASCII_PUNCTUATION, PY_WORD_CLASS, pySplit } from './pytext';
-import type { Score, SyncScorer } from './score';
+import type { MetricFamily, Score, SyncScorer } from './score';
 
 const punctuation = new Set(PY_ASCII_PUNCTUATION);
 const articles = new RegExp(`(?<![${PY_WORD_CLASS}])(?:a|an|the)(?![${PY_WORD_CLASS}])`, 'gu');
@@ -69,10 +69,25 @@ export function maxOverGolds(metric: (prediction: string, gold: string) => numbe
 export const ExactMatch: SyncScorer<string, readonly string[]> = ({ output, expected }): Score => ({
   name: 'em',
   score: expected.length === 0 ? null : 100 * maxOverGolds(exactMatch, output, expected),
+  ...(expected.length === 0 ? { reason: 'no gold answers' } : {}),
 });
 
 /** Token F1 against the best gold answer, 0–100. Null when there are no gold answers. */
 export const F1: SyncScorer<string, readonly string[]> = ({ output, expected }): Score => ({
   name: 'f1',
   score: expected.length === 0 ? null : 100 * maxOverGolds(tokenF1, output, expected),
+  ...(expected.length === 0 ? { reason: 'no gold answers' } : {}),
 });
+
+/** Registry entry: EM and F1 of the short answer on the short-answer QA datasets. */
+export const squadFamily: MetricFamily = {
+  family: 'squad',
+  reference: 'SQuAD v2.0 evaluate-v2.0.py (normalize_answer, compute_exact, compute_f1)',
+  metrics: ['em', 'f1'],
+  datasets: ['ambignq', 'situatedqa', 'hotpotqa-adversarial'],
+  defaults: ['em', 'f1'],
+  score: ({ text, example }, want) => [
+    ...(want.has('em') ? [ExactMatch({ output: text, expected: example.answers })] : []),
+    ...(want.has('f1') ? [F1({ output: text, expected: example.answers })] : []),
+  ],
+};

@@ -10,7 +10,7 @@
  */
 import type { QaPair } from '../datasets/types';
 import { normalizeAnswer } from './squad';
-import type { Score, SyncScorer } from './score';
+import type { MetricFamily, Score, SyncScorer } from './score';
 
 /** ALCE `exact_presence`: is any normalised short answer a substring of the normalised text? */
 export function exactPresence(shortAnswers: readonly string[], text: string): boolean {
@@ -35,12 +35,29 @@ export function strHit(qaPairs: readonly QaPair[], output: string): number | nul
   return dqHits(qaPairs, output).every(Boolean) ? 100 : 0;
 }
 
+const NO_DQS = 'no qa_pairs';
+
 export const StrEm: SyncScorer<string, readonly QaPair[]> = ({ output, expected }): Score => {
   const hits = dqHits(expected, output);
-  return { name: 'str_em', score: strEm(expected, output), metadata: { dq_hits: hits } };
+  return { name: 'str_em', score: strEm(expected, output), metadata: { dq_hits: hits }, ...(expected.length === 0 ? { reason: NO_DQS } : {}) };
 };
 
 export const StrHit: SyncScorer<string, readonly QaPair[]> = ({ output, expected }): Score => ({
   name: 'str_hit',
   score: strHit(expected, output),
+  metadata: { dq_hits: dqHits(expected, output) },
+  ...(expected.length === 0 ? { reason: NO_DQS } : {}),
 });
+
+/** Registry entry: STR-EM and STR-HIT of ASQA long answers. */
+export const strEmFamily: MetricFamily = {
+  family: 'str-em',
+  reference: 'ALCE eval.py compute_str_em (Gao et al. 2023)',
+  metrics: ['str_em', 'str_hit'],
+  datasets: ['asqa'],
+  defaults: ['str_em', 'str_hit'],
+  score: ({ text, example }, want) => [
+    ...(want.has('str_em') ? [StrEm({ output: text, expected: example.qaPairs })] : []),
+    ...(want.has('str_hit') ? [StrHit({ output: text, expected: example.qaPairs })] : []),
+  ],
+};

@@ -55,6 +55,6 @@ describe('exact match and token F1', () => {
   it('max over golds, and scorers on 0–100 with null for no golds', () => {
     expect(maxOverGolds(tokenF1, 'Ali Daei', ['Bican', 'Daei'])).toBeCloseTo(2 / 3, 12);
     expect(ExactMatch({ output: 'the paris', expected: ['Rome', 'Paris'] })).toEqual({ name: 'em', score: 100 });
-    expect(F1({ output: 'x', expected: [] })).toEqual({ name: 'f1', score: null });
+    expect(F1({ output: 'x', expected: [] })).toEqual({ name: 'f1', score: null, reason: 'no gold answers' });
   });
 });

@@ -5,7 +5,7 @@ import { dataDir } from '../../config/paths';
 import { datasetNames, defaultDatasetFiles, describeFormat, detectDataset, isDatasetName, loadDataset, type DatasetName, type Example } from '../../datasets/index';
 import { readJsonFile, readJsonlFile } from '../../datasets/read';
 import { AmbiqaError } from '../../errors';
-import { aggregate, checkMetrics, defaultMetrics, metricsFor, scoreExample, type Prediction } from '../../metrics';
+import { aggregate, checkMetrics, defaultMetrics, metricsFor, readerMetricNames, scoreExample, splitterMetricNames, type Prediction } from '../../metrics';
 import { createReader, parseReaderSpec, READER_SPEC_HELP } from '../../experiments/reader';
 import { defaultSentenceSplitter } from '../../metrics/sentences';
 
@@ -24,9 +24,8 @@ Scores another system's (or an ambiqa run's) outputs with the papers' metrics.
                           (an ambiqa results.jsonl works as is). Optional "consistency" in [0, 1]
                           for the auc metric.
   --out <file.json>       write {"dataset", "n", "metrics", "per_example", ...} here
-  --metrics <a,b,...>     default by dataset: asqa str_em,str_hit,rougeLsum,rougeL,d_f1,dr;
-                          ambignq/situatedqa/hotpotqa-adversarial em,f1; fever accuracy.
-                          Also: em/f1/accuracy datasets auc.
+  --metrics <a,b,...>     default by dataset (the others that apply in brackets):
+${metricsHelp()}
   --reader <reader>       the D-F1 reader (read when d_f1 or dr is computed), fixed independently
                           of the system that wrote the predictions:
                             embedded           (default) the model of \`ambiqa setup\` copies the
@@ -49,6 +48,17 @@ duplicate ids, questions without a prediction — scored as empty outputs —, e
 questions without qa_pairs) are reported and scoring goes on. D-F1 values are reported with the
 reader that produced them; ROUGE-Lsum with the sentence splitter.`;
 
+
+/** The per-dataset metric lines of the help, from the metric registry. */
+function metricsHelp(): string {
+  return datasetNames
+    .map((d) => {
+      const defaults = defaultMetrics(d);
+      const others = metricsFor(d).filter((m) => !defaults.includes(m));
+      return `                            ${d.padEnd(21)}${defaults.join(',')}${others.length ? ` [${others.join(',')}]` : ''}`;
+    })
+    .join('\n');
+}
 
 interface ReadPredictions {
   byId: Map<string, { prediction: Prediction; line: number }>;
@@ -170,7 +180,7 @@ export async function run(argv: string[]): Promise<number> {
   const dataset = values.dataset;
   if (!values.predictions) throw new AmbiqaError('--predictions is required', 'a JSONL file with one {"id", "output"} (asqa) or {"id", "answer"} object per line');
   const readerSpec = parseReaderSpec(values.reader ?? 'embedded', '--reader');
-  const readerMetrics = ['d_f1', 'dr'];
+  const readerMetrics = [...readerMetricNames];
   const metricNames = checkMetrics(
     dataset,
     values.metrics
@@ -207,7 +217,7 @@ export async function run(argv: string[]): Promise<number> {
     );
   }
 
-  const splitter = metricNames.includes('rougeLsum') || metricNames.includes('dr') ? defaultSentenceSplitter() : undefined;
+  const splitter = metricNames.some((m) => splitterMetricNames.has(m)) ? defaultSentenceSplitter() : undefined;
   const readerHandle = needsReader ? await createReader(readerSpec, '--reader') : null;
   const missingIds: string[] = [];
   const emptyIds: string[] = [];
