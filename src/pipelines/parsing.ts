@@ -1,8 +1,8 @@
 /**
  * Parsers for model replies. Small models break formats in predictable ways: numbering is
- * missing or restarts, `DQ:` becomes `Q1:` or `**DQ 1:**`, a verdict comes as "Yes." or
- * "**False** because…", the reply opens with chatter ("Sure! Here are…"), or it stops mid-line
- * when max tokens run out. Every parser here returns what it could recover plus a list of
+ * missing or restarts, `DQ:` becomes `Q1:` or `**DQ 1:**`, the reply opens with chatter ("Sure!
+ * Here are…"), or it stops mid-line when max tokens run out. (Yes/No judgments are not parsed
+ * here: they are read from token probabilities, `LanguageModel.judge`.) Every parser here returns what it could recover plus a list of
  * `problems`; it never throws. Pipelines turn an unusable result into a counted parse failure
  * (`TraceRecorder.parseFailure`) with an explicit fallback.
  */
@@ -221,22 +221,6 @@ export function parseLongAnswer(text: string): ParsedText {
   return { text: joined, problems };
 }
 
-/**
- * A True/False (or Yes/No) verdict: the first verdict word in the reply decides. Negations such
- * as "not true", "not correct" read as false. Returns null when no verdict word is present.
- */
-export function parseVerdict(text: string): boolean | null {
-  const s = stripMarkdown(text).toLowerCase();
-  const m =
-    /\b(not\s+(?:true|correct|valid|supported|answerable|possible)|cannot|can't|true|false|yes|no|correct|incorrect|invalid|valid|supported|unsupported|wrong|right)\b/.exec(
-      s,
-    );
-  if (!m) return null;
-  const w = m[1].replace(/\s+/g, ' ');
-  if (['true', 'yes', 'correct', 'valid', 'supported', 'right'].includes(w)) return true;
-  return false;
-}
-
 export interface ParsedCot {
   rationale: string;
   answer: string | null;
@@ -344,26 +328,6 @@ export function parseAmbiguity(text: string): ParsedAmbiguity {
   if (interpretations.length === 0) problems.push('no interpretations');
   const unique = [...new Set(interpretations.map((q) => q.trim()))].filter(Boolean);
   return { type, reason, interpretations: unique, problems };
-}
-
-/**
- * A probability from a judge's reply: a number in [0, 1], a percentage, or a Yes/No-style
- * verdict (1 / 0). Null when none is present.
- */
-export function parseProbability(text: string): number | null {
-  const s = stripMarkdown(text);
-  const pct = /(\d{1,3}(?:\.\d+)?)\s*%/.exec(s);
-  if (pct) {
-    const v = Number(pct[1]) / 100;
-    if (v >= 0 && v <= 1) return v;
-  }
-  const num = /(?:^|[^\d.])((?:0?\.\d+)|0|1(?:\.0+)?)(?![\d.])/.exec(s);
-  if (num) {
-    const v = Number(num[1]);
-    if (v >= 0 && v <= 1) return v;
-  }
-  const verdict = parseVerdict(s);
-  return verdict === null ? null : verdict ? 1 : 0;
 }
 
 /** The first question in a reply (verifying questions); strips labels such as `Question:`. */

@@ -111,8 +111,15 @@ export interface TocNode {
   expanded: boolean;
   /** Evidence passage used for self-verification. */
   evidencePassageId?: string;
-  /** True / False from self-verification; null when pruning was off or the node is the root. */
+  /**
+   * Self-verification verdict: P(true) ≥ the `pruneThreshold` option; null when pruning was off or
+   * the node is the root or was never verified.
+   */
   verdict: boolean | null;
+  /** P(true) from the self-verification judge (0/1 when the judge fell back to text). */
+  pTrue?: number;
+  /** Un-pruning would have restored this node, but the judge rejected it below `unpruneFloor`. */
+  unpruneBlocked?: boolean;
   /** Pruned by self-verification (after un-pruning was applied). */
   pruned: boolean;
   /** Was pruned, then restored because too few nodes survived. */
@@ -135,7 +142,15 @@ export interface TocNode {
 export interface TocDecisions {
   kind: 'toc';
   nodes: TocNode[];
-  expansions: Array<{ nodeId: number; llmCallIndex: number; newChildren: number; failed: boolean; reason?: string }>;
+  expansions: Array<{
+    nodeId: number;
+    llmCallIndex: number;
+    newChildren: number;
+    failed: boolean;
+    reason?: string;
+    /** The expansion repeated this few-shot demo's DQs instead of clarifying the question; no node was made. */
+    copiedDemoId?: string;
+  }>;
   stopReason: 'max-nodes' | 'max-depth' | 'max-trials' | 'max-expansions' | 'queue-empty' | 'max-calls';
   /** Node ids given to the answer-generation prompt, in BFS order. */
   validNodeIds: number[];
@@ -145,6 +160,8 @@ export interface TocDecisions {
   unprunedNodeIds?: number[];
   /** Consecutive failed expansions when the search stopped. */
   failedTrials?: number;
+  /** Pruned nodes un-pruning left pruned because their P(true) was below `unpruneFloor`. */
+  unpruneBlockedNodeIds?: number[];
 }
 
 export interface VeSample {
@@ -158,8 +175,15 @@ export interface VeDecisions {
   /** answer (normalised) → votes. */
   votes: Record<string, number>;
   majorityAnswer: string;
-  /** votes of the majority answer / n. */
+  /**
+   * The majority answer's share: votes / n (`consistency: vote`), or its share of the samples'
+   * probability mass (`consistency: logprob`).
+   */
   consistency: number;
+  /** How consistency was computed (absent in traces written before the option existed: vote). */
+  consistencyMode?: 'vote' | 'logprob';
+  /** logprob mode: answer (normalised) → probability-weighted votes, scaled to n so `threshold` applies. */
+  weightedVotes?: Record<string, number>;
   threshold: number;
   edited: boolean;
   edits: Array<{
@@ -186,8 +210,10 @@ export interface DivaDecisions {
   ambiguityType: AmbiguityType;
   ambiguityReason: string;
   interpretations: string[];
-  /** One per interpretation: do the passages answer it? */
+  /** One per interpretation: do the passages answer it? (P(yes) ≥ `verifyThreshold`.) */
   verdicts: boolean[];
+  /** One per interpretation: P(yes) from the verification judge (absent when verification was off). */
+  pAnswered?: number[];
   usefulness: DivaUsefulness;
   route: 'rag' | 'closed-book';
   passageIds: string[];

@@ -3,7 +3,19 @@ import { ComboPipeline } from '../../src/pipelines/combo';
 import { comboOptionsSchema } from '../../src/pipelines/combo/options';
 import type { PipelineContext } from '../../src/pipelines/types';
 import type { ComboDecisions } from '../../src/trace/types';
-import { asqaExample, FakeEmbedder, FakeRetriever, fixedDemos, passage, promptOf, scriptedLlm, type Responder, callText } from './fakes';
+import {
+  asqaExample,
+  FakeEmbedder,
+  FakeRetriever,
+  fixedDemos,
+  passage,
+  promptOf,
+  scriptedLlm,
+  type JudgeResponder,
+  type Responder,
+  callText,
+} from './fakes';
+import type { NormalisedJudgeRequest } from '../../src/llm/types';
 
 const corpus = [
   passage('r-ron', 'Rupert Grint', 'Rupert Grint played Ron in the films.'),
@@ -73,7 +85,7 @@ describe('COMBO', () => {
     const full = await run();
     expect(count(full.out, 'combo.evidentiality')).toBe(3);
     expect(count(full.out, 'combo.consistency')).toBe(9);
-    const skip = await run({ skipNonEvidential: true });
+    const skip = await run({ skipEvidentialBelow: 0.5 });
     expect(count(skip.out, 'combo.consistency')).toBe(6);
     expect(skip.d.consistencySkipped).toEqual(skip.d.evidentiality.map((e) => e === 0));
   });
@@ -93,4 +105,74 @@ describe('COMBO', () => {
     expect(d.evidentiality).toEqual([0.5, 0.5]);
     expect(out.trace.parseFailures.filter((f) => f.purpose === 'combo.evidentiality')).toHaveLength(2);
   });
+
+  it('reads "No, passage 1 …" as No, never as a score of 1', async () => {
+    const { llm } = scriptedLlm({ ...routes(), 'combo.evidentiality': 'No, passage 1 is about something else.' });
+    const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), demos: fixedDemos() };
+    const out = await new ComboPipeline(comboOptionsSchema.parse({ nPassages: 2, nShots: 0 })).answer(asqaExample('q', Q), ctx);
+    expect((out.trace.decisions as ComboDecisions).evidentiality).toEqual([0, 0]);
+    expect(out.trace.parseFailures).toEqual([]);
+  });
+
+  it('defaults to the paper\'s N = 10', () => {
+    expect(comboOptionsSchema.parse({}).nPassages).toBe(10);
+  });
+
+  describe('graded compatibility', () => {
+    const text = (r: NormalisedJudgeRequest) => r.messages.map((m) => m.content).join('\n');
+    // Evidentiality: Ron 0.9, Percy 0.6, Bread 0.2. Consistency: 0.8 on the same topic, 0.3 otherwise.
+    const judges: Record<string, JudgeResponder> = {
+      'combo.evidentiality': (r) => {
+        const t = topicOf(/Passage: (.*)/.exec(text(r))![1]);
+        return t === 'Ron' ? 0.9 : t === 'Percy' ? 0.6 : 0.2;
+      },
+      'combo.consistency': (r) => {
+        const a = /Passage A: (.*)/.exec(text(r))![1];
+        const b = /Passage B: (.*)/.exec(text(r))![1];
+        return topicOf(a) === topicOf(b) ? 0.8 : 0.3;
+      },
+    };
+    async function graded(options: Record<string, unknown> = {}) {
+      const { llm } = scriptedLlm(routes(), judges);
+      const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), demos: fixedDemos() };
+      const out = await new ComboPipeline(comboOptionsSchema.parse({ nPassages: 3, nShots: 1, ...options })).answer(
+        asqaExample('q', Q),
+        ctx,
+      );
+      return { out, d: out.trace.decisions as ComboDecisions };
+    }
+
+    it('compatibility = P(consistent) · P(evidential) from judge probabilities', async () => {
+      const { d, out } = await graded();
+      const rpTopic = d.retrievedPassageIds.map((id) => topicOf(corpus.find((p) => p.id === id)!.text)!);
+      expect(d.evidentiality).toEqual(rpTopic.map((t) => (t === 'Ron' ? 0.9 : t === 'Percy' ? 0.6 : 0.2)));
+      d.compatibility.forEach((row, i) =>
+        row.forEach((c, j) => expect(c).toBeCloseTo((topicOf(GENERATED[j]) === rpTopic[i] ? 0.8 : 0.3) * d.evidentiality[i], 12)),
+      );
+      const judged = out.trace.llmCalls.filter((c) => c.judge);
+      expect(judged).toHaveLength(3 + 9);
+      expect(judged.every((c) => c.judge!.mode === 'probability')).toBe(true);
+    });
+
+    it('hungarian and rank matching now differ, and hungarian scores higher', async () => {
+      const h = await graded({ matching: 'hungarian' });
+      const r = await graded({ matching: 'rank' });
+      expect(h.d.matching).not.toEqual(r.d.matching);
+      expect(r.d.matching).toEqual([0, 1, 2]);
+      expect(h.d.matchingScore!).toBeGreaterThan(r.d.matchingScore!);
+      // Hungarian pairs each retrieved passage with the generated one on its topic.
+      const rpTopic = h.d.retrievedPassageIds.map((id) => topicOf(corpus.find((p) => p.id === id)!.text)!);
+      h.d.matching.forEach((j, i) => expect(topicOf(GENERATED[j])).toBe(rpTopic[i]));
+    });
+
+    it('skipEvidentialBelow skips the consistency judgments of weakly evidential passages', async () => {
+      const { d, out } = await graded({ skipEvidentialBelow: 0.5 });
+      expect(d.consistencySkipped).toEqual(d.evidentiality.map((e) => e < 0.5));
+      expect(out.trace.llmCalls.filter((c) => c.purpose === 'combo.consistency')).toHaveLength(6);
+      d.compatibility.forEach((row, i) => {
+        if (d.consistencySkipped![i]) expect(row).toEqual([0, 0, 0]);
+      });
+    });
+  });
 });
+

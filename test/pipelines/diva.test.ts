@@ -3,7 +3,19 @@ import { DivaPipeline, usefulness } from '../../src/pipelines/diva';
 import { divaOptionsSchema } from '../../src/pipelines/diva/options';
 import type { PipelineContext } from '../../src/pipelines/types';
 import type { DivaDecisions } from '../../src/trace/types';
-import { asqaExample, FakeEmbedder, FakeRetriever, fixedDemos, lastField, passage, scriptedLlm, type Responder, callText } from './fakes';
+import {
+  asqaExample,
+  FakeEmbedder,
+  FakeRetriever,
+  fixedDemos,
+  judgeField,
+  lastField,
+  passage,
+  scriptedLlm,
+  type JudgeResponder,
+  type Responder,
+  callText,
+} from './fakes';
 
 const corpus = [
   passage('w1', 'Rupert Grint', 'Rupert Grint played Ron Weasley in the Harry Potter films.'),
@@ -14,13 +26,21 @@ const AQ = 'Who played the Weasley brothers in Harry Potter?';
 const DIVERSIFY =
   'Ambiguity type: **Subject**\nReason: There are several Weasley brothers.\nInterpretations:\n1. Who played Ron Weasley?\n2. Who played Percy Weasley?\n3. Who played Bill Weasley?';
 
-async function run(verify: Responder | string, options: Record<string, unknown> = {}, extra: Partial<PipelineContext> = {}) {
-  const { llm } = scriptedLlm({
-    'diva.diversify': DIVERSIFY,
-    'diva.verify': verify,
-    'diva.generate.rag': 'Ron was played by Rupert Grint and Percy by Chris Rankin.',
-    'diva.generate.closed-book': 'Several actors played the Weasley brothers.',
-  });
+async function run(
+  verify: Responder | string,
+  options: Record<string, unknown> = {},
+  extra: Partial<PipelineContext> = {},
+  judge?: JudgeResponder,
+) {
+  const { llm } = scriptedLlm(
+    {
+      'diva.diversify': DIVERSIFY,
+      'diva.verify': verify,
+      'diva.generate.rag': 'Ron was played by Rupert Grint and Percy by Chris Rankin.',
+      'diva.generate.closed-book': 'Several actors played the Weasley brothers.',
+    },
+    judge ? { 'diva.verify': judge } : undefined,
+  );
   const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), embedder: new FakeEmbedder(), demos: fixedDemos(), ...extra };
   const out = await new DivaPipeline(divaOptionsSchema.parse({ nShots: 1, nPassages: 2, ...options })).answer(asqaExample('q', AQ), ctx);
   return { out, d: out.trace.decisions as DivaDecisions };
@@ -115,4 +135,43 @@ describe('Diva', () => {
     expect((out.trace.decisions as DivaDecisions).interpretations).toEqual(['Who played Ron Weasley?']);
     expect(out.trace.warnings!.some((w) => /truncated/.test(w.message))).toBe(true);
   });
+
+  describe('graded retrieval verification', () => {
+    // P(yes) per interpretation: Ron 0.8, Percy 0.45, Bill 0.1.
+    const judge: JudgeResponder = (r) => {
+      const q = judgeField(r, 'Question');
+      return q.includes('Ron') ? 0.8 : q.includes('Percy') ? 0.45 : 0.1;
+    };
+
+    it('records P(yes) per interpretation and the verifyThreshold decides the label and the route', async () => {
+      const at = async (verifyThreshold: number) => (await run('unused', { verifyThreshold }, {}, judge)).d;
+      const mid = await at(0.5);
+      expect(mid.pAnswered).toEqual([0.8, 0.45, 0.1]);
+      expect(mid).toMatchObject({ verdicts: [true, false, false], usefulness: 'PartialUseful', route: 'rag' });
+      expect(await at(0.05)).toMatchObject({ verdicts: [true, true, true], usefulness: 'Useful', route: 'rag' });
+      expect(await at(0.9)).toMatchObject({ verdicts: [false, false, false], usefulness: 'Useless', route: 'closed-book' });
+    });
+
+    it('judges with the labels Yes/No in probability mode', async () => {
+      const { out } = await run('unused', {}, {}, judge);
+      const calls = out.trace.llmCalls.filter((c) => c.purpose === 'diva.verify');
+      expect(calls).toHaveLength(3);
+      for (const c of calls) expect(c.judge).toMatchObject({ labels: ['Yes', 'No'], mode: 'probability' });
+      expect(calls.map((c) => c.judge!.p)).toEqual([0.8, 0.45, 0.1]);
+    });
+
+    it('rejects a verifyThreshold outside [0, 1], naming the option', async () => {
+      const { parsePipelineOptions } = await import('../../src/pipelines/registry');
+      expect(() => parsePipelineOptions('diva', { verifyThreshold: 2 })).toThrow(/option verifyThreshold: must be in \[0, 1\]/);
+    });
+
+    it('long-form generation demos show DQ/DA pairs before the long answer, as RAC does', async () => {
+      const { out } = await run('Yes');
+      const gen = out.trace.llmCalls.at(-1)!;
+      const demoTurn = gen.messages.find((m) => m.role === 'assistant')!.content;
+      expect(demoTurn).toMatch(/^DQ 1: .+\nDA 1: .+\n[\s\S]*Answer: /);
+      expect(gen.messages[0].content).toContain('"DQ 1:"');
+    });
+  });
 });
+

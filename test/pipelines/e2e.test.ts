@@ -49,11 +49,10 @@ const SETTINGS: Record<Exclude<PipelineName, 'verify-edit'>, Record<string, unkn
     poolSize: 10,
     expansionMaxTokens: 100,
     maxTokens: 80,
-    verifyMaxTokens: 4,
   },
-  diva: { nShots: 1, maxInterpretations: 3, perInterpretationK: 5, nPassages: 2, diversifyMaxTokens: 80, maxTokens: 80, verifyMaxTokens: 4 },
+  diva: { nShots: 1, maxInterpretations: 3, perInterpretationK: 5, nPassages: 2, diversifyMaxTokens: 80, maxTokens: 80 },
   // The LLM judges evidentiality; consistency (N² judge calls) uses embeddings here to stay cheap.
-  combo: { nShots: 1, nPassages: 2, consistencyScorer: 'embedding', generateMaxTokens: 60, judgeMaxTokens: 4, maxTokens: 80 },
+  combo: { nShots: 1, nPassages: 2, consistencyScorer: 'embedding', generateMaxTokens: 60, maxTokens: 80 },
 };
 
 // Verify-and-Edit retrieves only when it edits; its test checks that separately.

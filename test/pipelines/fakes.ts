@@ -6,7 +6,7 @@
 import type { Example } from '../../src/datasets/types';
 import { LlmClient } from '../../src/llm/client';
 import { ScriptedProvider, type ScriptedReply } from '../../src/llm/providers/scripted';
-import type { NormalisedRequest } from '../../src/llm/types';
+import type { NormalisedJudgeRequest, NormalisedRequest } from '../../src/llm/types';
 import type { Embedder, Passage, Retriever, ScoredPassage } from '../../src/retrieval/types';
 import { FixedDemoSelector } from '../../src/pipelines/demos';
 import type { Demo } from '../../src/pipelines/types';
@@ -60,14 +60,39 @@ export class FakeEmbedder implements Embedder {
 
 export type Responder = (request: NormalisedRequest, sampleIndex: number) => ScriptedReply;
 
-/** A scripted LLM that answers by purpose; unknown purposes fail the test loudly. */
-export function scriptedLlm(routes: Record<string, Responder | string>): { llm: LlmClient; provider: ScriptedProvider } {
-  const provider = new ScriptedProvider((request, sampleIndex) => {
-    const route = routes[request.purpose];
-    if (route === undefined) throw new Error(`no scripted reply for purpose ${request.purpose}`);
-    return typeof route === 'string' ? route : route(request, sampleIndex);
-  });
+/** A scripted judgment: P(labels[0]) for a request, or null for "this provider has no probabilities". */
+export type JudgeResponder = (request: NormalisedJudgeRequest) => number | null;
+
+/**
+ * A scripted LLM that answers by purpose; unknown purposes fail the test loudly. With `judges`,
+ * judgments (`LanguageModel.judge`) get probabilities by purpose; a judge purpose without an entry
+ * falls back to text, answered by `routes` like a generation (an endpoint without logprobs).
+ */
+export function scriptedLlm(
+  routes: Record<string, Responder | string>,
+  judges?: Record<string, JudgeResponder | number>,
+): { llm: LlmClient; provider: ScriptedProvider } {
+  const provider = new ScriptedProvider(
+    (request, sampleIndex) => {
+      const route = routes[request.purpose];
+      if (route === undefined) throw new Error(`no scripted reply for purpose ${request.purpose}`);
+      return typeof route === 'string' ? route : route(request, sampleIndex);
+    },
+    'scripted-model',
+    judges
+      ? (request) => {
+          const judge = judges[request.purpose];
+          if (judge === undefined) return null;
+          return typeof judge === 'number' ? judge : judge(request);
+        }
+      : undefined,
+  );
   return { llm: new LlmClient(provider), provider };
+}
+
+/** The value of the last `Label: value` line of a judge request's prompt. */
+export function judgeField(request: NormalisedJudgeRequest, label: string): string {
+  return lastField({ messages: request.messages } as NormalisedRequest, label);
 }
 
 /** The prompt text of a request (all messages joined). */

@@ -5,10 +5,8 @@ import {
   parseDisambiguations,
   parseFeverLabel,
   parseLongAnswer,
-  parseProbability,
   parseQuestion,
   parseShortAnswer,
-  parseVerdict,
 } from '../../src/pipelines/parsing';
 
 const RON = { question: 'Who played Ron?', answer: 'Rupert Grint' };
@@ -60,29 +58,6 @@ describe('parseDisambiguations', () => {
   });
 });
 
-describe('parseVerdict', () => {
-  it.each([
-    ['True', true],
-    ['**True**', true],
-    ['true.', true],
-    ['Yes, it could.', true],
-    ['Correct', true],
-    ['False', false],
-    ['FALSE - the passage is about 2018', false],
-    ['No.', false],
-    ['This is not true.', false],
-    ['Incorrect', false],
-    ['The answer: False', false],
-  ])('%s → %s', (text, expected) => {
-    expect(parseVerdict(text)).toBe(expected);
-  });
-
-  it('returns null without a verdict word', () => {
-    expect(parseVerdict('Hmm, hard to say.')).toBeNull();
-    expect(parseVerdict('')).toBeNull();
-  });
-});
-
 describe('parseCot', () => {
   it('splits rationale and answer', () => {
     expect(parseCot('Palmer came third. He was born in 1991. So the answer is: 1991.')).toEqual({
@@ -127,15 +102,6 @@ describe('other parsers', () => {
     expect(parseAmbiguity('Type: none\nInterpretations:\n1. Who is it?').type).toBe('none');
     expect(parseAmbiguity('Who won in 2016?\nWho won in 2017?').interpretations).toHaveLength(2);
     expect(parseAmbiguity('no idea').interpretations).toEqual([]);
-  });
-
-  it('reads probabilities, percentages and Yes/No', () => {
-    expect(parseProbability('0.85')).toBeCloseTo(0.85);
-    expect(parseProbability('Probability: .3')).toBeCloseTo(0.3);
-    expect(parseProbability('about 70%')).toBeCloseTo(0.7);
-    expect(parseProbability('Yes')).toBe(1);
-    expect(parseProbability('No.')).toBe(0);
-    expect(parseProbability('maybe')).toBeNull();
   });
 
   it('reads questions, short answers and long answers', () => {

@@ -12,8 +12,12 @@ import {
   lastField,
   passage,
   promptOf,
+  judgeField,
   scriptedLlm,
-  type Responder, callText } from './fakes';
+  type JudgeResponder,
+  type Responder,
+  callText,
+} from './fakes';
 
 const corpus = [
   passage('p1', 'Weasley family', 'The Weasley brothers are Bill, Charlie, Percy, Fred, George and Ron.'),
@@ -43,14 +47,16 @@ function freshPairs(perExpansion: number, answerOf: (k: number) => string = (k) 
   };
 }
 
-function ctxWith(routes: Record<string, Responder | string>, extra: Partial<PipelineContext> = {}) {
-  const { llm, provider } = scriptedLlm({ 'toc.answer': 'Answer: The brothers were played by several actors.', ...routes });
+type Judges = Record<string, JudgeResponder | number>;
+
+function ctxWith(routes: Record<string, Responder | string>, extra: Partial<PipelineContext> = {}, judges?: Judges) {
+  const { llm, provider } = scriptedLlm({ 'toc.answer': 'Answer: The brothers were played by several actors.', ...routes }, judges);
   const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), demos: fixedDemos(), ...extra };
   return { ctx, provider };
 }
 
-async function run(opts: TocOptions, routes: Record<string, Responder | string>, extra: Partial<PipelineContext> = {}) {
-  const { ctx, provider } = ctxWith(routes, extra);
+async function run(opts: TocOptions, routes: Record<string, Responder | string>, extra: Partial<PipelineContext> = {}, judges?: Judges) {
+  const { ctx, provider } = ctxWith(routes, extra, judges);
   const out = await new TocPipeline(opts).answer(asqaExample('q1', AQ), ctx);
   return { out, d: out.trace.decisions as TocDecisions, provider };
 }
@@ -257,7 +263,7 @@ describe('ToC tree search', () => {
 
   it('drops demos whose answers overlap the answers already in the tree', async () => {
     // The tree finds "Leonard Cohen", the answer of demo d1; d1 must leave the later prompts.
-    const rac = 'DQ 1: Who wrote it in 1984?\nDA 1: Leonard Cohen';
+    const rac = 'DQ 1: Who played the Weasley brother Ron in 1984?\nDA 1: Leonard Cohen';
     const { out } = await run(options({ nShots: 3, maxTrials: 1 }), { 'toc.rac': rac, 'toc.verify': 'True' });
     const first = callText(out.trace.llmCalls[0]);
     const last = callText(out.trace.llmCalls.at(-1)!);
@@ -265,3 +271,101 @@ describe('ToC tree search', () => {
     expect(last).not.toContain('Who wrote the song Hallelujah?');
   });
 });
+
+describe('ToC graded self-verification', () => {
+  // Five fresh pairs per expansion, answers "Answer 1" … ; P(true) by answer number: 0.9, 0.6, 0.4, 0.2, 0.05, …
+  const P = [0.9, 0.6, 0.4, 0.2, 0.05];
+  const pOf = (answer: string) => P[(Number(/\d+/.exec(answer)![0]) - 1) % P.length];
+  const judges: Judges = { 'toc.verify': (r) => pOf(judgeField(r, 'Proposed answer')) };
+  const graded = (o: Partial<TocOptions>) =>
+    run(options({ maxTrials: 1, maxDepth: 1, minValidNodes: 0, ...o }), { 'toc.rac': freshPairs(5) }, {}, judges);
+
+  it('records P(true) per node, reads it from probabilities, and keeps nodes with P(true) ≥ pruneThreshold', async () => {
+    const kept = async (pruneThreshold: number) => {
+      const { d, out } = await graded({ pruneThreshold });
+      const kids = d.nodes.filter((n) => n.id !== 0);
+      for (const n of kids) {
+        expect(n.pTrue).toBe(pOf(n.answer!));
+        expect(n.verdict).toBe(n.pTrue! >= pruneThreshold);
+        expect(n.pruned).toBe(!n.verdict);
+      }
+      const verifyCalls = out.trace.llmCalls.filter((c) => c.purpose === 'toc.verify');
+      expect(verifyCalls.map((c) => c.judge?.mode)).toEqual(kids.map(() => 'probability'));
+      expect(verifyCalls.map((c) => c.judge?.labels)).toEqual(kids.map(() => ['True', 'False']));
+      return d.validNodeIds.length;
+    };
+    // The knob changes the decisions: 0.5 keeps 0.9 and 0.6; 0.3 also 0.4; 0.95 keeps none.
+    expect(await kept(0.5)).toBe(2);
+    expect(await kept(0.3)).toBe(3);
+    expect(await kept(0.95)).toBe(0);
+  });
+
+  it('un-pruning never restores a node whose P(true) is below unpruneFloor, and counts it', async () => {
+    // Threshold 0.95 prunes all five; minValidNodes 4 asks for four back.
+    const restore = async (unpruneFloor: number) => {
+      const { d } = await graded({ pruneThreshold: 0.95, minValidNodes: 4, unpruneFloor });
+      const pOfId = (id: number) => d.nodes[id].pTrue!;
+      return { restored: d.unprunedNodeIds!.map(pOfId), blocked: d.unpruneBlockedNodeIds!.map(pOfId), d };
+    };
+    const low = await restore(0);
+    expect(low.restored).toEqual([0.9, 0.6, 0.4, 0.2]);
+    expect(low.blocked).toEqual([]);
+    const high = await restore(0.3);
+    expect(high.restored).toEqual([0.9, 0.6, 0.4]);
+    expect(high.blocked).toEqual([0.2, 0.05]);
+    expect(high.d.nodes.filter((n) => n.unpruneBlocked).map((n) => n.pTrue)).toEqual([0.2, 0.05]);
+  });
+
+  it('text-mode verdicts (no probabilities) are 0/1 and exempt from the floor', async () => {
+    const { d, out } = await run(
+      options({ maxTrials: 1, maxDepth: 1, minValidNodes: 1, unpruneFloor: 0.5 }),
+      { 'toc.rac': freshPairs(2), 'toc.verify': 'False' },
+    );
+    expect(out.trace.llmCalls.filter((c) => c.purpose === 'toc.verify').map((c) => c.judge?.mode)).toEqual(['text', 'text']);
+    expect(d.nodes.slice(1).map((n) => n.pTrue)).toEqual([0, 0]);
+    expect(d.unprunedNodeIds).toEqual([1]);
+  });
+
+  it('rejects thresholds outside [0, 1] naming the option', async () => {
+    const { parsePipelineOptions } = await import('../../src/pipelines/registry');
+    expect(() => parsePipelineOptions('toc', { pruneThreshold: 1.5 })).toThrow(/option pruneThreshold: must be in \[0, 1\]/);
+    expect(() => parsePipelineOptions('toc', { unpruneFloor: -0.1 })).toThrow(/option unpruneFloor: must be in \[0, 1\]/);
+    expect(() => parsePipelineOptions('toc', { pruneThreshold: 'high' })).toThrow(/option pruneThreshold: must be a probability threshold/);
+  });
+
+  it('draws evidence from every retrieved passage, not only those shown in the prompt', async () => {
+    // nPassages 1: only the top passage is shown; the one naming Chris Rankin is elsewhere in the pool.
+    const rac = 'DQ 1: Who played Percy Weasley?\nDA 1: Chris Rankin';
+    const { d, out } = await run(options({ nPassages: 1, poolSize: 5, maxTrials: 1 }), { 'toc.rac': rac }, {}, { 'toc.verify': 0.8 });
+    const shown = out.trace.retrievals[0].hits[0].id;
+    expect(shown).not.toBe('p4');
+    expect(d.nodes[1].evidencePassageId).toBe('p4');
+    expect(d.nodes[1].evidenceHasAnswer).toBe(true);
+    const verify = out.trace.llmCalls.find((c) => c.purpose === 'toc.verify')!;
+    expect(callText(verify)).toContain('Chris Rankin played Percy Weasley');
+  });
+});
+
+describe('ToC demo-copy detection', () => {
+  const copied =
+    'DQ 1: Who wrote the song Hallelujah released in 1984?\nDA 1: Leonard Cohen\n' +
+    'DQ 2: Who wrote the 1979 song Hallelujah performed at Eurovision?\nDA 2: Kobi Oshrat';
+  const own = 'DQ 1: Who played Ron Weasley in the Harry Potter films?\nDA 1: Rupert Grint';
+
+  it("an expansion that repeats a demo's DQs yields no node, with a warning", async () => {
+    const { d, out } = await run(options({ maxTrials: 1 }), { 'toc.rac': copied }, {}, { 'toc.verify': 0.9 });
+    expect(d.nodes).toHaveLength(1);
+    expect(d.expansions[0]).toMatchObject({ failed: true, copiedDemoId: 'd1', newChildren: 0 });
+    expect(out.trace.llmCalls.some((c) => c.purpose === 'toc.verify')).toBe(false);
+    expect(out.trace.warnings!.some((w) => /repeats demo d1/.test(w.message))).toBe(true);
+  });
+
+  it('an expansion about the question is kept, and the check can be turned off', async () => {
+    const mine = await run(options({ maxTrials: 1 }), { 'toc.rac': own }, {}, { 'toc.verify': 0.9 });
+    expect(mine.d.nodes[1]).toMatchObject({ answer: 'Rupert Grint', pruned: false });
+    expect(mine.d.expansions.every((e) => e.copiedDemoId === undefined)).toBe(true);
+    const off = await run(options({ maxTrials: 1, dropDemoCopies: false }), { 'toc.rac': copied }, {}, { 'toc.verify': 0.9 });
+    expect(off.d.nodes.length).toBeGreaterThan(1);
+  });
+});
+

@@ -169,4 +169,49 @@ describe('Verify-and-Edit', () => {
     expect(d.votes).toEqual({ supports: 3, refutes: 1, 'not enough info': 1 });
     expect(out.answer).toBe('SUPPORTS');
   });
+
+  describe('consistency: logprob', () => {
+    // Three samples say 1989 but each is unlikely (log P = -3); 1991 and 1990 are likely (-1).
+    const answers = ['1989', '1989', '1989', '1991', '1990'];
+    const logprobs = [-3, -3, -3, -1, -1];
+    const weighted: Responder = (_r, i) => ({
+      text: `${RATIONALE} So the answer is: ${answers[i]}.`,
+      finishReason: 'stop',
+      usage: { promptTokens: 10, completionTokens: 10 },
+      logprob: logprobs[i],
+    });
+
+    it('weights each vote by the sample probability, so the same samples edit under logprob but not under vote', async () => {
+      const vote = await run({ consistency: 'vote' }, { 've.cot': weighted });
+      expect(vote.d).toMatchObject({ consistencyMode: 'vote', edited: false, majorityAnswer: '1989' });
+      expect(vote.d.consistency).toBeCloseTo(3 / 5);
+
+      const lp = await run({ consistency: 'logprob' }, { 've.cot': weighted });
+      const w = [Math.exp(-2), Math.exp(-2), Math.exp(-2), 1, 1];
+      const total = w.reduce((a, b) => a + b, 0);
+      expect(lp.d.consistencyMode).toBe('logprob');
+      expect(lp.d.majorityAnswer).toBe('1991');
+      expect(lp.d.weightedVotes!['1989']).toBeCloseTo((5 * 3 * Math.exp(-2)) / total, 10);
+      expect(lp.d.weightedVotes!['1991']).toBeCloseTo(5 / total, 10);
+      expect(lp.d.consistency).toBeCloseTo(1 / total, 10);
+      // 5/total ≈ 2.08 weighted votes < threshold 3: edit.
+      expect(lp.d.edited).toBe(true);
+      // The samples were asked for log-probabilities.
+      expect(lp.provider.received[0].request.logprobs).toBe(true);
+      expect(vote.provider.received[0].request.logprobs).toBeUndefined();
+    });
+
+    it('falls back to the vote, with a warning, when the provider returns no log-probabilities', async () => {
+      const { d, out } = await run({ consistency: 'logprob' }, { 've.cot': samplesWith(answers) });
+      expect(d.consistencyMode).toBe('vote');
+      expect(d.edited).toBe(false);
+      expect(out.trace.warnings!.some((x) => /log-probabilities for 0 of 5 samples/.test(x.message))).toBe(true);
+    });
+
+    it('rejects another consistency mode, naming the option', async () => {
+      const { parsePipelineOptions } = await import('../../src/pipelines/registry');
+      expect(() => parsePipelineOptions('verify-edit', { consistency: 'majority' })).toThrow(/option consistency/);
+    });
+  });
 });
+

@@ -59,6 +59,23 @@ export function answerShots(task: TaskKind, demos: Demo[]): Shot[] {
   return inPromptOrder(demos).map((d) => ({ user: `${questionLabel(task)}: ${d.question}`, assistant: demoAnswerFor(task, d) }));
 }
 
+type Pair = { question: string; answer: string };
+
+/** DQ/DA lines (ToC's RAC format): `DQ i:` question, `DA i:` its short answer. */
+export function pairLines(pairs: Pair[]): string {
+  return pairs.map((p, i) => `DQ ${i + 1}: ${p.question}\nDA ${i + 1}: ${p.answer}`).join('\n');
+}
+
+/**
+ * A clarifying demo turn (ToC's RAC demos, also Diva's long-form generation): the ambiguous
+ * question, answered with its DQ/DA pairs and then `Answer:` and the gold long answer.
+ */
+export function clarifyingShot(demo: Demo): Shot {
+  const pairs = demo.qaPairs ?? [];
+  const lines = pairs.length > 0 ? `${pairLines(pairs)}\n` : '';
+  return { user: `Question: ${demo.question}`, assistant: `${lines}Answer: ${demoAnswerFor('long', demo)}` };
+}
+
 /** Closed-book few-shot: instruction, demos, question. */
 export function closedBookPrompt(task: TaskKind, demos: Demo[], question: string): ChatMessage[] {
   return fewShot(INSTRUCTIONS[task], answerShots(task, demos), `${questionLabel(task)}: ${question}`);

@@ -89,15 +89,11 @@ export class ComboPipeline implements Pipeline {
     });
 
     // 2. Scores and compatibility.
-    const env: ScorerEnv = {
-      rec,
-      ctx,
-      judge: { samples: o.judgeSamples, temperature: o.judgeTemperature, maxTokens: o.judgeMaxTokens, ...sampling },
-    };
+    const env: ScorerEnv = { rec, ctx };
     const ev = await evidentiality.score(example.question, retrieved, env);
-    const skipRows = o.skipNonEvidential ? ev.map((e) => e === 0) : undefined;
+    const skipRows = o.skipEvidentialBelow > 0 ? ev.map((e) => e < o.skipEvidentialBelow) : undefined;
     const cons = await consistency.score(example.question, retrieved, generated, env, skipRows);
-    const compatibility = cons.map((row, i) => row.map((c) => c * ev[i]));
+    const compatibility = cons.map((row, i) => row.map((c) => (skipRows?.[i] ? 0 : c * ev[i])));
 
     // 3. Matching.
     let matching: number[];

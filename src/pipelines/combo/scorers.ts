@@ -1,22 +1,20 @@
 /**
  * COMBO's two discriminators behind small interfaces. The paper trains RoBERTa-large on silver
- * labels; ambiqa ships zero-shot defaults — an LLM judge (share of "Yes" over `samples` replies,
- * or a probability the reply states) and embedding cosine — and a trained model can be plugged
- * in by implementing the interface and passing it to `ComboPipeline`.
+ * labels and uses their probabilities; ambiqa ships zero-shot defaults — an LLM judge giving
+ * P(Yes) from next-token probabilities (`LanguageModel.judge`) and embedding cosine — and a
+ * trained model can be plugged in by implementing the interface and passing it to `ComboPipeline`.
  */
 import { formatPassage, type Embedder, type Passage } from '../../retrieval/types';
 import type { TraceRecorder } from '../../trace/recorder';
-import { callLlm } from '../common/llm';
+import { judgeLlm } from '../common/llm';
 import { dot } from '../common/text';
-import { parseProbability } from '../parsing';
 import type { PipelineContext } from '../types';
 import { consistencyPrompt, evidentialityPrompt } from './prompts';
 
-/** What a scorer may use: the recorder (for LLM calls), the context, and judge sampling settings. */
+/** What a scorer may use: the recorder (for LLM calls) and the context. */
 export interface ScorerEnv {
   rec: TraceRecorder;
   ctx: PipelineContext;
-  judge: { samples: number; temperature: number; maxTokens: number; topP: number; seed?: number };
 }
 
 export interface EvidentialityScorer {
@@ -34,28 +32,14 @@ export interface ConsistencyScorer {
   score(question: string, retrieved: Passage[], generated: string[], env: ScorerEnv, skipRows?: boolean[]): Promise<number[][]>;
 }
 
-/** Ask a Yes/No judge; P = mean over samples of the parsed probability. Unreadable → 0.5, counted. */
+/**
+ * P(Yes) of a Yes/No judge. A text-mode reply naming neither label (an endpoint without
+ * probabilities) scores 0.5, uninformative, and is counted as a parse failure — never read as a
+ * number ("No, passage 1 …" is No, not a score of 1).
+ */
 async function judge(env: ScorerEnv, purpose: string, prompt: string): Promise<number> {
-  const { texts } = await callLlm(env.rec, env.ctx, {
-    purpose,
-    prompt,
-    n: env.judge.samples,
-    temperature: env.judge.temperature,
-    maxTokens: env.judge.maxTokens,
-    topP: env.judge.topP,
-    ...(env.judge.seed !== undefined ? { seed: env.judge.seed } : {}),
-  });
-  const values: number[] = [];
-  for (const t of texts) {
-    const p = parseProbability(t);
-    if (p === null) env.rec.parseFailure(purpose, 'no Yes/No or probability in the judgement', t, 'sample ignored');
-    else values.push(p);
-  }
-  if (values.length === 0) {
-    env.rec.warn(purpose, 'no readable judgement', '0.5 (uninformative)');
-    return 0.5;
-  }
-  return values.reduce((s, v) => s + v, 0) / values.length;
+  const v = await judgeLlm(env.rec, env.ctx, { purpose, prompt, labels: ['Yes', 'No'], fallback: '0.5 (uninformative)' });
+  return v.unparsed ? 0.5 : v.p;
 }
 
 export class LlmEvidentialityScorer implements EvidentialityScorer {

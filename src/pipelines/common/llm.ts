@@ -1,4 +1,4 @@
-import type { FinishReason, GenerateRequest } from '../../llm/types';
+import type { ChatMessage, FinishReason, GenerateRequest, JudgeMode } from '../../llm/types';
 import type { TraceRecorder } from '../../trace/recorder';
 import type { PipelineContext } from '../types';
 
@@ -6,6 +6,8 @@ export interface LlmCallResult {
   /** One text per sample. */
   texts: string[];
   finishReasons: FinishReason[];
+  /** Per sample: the sum of its token log-probabilities, when asked for (`logprobs: true`) and known. */
+  logprobs: Array<number | undefined>;
   /** Index of the call in the trace's `llmCalls`. */
   callIndex: number;
 }
@@ -23,9 +25,40 @@ export async function callLlm(
   return {
     texts: result.completions.map((c) => c.text),
     finishReasons: result.completions.map((c) => c.finishReason),
+    logprobs: result.completions.map((c) => c.logprob),
     callIndex: rec.lastCallIndex,
   };
 }
 
 /** Stop strings that end a reply where the model would start inventing the next demo. */
 export const DEMO_STOPS = ['\nQuestion:', '\n\nQuestion:', '\nClaim:'];
+
+export interface JudgeCallResult {
+  /** P(labels[0]) in [0, 1]: read from next-token probabilities, or 0/1 from a parsed text reply. */
+  p: number;
+  /** The reply named none of the labels (text mode only); `p` is then 0 and a parse failure is recorded. */
+  unparsed: boolean;
+  mode: JudgeMode;
+  /** Index of the call in the trace's `llmCalls`. */
+  callIndex: number;
+}
+
+/**
+ * One graded yes/no judgment through the recorder (`LanguageModel.judge`). Pipelines threshold
+ * `p`; a text-mode reply that names no label is recorded as a parse failure whose fallback is
+ * `fallback` (P = 0, the negative label), so nothing is silently read as a verdict.
+ */
+export async function judgeLlm(
+  rec: TraceRecorder,
+  ctx: PipelineContext,
+  request: { purpose: string; labels: string[]; messages?: ChatMessage[]; prompt?: string; fallback: string },
+): Promise<JudgeCallResult> {
+  const { fallback, ...rest } = request;
+  const result = await rec.llm.judge({ ...rest, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+  const callIndex = rec.lastCallIndex;
+  const unparsed = result.mode === 'text' && result.label === null;
+  if (unparsed) {
+    rec.parseFailure(request.purpose, `no ${request.labels.join('/')} in the judgement`, result.text ?? '', fallback);
+  }
+  return { p: result.p, unparsed, mode: result.mode, callIndex };
+}

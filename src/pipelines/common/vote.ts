@@ -67,3 +67,50 @@ export function medoidVote(answers: Array<string | null>): VoteResult {
   }
   return { votes, winnerIndex: best.i, answer: best.a, winnerVotes: votes[normaliseAnswer(best.a)], consistency: bestScore };
 }
+
+export interface WeightedVoteResult extends VoteResult {
+  /** Normalised answer → probability-weighted votes, scaled so that they sum to n (abstentions included). */
+  weightedVotes: Record<string, number>;
+}
+
+/**
+ * Self-consistency weighted by each sample's probability (Wang et al. 2022's "unnormalised
+ * weighted sum", which Verify-and-Edit uses for its consistency): an answer's score is the sum of
+ * exp(log P(rationale and answer)) over the samples that gave it. The scores are rescaled to sum
+ * to n, so `winnerVotes` is on the vote scale and the paper's threshold ⌈n/2⌉ keeps its meaning;
+ * `consistency` is the winner's share of the probability mass. Abstaining samples keep their
+ * mass in the denominator, as they count in `majorityVote`'s.
+ */
+export function weightedVote(answers: Array<string | null>, logprobs: number[]): WeightedVoteResult {
+  if (logprobs.length !== answers.length) throw new Error('weightedVote: one log-probability per answer');
+  const top = Math.max(...logprobs);
+  // Subtract the largest log-probability before exp so long samples do not underflow to 0.
+  const weights = logprobs.map((lp) => Math.exp(lp - top));
+  const total = weights.reduce((s, w) => s + w, 0);
+  const n = answers.length;
+  const weightedVotes: Record<string, number> = {};
+  const firstIndex = new Map<string, number>();
+  answers.forEach((a, i) => {
+    if (a === null) return;
+    const key = normaliseAnswer(a);
+    weightedVotes[key] = (weightedVotes[key] ?? 0) + (n * weights[i]) / total;
+    if (!firstIndex.has(key)) firstIndex.set(key, i);
+  });
+  const plain = majorityVote(answers);
+  let best: string | null = null;
+  // Ties go to the answer that appeared first, as in `majorityVote`.
+  for (const [key, score] of Object.entries(weightedVotes)) {
+    const prev = best === null ? 0 : weightedVotes[best];
+    if (best === null || score > prev || (score === prev && firstIndex.get(key)! < firstIndex.get(best)!)) best = key;
+  }
+  if (best === null) return { ...plain, weightedVotes };
+  const winnerIndex = firstIndex.get(best)!;
+  return {
+    votes: plain.votes,
+    winnerIndex,
+    answer: answers[winnerIndex]!,
+    winnerVotes: weightedVotes[best],
+    consistency: weightedVotes[best] / n,
+    weightedVotes,
+  };
+}

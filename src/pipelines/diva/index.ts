@@ -4,8 +4,9 @@
  * 1. Retrieval diversification: the model names the ambiguity type (+ reason) and writes
  *    pseudo-interpretations; retrieve for each, take the union, keep the passages with the
  *    highest mean cosine similarity to all interpretations (src/retrieval/multi-query.ts).
- * 2. Retrieval verification: per interpretation, do the passages answer it (Yes/No)? All Yes →
- *    Useful, all No → Useless, otherwise PartialUseful.
+ * 2. Retrieval verification: per interpretation, P(yes) that the passages answer it
+ *    (`LanguageModel.judge`); it counts as answered when P(yes) ≥ `verifyThreshold`. All answered →
+ *    Useful, none → Useless, otherwise PartialUseful (the paper's three labels).
  * 3. Adaptive generation: Useful / PartialUseful → RAG prompt; Useless → closed-book prompt.
  */
 import type { Example } from '../../datasets/types';
@@ -14,11 +15,11 @@ import type { Passage, Retriever, ScoredPassage } from '../../retrieval/types';
 import { TraceRecorder } from '../../trace/recorder';
 import type { AmbiguityType, DivaDecisions, DivaUsefulness } from '../../trace/types';
 import { checkAborted, requireEmbedder, requireRetriever, selectDemos } from '../common/context';
-import { callLlm, DEMO_STOPS } from '../common/llm';
+import { callLlm, DEMO_STOPS, judgeLlm } from '../common/llm';
 import { readFinalAnswer } from '../common/outputs';
 import { CachingEmbedder } from '../common/retrieval';
 import { resolveTask } from '../common/task';
-import { parseAmbiguity, parseVerdict } from '../parsing';
+import { parseAmbiguity } from '../parsing';
 import type { Pipeline, PipelineContext, PipelineOutput } from '../types';
 import type { DivaOptions } from './options';
 import { closedBookPrompt, diversifyPrompt, ragPrompt, verifyPrompt } from './prompts';
@@ -104,27 +105,24 @@ export class DivaPipeline implements Pipeline {
 
     // 2. Verify: does the passage set answer each interpretation?
     const verdicts: boolean[] = [];
+    const pAnswered: number[] = [];
     if (!o.verification) {
       verdicts.push(...interpretations.map(() => passages.length > 0));
     } else if (passages.length === 0) {
       // Nothing to judge: every interpretation is unanswered without asking the model.
       verdicts.push(...interpretations.map(() => false));
+      pAnswered.push(...interpretations.map(() => 0));
     } else {
       for (const interpretation of interpretations) {
         checkAborted(ctx);
-        const v = await callLlm(rec, ctx, {
+        const v = await judgeLlm(rec, ctx, {
           purpose: 'diva.verify',
           messages: verifyPrompt(interpretation, passages),
-          temperature: o.verifyTemperature,
-          maxTokens: o.verifyMaxTokens,
-          ...sampling,
+          labels: ['Yes', 'No'],
+          fallback: 'No (not answered)',
         });
-        let verdict = parseVerdict(v.texts[0]);
-        if (verdict === null) {
-          rec.parseFailure('diva.verify', 'no Yes/No in the verdict', v.texts[0], 'No');
-          verdict = false;
-        }
-        verdicts.push(verdict);
+        pAnswered.push(v.p);
+        verdicts.push(v.p >= o.verifyThreshold);
       }
     }
     const label = usefulness(verdicts);
@@ -150,6 +148,7 @@ export class DivaPipeline implements Pipeline {
       ambiguityReason: parsed.reason,
       interpretations,
       verdicts,
+      ...(o.verification ? { pAnswered } : {}),
       usefulness: label,
       route,
       passageIds: passages.map((p) => p.id),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { maxTokens, nShots, seed, temperature, topP } from '../common/options';
+import { maxTokens, nShots, probabilityThreshold, seed, temperature, topP } from '../common/options';
 import { answerStyleSchema } from '../common/task';
 
 /** Diva knobs (paper: 5 passages, temperature 0.3, 300 new tokens). */
@@ -8,16 +8,18 @@ export const divaOptionsSchema = z.strictObject({
   perInterpretationK: z.int().min(1).max(1000).default(10).describe('passages retrieved per interpretation before the union'),
   nPassages: z.int().min(1).max(50).default(5).describe('passages kept by mean similarity to the interpretations'),
   verification: z.boolean().default(true).describe('retrieval verification on/off (off: always Useful)'),
+  verifyThreshold: probabilityThreshold(
+    0.5,
+    'an interpretation counts as answered by the passages when the judge gives P(yes) at least this; none answered → Useless → closed-book',
+  ),
   adaptive: z.boolean().default(true).describe('adaptive generation on/off (off: always RAG)'),
   diversifyExample: z.boolean().default(true).describe('show the worked example in the diversification prompt'),
   nShots: nShots(5),
   temperature: temperature(0.3, 'the answer'),
   diversifyTemperature: temperature(0.3, 'diversification'),
-  verifyTemperature: temperature(0, 'retrieval verification'),
   topP,
   maxTokens: maxTokens(300, 'the answer'),
   diversifyMaxTokens: maxTokens(200, 'diversification'),
-  verifyMaxTokens: maxTokens(8, 'a Yes/No verdict'),
   answerStyle: answerStyleSchema,
   seed,
 });

@@ -5,7 +5,8 @@
  */
 import type { ChatMessage } from '../../llm/types';
 import type { Passage } from '../../retrieval/types';
-import { answerShots } from '../baselines/prompts';
+import { answerShots, clarifyingShot, inPromptOrder } from '../baselines/prompts';
+import type { Shot } from '../common/chat';
 import { fewShot } from '../common/chat';
 import { formatContext } from '../common/retrieval';
 import type { TaskKind } from '../common/task';
@@ -50,15 +51,18 @@ export function verifyPrompt(interpretation: string, passages: Passage[]): ChatM
 const GENERATE: Record<'rag' | 'closed-book', Record<TaskKind, string>> = {
   rag: {
     long:
-      'The question is ambiguous. Using the passages, answer as many of its interpretations as possible ' +
-      'in a long answer of at least three sentences, giving each interpretation its answer.',
+      'The question is ambiguous. Using the passages, write its disambiguated questions, one per line as ' +
+      '"DQ 1:", "DQ 2:", …, each followed by its short answer on a line "DA 1:", "DA 2:", …; then write ' +
+      '"Answer:" and a long answer of at least three sentences that answers as many interpretations as possible.',
     short: 'Using the passages, answer the question with a short answer only.',
     fact: 'Using the passages, reply with exactly one of: SUPPORTS, REFUTES, NOT ENOUGH INFO.',
   },
   'closed-book': {
     long:
-      'The question is ambiguous. From your own knowledge, write a long answer of at least three sentences ' +
-      'that covers as many aspects and interpretations of the question as possible, each with its answer.',
+      'The question is ambiguous. From your own knowledge, write its disambiguated questions, one per line as ' +
+      '"DQ 1:", "DQ 2:", …, each followed by its short answer on a line "DA 1:", "DA 2:", …; then write ' +
+      '"Answer:" and a long answer of at least three sentences that covers as many aspects and interpretations ' +
+      'as possible.',
     short: 'From your own knowledge, answer the question with a short answer only.',
     fact: 'From your own knowledge, reply with exactly one of: SUPPORTS, REFUTES, NOT ENOUGH INFO.',
   },
@@ -68,14 +72,23 @@ function interpretationHint(interpretations: string[]): string {
   return interpretations.length > 1 ? `Possible interpretations:\n${interpretations.map((q) => `- ${q}`).join('\n')}\n\n` : '';
 }
 
+/**
+ * Demo turns for generation. Long form (ASQA): the demos answer with DQ/DA pairs before the long
+ * answer, as ToC's RAC demos do, so the model spells out each interpretation's answer; short and
+ * fact tasks: question → answer.
+ */
+function generationShots(task: TaskKind, demos: Demo[]): Shot[] {
+  return task === 'long' ? inPromptOrder(demos).map(clarifyingShot) : answerShots(task, demos);
+}
+
 export function ragPrompt(task: TaskKind, demos: Demo[], question: string, interpretations: string[], passages: Passage[]): ChatMessage[] {
   return fewShot(
     GENERATE.rag[task],
-    answerShots(task, demos),
+    generationShots(task, demos),
     `Context:\n${formatContext(passages)}\n\n${interpretationHint(interpretations)}Question: ${question}`,
   );
 }
 
 export function closedBookPrompt(task: TaskKind, demos: Demo[], question: string, interpretations: string[]): ChatMessage[] {
-  return fewShot(GENERATE['closed-book'][task], answerShots(task, demos), `${interpretationHint(interpretations)}Question: ${question}`);
+  return fewShot(GENERATE['closed-book'][task], generationShots(task, demos), `${interpretationHint(interpretations)}Question: ${question}`);
 }

@@ -4,10 +4,13 @@
  * 1. RAC: for a node's question, retrieve a pool, rerank, keep `nPassages`; prompt with kNN demos
  *    and the passages; parse DQ/DA pairs.
  * 2. Breadth-first tree search from the ambiguous question; each new unique pair is a child.
- * 3. Self-verification: each new child is checked (True/False) against one evidence passage;
- *    only kept children count as valid and are expanded further.
- * 4. Un-pruning when too few valid nodes remain, then one answer call with ≤ `answerNodes` valid
- *    pairs in BFS order and passages that cover their answers.
+ * 3. Self-verification: each new child is judged (P(true), `LanguageModel.judge`) against one
+ *    evidence passage, chosen among every passage retrieved so far; a child is kept when
+ *    P(true) ≥ `pruneThreshold`, and only kept children count as valid and are expanded further.
+ *    An expansion that copies a few-shot demo's DQs instead of clarifying the question yields no
+ *    node (`dropDemoCopies`).
+ * 4. Un-pruning when too few valid nodes remain (never below P(true) `unpruneFloor`), then one
+ *    answer call with ≤ `answerNodes` valid pairs in BFS order and passages that cover their answers.
  *
  * Choices where METHODS.md is silent are marked "CHOICE" and listed in docs/pipelines.md.
  */
@@ -17,11 +20,12 @@ import { TraceRecorder } from '../../trace/recorder';
 import type { TocDecisions, TocNode } from '../../trace/types';
 import { passageHasAnswer } from '../common/answers';
 import { checkAborted, requireRetriever, selectDemos } from '../common/context';
-import { callLlm, DEMO_STOPS } from '../common/llm';
+import { callLlm, DEMO_STOPS, judgeLlm } from '../common/llm';
 import { CachingEmbedder, chooseReranker, retrieveAndRerank, uniquePassages } from '../common/retrieval';
 import { normaliseAnswer, normaliseQuestion } from '../common/text';
-import { parseDisambiguations, parseLongAnswer, parseVerdict } from '../parsing';
+import { parseDisambiguations, parseLongAnswer } from '../parsing';
 import type { Pipeline, PipelineContext, PipelineOutput } from '../types';
+import { detectDemoCopy } from './demo-copy';
 import type { TocOptions } from './options';
 import { answerPrompt, racPrompt, verifyPrompt } from './prompts';
 
@@ -78,8 +82,10 @@ export class TocPipeline implements Pipeline {
       unpruned: false,
     };
     const nodes: TocNode[] = [root];
-    /** Passages shown in RAC prompts so far, in order: the evidence candidates. */
+    /** Passages shown in RAC prompts so far, in order. */
     let shown: Passage[] = [];
+    /** Every passage retrieved so far (pools, before reranking): the evidence candidates. */
+    let retrieved: Passage[] = [];
     let rootPool: ScoredPassage[] | null = null;
     const queue: number[] = [0];
     const expansions: TocDecisions['expansions'] = [];
@@ -121,6 +127,7 @@ export class TocPipeline implements Pipeline {
 
       // RAC step 1: passages for this node's question.
       let kept: ScoredPassage[];
+      let pool: ScoredPassage[];
       if (node.id === 0 || o.retrievePerNode) {
         const r = await retrieveAndRerank(rec, ctx, {
           purpose: node.id === 0 ? 'toc.rac.retrieve.root' : 'toc.rac.retrieve',
@@ -131,11 +138,15 @@ export class TocPipeline implements Pipeline {
         });
         if (node.id === 0) rootPool = r.pool;
         kept = r.kept;
+        pool = r.pool;
       } else {
-        kept = await this.rerankRootPool(rec, rootPool ?? [], node.question, reranker, ctx.retriever!.name);
+        pool = rootPool ?? [];
+        kept = await this.rerankRootPool(rec, pool, node.question, reranker, ctx.retriever!.name);
       }
       const passages = kept.map((k) => k.passage);
       shown = uniquePassages([...shown, ...passages]);
+      // This node's passages first (prompt order, then the rest of its pool), then earlier nodes'.
+      retrieved = uniquePassages([...passages, ...pool.map((p) => p.passage), ...retrieved]);
 
       // RAC step 2: clarify.
       const demos = await selectDemos(rec, ctx, this.name, example, o.nShots, 'toc.rac.demos', demoFilter());
@@ -148,6 +159,32 @@ export class TocPipeline implements Pipeline {
         ...sampling,
       });
       const parsed = parseDisambiguations(texts[0]);
+      const copy = o.dropDemoCopies
+        ? detectDemoCopy(
+            parsed.pairs.map((p) => p.question),
+            [node.question, example.question],
+            demos,
+            o.demoCopyMargin,
+          )
+        : null;
+      if (copy) {
+        rec.warn(
+          'toc.rac',
+          `expansion of node ${node.id} repeats demo ${copy.demoId} (${Math.round(100 * copy.demoOverlap)}% of its DQ words ` +
+            `are in the demo, ${Math.round(100 * copy.questionOverlap)}% in the question)`,
+          'no nodes from this expansion',
+        );
+        expansions.push({
+          nodeId: node.id,
+          llmCallIndex: callIndex,
+          newChildren: 0,
+          failed: true,
+          reason: `copied demo ${copy.demoId}`,
+          copiedDemoId: copy.demoId,
+        });
+        failures += 1;
+        continue;
+      }
       if (parsed.pairs.length === 0) {
         const why =
           parsed.problems.join('; ') ||
@@ -193,27 +230,23 @@ export class TocPipeline implements Pipeline {
             reason = 'call budget reached before verification';
             continue;
           }
-          const evidence = await this.pickEvidence(shown, child, reranker);
+          const evidence = await this.pickEvidence(retrieved, shown, child, reranker);
           if (evidence) {
             child.evidencePassageId = evidence.id;
             child.evidenceHasAnswer = passageHasAnswer(evidence, child.answer!);
           }
-          const v = await callLlm(rec, ctx, {
+          // The released code keeps a node only when "True" appears; an unreadable text reply
+          // is likewise P(true) = 0, but counted as a parse failure.
+          const v = await judgeLlm(rec, ctx, {
             purpose: 'toc.verify',
             messages: verifyPrompt(example.question, child.answer!, evidence),
-            temperature: o.verifyTemperature,
-            maxTokens: o.verifyMaxTokens,
-            ...sampling,
+            labels: ['True', 'False'],
+            fallback: 'False (pruned)',
           });
           child.verifyCallIndex = v.callIndex;
-          let verdict = parseVerdict(v.texts[0]);
-          if (verdict === null) {
-            // The released code keeps a node only when "True" appears; same fallback, but counted.
-            rec.parseFailure('toc.verify', 'no True/False in the verdict', v.texts[0], 'False (pruned)');
-            verdict = false;
-          }
-          child.verdict = verdict;
-          child.pruned = !verdict;
+          child.pTrue = v.p;
+          child.verdict = v.p >= o.pruneThreshold;
+          child.pruned = !child.verdict;
         }
         nodes.push(child);
         if (isValidNode(child)) {
@@ -240,14 +273,23 @@ export class TocPipeline implements Pipeline {
       failures = newValid === 0 ? failures + 1 : 0;
     }
 
-    // Un-pruning: restore pruned nodes nearest the root first until enough remain.
+    // Un-pruning: restore pruned nodes nearest the root first until enough remain, but never a
+    // node the judge rejected with confidence (P(true) below the floor). A text-mode verdict is
+    // 0 or 1 and says nothing about confidence, so the floor applies to probability judgments only.
     const unprunedNodeIds: number[] = [];
+    const unpruneBlockedNodeIds: number[] = [];
     if (o.pruning && validCount() < o.minValidNodes) {
       const candidates = nodes
         .filter((n) => n.pruned && n.verdict === false && n.duplicateOf === undefined && n.skipped === undefined)
         .sort((a, b) => a.depth - b.depth || a.bfsOrder - b.bfsOrder);
       for (const n of candidates) {
         if (validCount() >= o.minValidNodes) break;
+        const confident = n.verifyCallIndex !== undefined && rec.llmCalls[n.verifyCallIndex]?.judge?.mode === 'probability';
+        if (confident && (n.pTrue ?? 0) < o.unpruneFloor) {
+          n.unpruneBlocked = true;
+          unpruneBlockedNodeIds.push(n.id);
+          continue;
+        }
         n.pruned = false;
         n.unpruned = true;
         unprunedNodeIds.push(n.id);
@@ -284,6 +326,7 @@ export class TocPipeline implements Pipeline {
       validNodeIds: answerNodes.map((n) => n.id),
       answerPassageIds: answerPassages.map((p) => p.id),
       unprunedNodeIds,
+      unpruneBlockedNodeIds,
       failedTrials: failures,
     };
     const trace = rec.finish(decisions, output);
@@ -306,13 +349,21 @@ export class TocPipeline implements Pipeline {
   }
 
   /**
-   * Evidence for a child: the passages shown so far that contain its answer (all of them when
-   * none does), reranked against the child's question; the best one.
+   * Evidence for a child (METHODS.md: "the single best-ranked passage among those already
+   * retrieved that contains the node's answer"): every passage retrieved so far — whole pools,
+   * not only the few shown in prompts — that contains its answer, reranked against the child's
+   * question; the best one. When none contains it, the best of the passages shown in prompts
+   * (the pools' reranked tops; CHOICE: this bounds the reranking to a handful of passages).
    */
-  private async pickEvidence(shown: Passage[], child: TocNode, reranker: Reranker | null): Promise<Passage | null> {
-    if (shown.length === 0) return null;
-    const withAnswer = shown.filter((p) => passageHasAnswer(p, child.answer ?? ''));
-    const candidates = withAnswer.length > 0 ? withAnswer : shown;
+  private async pickEvidence(
+    retrieved: Passage[],
+    shown: Passage[],
+    child: TocNode,
+    reranker: Reranker | null,
+  ): Promise<Passage | null> {
+    if (retrieved.length === 0 && shown.length === 0) return null;
+    const withAnswer = retrieved.filter((p) => passageHasAnswer(p, child.answer ?? ''));
+    const candidates = withAnswer.length > 0 ? withAnswer : shown.length > 0 ? shown : retrieved;
     if (!reranker || candidates.length === 1) return candidates[0];
     const best = await reranker.rerank(
       child.question,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { maxTokens, nShots, rerankerChoice, seed, temperature, topP } from '../common/options';
+import { maxTokens, nShots, probabilityThreshold, rerankerChoice, seed, temperature, topP } from '../common/options';
 
 /**
  * Every knob of Tree of Clarifications. Defaults follow METHODS.md and the paper's released code
@@ -19,6 +19,11 @@ export const tocOptionsSchema = z
       .default(19)
       .describe('call budget per question, final answer included (the paper reports fewer than 20)'),
     pruning: z.boolean().default(true).describe('self-verification pruning on/off'),
+    pruneThreshold: probabilityThreshold(0.5, 'keep a node when its self-verification P(true) is at least this (0.5 = the paper\'s True/False)'),
+    unpruneFloor: probabilityThreshold(
+      0.1,
+      'un-pruning never restores a node whose P(true) is below this (a confident rejection); text-mode verdicts carry no confidence and are exempt',
+    ),
     minValidNodes: z
       .int()
       .min(0)
@@ -39,13 +44,21 @@ export const tocOptionsSchema = z
       .default(true)
       .describe("drop demos whose answers overlap the tree's answers (token F1 > demoOverlapF1)"),
     demoOverlapF1: z.number().min(0).max(1).default(0.8),
+    dropDemoCopies: z
+      .boolean()
+      .default(true)
+      .describe("an expansion whose DQs repeat a few-shot demo's text rather than the question yields no node"),
+    demoCopyMargin: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(0.5)
+      .describe('how much more of the DQ words must come from one demo than from the question to call it a copy'),
     expansionTemperature: temperature(0.7, 'RAC expansions'),
     answerTemperature: temperature(0, 'the final answer'),
-    verifyTemperature: temperature(0, 'self-verification'),
     topP,
     expansionMaxTokens: maxTokens(300, 'each RAC expansion'),
     maxTokens: maxTokens(300, 'the final answer'),
-    verifyMaxTokens: maxTokens(16, 'a True/False verdict'),
     seed,
   })
   .superRefine((o, ctx) => {

@@ -9,7 +9,7 @@
  */
 import type { ChatMessage } from '../../llm/types';
 import { formatPassage, type Passage } from '../../retrieval/types';
-import { demoAnswerFor, inPromptOrder } from '../baselines/prompts';
+import { clarifyingShot, demoAnswerFor, inPromptOrder, pairLines } from '../baselines/prompts';
 import { fewShot, type Shot } from '../common/chat';
 import { formatContext } from '../common/retrieval';
 import type { Demo } from '../types';
@@ -27,15 +27,7 @@ export const ANSWER_INSTRUCTION =
 
 type Pair = { question: string; answer: string };
 
-export function pairLines(pairs: Pair[]): string {
-  return pairs.map((p, i) => `DQ ${i + 1}: ${p.question}\nDA ${i + 1}: ${p.answer}`).join('\n');
-}
-
-function racShot(demo: Demo): Shot {
-  const pairs = demo.qaPairs ?? [];
-  const lines = pairs.length > 0 ? `${pairLines(pairs)}\n` : '';
-  return { user: `Question: ${demo.question}`, assistant: `${lines}Answer: ${demoAnswerFor('long', demo)}` };
-}
+export { pairLines };
 
 function answerShot(demo: Demo): Shot {
   const pairs = demo.qaPairs ?? [];
@@ -49,7 +41,7 @@ function answerShot(demo: Demo): Shot {
 export function racPrompt(demos: Demo[], question: string, passages: Passage[]): ChatMessage[] {
   return fewShot(
     RAC_INSTRUCTION,
-    inPromptOrder(demos).map(racShot),
+    inPromptOrder(demos).map(clarifyingShot),
     `Context:\n${formatContext(passages)}\n\nQuestion: ${question}`,
   );
 }

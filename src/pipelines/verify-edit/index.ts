@@ -20,7 +20,7 @@ import { readCotSample } from '../common/outputs';
 import { CachingEmbedder } from '../common/retrieval';
 import { resolveTask } from '../common/task';
 import { dot, splitSentences } from '../common/text';
-import { majorityVote } from '../common/vote';
+import { majorityVote, weightedVote } from '../common/vote';
 import { parseLongAnswer, parseQuestion } from '../parsing';
 import type { Pipeline, PipelineContext, PipelineOutput } from '../types';
 import type { VerifyEditOptions } from './options';
@@ -52,17 +52,26 @@ export class VerifyEditPipeline implements Pipeline {
 
     // 1. Self-consistency samples.
     const demos = await selectDemos(rec, ctx, this.name, example, o.nShots, 've.demos');
-    const { texts } = await callLlm(rec, ctx, {
+    const { texts, logprobs } = await callLlm(rec, ctx, {
       purpose: 've.cot',
       messages: cotPrompt(task, demos, example.question),
       n: o.n,
       temperature: o.temperature,
       maxTokens: o.maxTokens,
       stop: DEMO_STOPS,
+      ...(o.consistency === 'logprob' ? { logprobs: true } : {}),
       ...sampling,
     });
     const samples = texts.map((t, i) => readCotSample(rec, task, t, 've.cot', i));
-    const vote = majorityVote(samples.map((s) => s.answer));
+    const answers = samples.map((s) => s.answer);
+    const known = logprobs.filter((lp): lp is number => lp !== undefined && Number.isFinite(lp));
+    let consistencyMode: 'vote' | 'logprob' = o.consistency;
+    if (o.consistency === 'logprob' && known.length !== answers.length) {
+      rec.warn('ve.consistency', `the provider returned log-probabilities for ${known.length} of ${answers.length} samples`, 'majority vote');
+      consistencyMode = 'vote';
+    }
+    const weighted = consistencyMode === 'logprob' ? weightedVote(answers, known) : null;
+    const vote = weighted ?? majorityVote(answers);
 
     const decisions: VeDecisions = {
       kind: 'verify-edit',
@@ -70,6 +79,8 @@ export class VerifyEditPipeline implements Pipeline {
       votes: vote.votes,
       majorityAnswer: vote.answer,
       consistency: vote.consistency,
+      consistencyMode,
+      ...(weighted ? { weightedVotes: weighted.weightedVotes } : {}),
       threshold,
       edited: false,
       edits: [],

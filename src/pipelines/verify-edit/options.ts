@@ -14,6 +14,12 @@ export const verifyEditOptionsSchema = z
       .min(0)
       .optional()
       .describe('edit when the majority answer has fewer votes than this; default ⌈n/2⌉; 0 never edits'),
+    consistency: z
+      .enum(['vote', 'logprob'])
+      .default('vote')
+      .describe(
+        "majority votes / n, or the paper's log-probability-weighted score (needs a provider that returns log-probabilities)",
+      ),
     topSentences: z.int().min(1).max(20).default(3).describe('retrieved sentences kept per verifying question'),
     retrievalK: z.int().min(1).max(100).default(5).describe('passages retrieved per verifying question'),
     maxEditedSentences: z.int().min(1).max(50).default(8).describe('rationale sentences verified at most'),
