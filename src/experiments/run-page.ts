@@ -57,8 +57,3 @@ export function modelTags(trace: Pick<Trace, 'llm'> | undefined): Record<string,
     ...(entry ? { 'ambiqa.llm.model_sha256': model } : {}),
   };
 }
-
-/** A readable model name for reports: the catalog name when the id is a catalog file's hash. */
-export function modelDisplayName(model: string): string {
-  return defaultCatalog.llms.find((e) => e.sha256 === model)?.name ?? model;
-}

@@ -11,6 +11,12 @@ import { readJson, writeJson, type MlflowRecord } from './rundir';
 /** Opens the tracking backend for a run dir (live MLflow, or an on-disk buffer when it is down). */
 export type TrackingFactory = (runDir: string) => Promise<Tracking>;
 
+/**
+ * Draws a finished run's (or sweep's) figures from its directory and logs them to its MLflow run
+ * (`logRunFigures` in src/report, injected by the CLI so that experiments need not know plots).
+ */
+export type FigureLogger = (dir: string, tracker: RunTracker) => Promise<unknown>;
+
 /** MLflow trouble must never cost a finished run its results: warn and go on. */
 export async function guard(warn: (m: string) => void, what: string, fn: () => Promise<void>): Promise<void> {
   try {
@@ -31,6 +37,8 @@ export interface RunTrackingRequest {
   /** 1 for a fresh run; more for a resumed one (tagged). */
   session: number;
   factory: TrackingFactory | null | undefined;
+  /** Logs the run's figures before it is marked finished. */
+  figures?: FigureLogger;
   /** The run's selection: logged as the run's dataset input. */
   examples?: readonly Example[];
   parentRunId?: string;
@@ -52,6 +60,7 @@ export class RunTrackingSession {
     readonly record: MlflowRecord | null,
     private readonly tracker: RunTracker | null,
     private readonly warn: (m: string) => void,
+    private readonly figureLogger?: { log: FigureLogger; dir: string },
   ) {}
 
   static async start(request: RunTrackingRequest): Promise<RunTrackingSession> {
@@ -86,7 +95,7 @@ export class RunTrackingSession {
     writeJson(request.recordPath, record);
     await guard(warn, 'log params to MLflow', () => tracker.logParams({ ...configParams(request.redacted), ...request.settings }));
     await guard(warn, 'log the dataset and description to MLflow', () => describeRunStart(tracker, request.redacted, request.examples ?? []));
-    return new RunTrackingSession(record, tracker, warn);
+    return new RunTrackingSession(record, tracker, warn, request.figures ? { log: request.figures, dir: request.runDir } : undefined);
   }
 
   /** A finished question: its trace goes to MLflow Tracing in the background (batched). */
@@ -105,6 +114,8 @@ export class RunTrackingSession {
     for (const file of files) {
       if (existsSync(file)) await guard(this.warn, `upload ${file} to MLflow`, () => tracker.logArtifact(file));
     }
+    const figures = this.figureLogger;
+    if (figures && status === 'FINISHED') await guard(this.warn, 'log the figures to MLflow', async () => void (await figures.log(figures.dir, tracker)));
     await guard(this.warn, 'finish the MLflow run', () => tracker.finish(status));
   }
 

@@ -34,6 +34,8 @@ export interface MlflowRecord {
   parentRunId?: string;
   /** The UI address of the run (for people). */
   runUrl?: string;
+  /** Set by reports when the address may not open (its local server has stopped). */
+  runUrlNote?: string;
 }
 
 export interface RunState {

@@ -4,7 +4,7 @@ import { silentProgress, type ProgressSink } from './progress';
 import type { ExampleResult, MetricAggregate, RunMetrics } from './results';
 import { openRunDir } from './run-dir';
 import { planWork, RunStateFile } from './run-state';
-import { RunTrackingSession, type TrackingFactory } from './run-tracking';
+import { RunTrackingSession, type FigureLogger, type TrackingFactory } from './run-tracking';
 import { writeJson, type MlflowRecord } from './rundir';
 
 export { checkRunDir } from './run-dir';
@@ -18,6 +18,8 @@ export interface RunRequest {
   components: RunComponents;
   /** null: do not track (tracking.enabled false, or tests). */
   tracking?: TrackingFactory | null;
+  /** Draw and log the run's figures to MLflow when it finishes (the CLI passes report's logRunFigures). */
+  figures?: FigureLogger;
   /** Nest the MLflow run under this one (sweeps, merges). */
   parentRunId?: string;
   /** Tags added to the MLflow run (provenance, sweep point). */
@@ -75,6 +77,7 @@ export async function runExperiment(request: RunRequest): Promise<RunOutcome> {
     session: runState.state.sessions,
     factory: request.tracking,
     examples: components.examples,
+    ...(request.figures ? { figures: request.figures } : {}),
     ...(request.parentRunId ? { parentRunId: request.parentRunId } : {}),
     ...(request.tags ? { tags: request.tags } : {}),
     ...(components.settings ? { settings: components.settings } : {}),

@@ -9,7 +9,7 @@ import type { ProgressSink } from './progress';
 import type { RunMetrics } from './results';
 import { readJson, runFiles, writeJson, type MlflowRecord, type RunState } from './rundir';
 import { runStarted } from './run-dir';
-import { configParams, guard, type TrackingFactory } from './run-tracking';
+import { configParams, guard, type FigureLogger, type TrackingFactory } from './run-tracking';
 import { runExperiment, type RunComponents } from './runner';
 import { redactConfig } from './secrets';
 import { stepsAreValues, sweepPointMetrics, sweepPointTags, sweepStep } from './sweep-charts';
@@ -35,6 +35,8 @@ export interface SweepRequest {
   /** Builds a point's components; the caller shares models and caches between calls. */
   components: (config: ExperimentConfig) => Promise<RunComponents>;
   tracking?: TrackingFactory | null;
+  /** Draw and log figures (each point's and the sweep's ablations) to MLflow. */
+  figures?: FigureLogger;
   tags?: Record<string, string>;
   progress?: (label: string) => ProgressSink;
   signal?: AbortSignal;
@@ -159,6 +161,7 @@ export async function runSweep(request: SweepRequest): Promise<SweepOutcome> {
         resume: resume && runStarted(runDir),
         components,
         tracking: request.tracking ?? null,
+        ...(request.figures ? { figures: request.figures } : {}),
         ...(parent ? { parentRunId: parent.runId } : {}),
         tags: { ...request.tags, 'ambiqa.sweep': plan.name, 'ambiqa.sweep.point': point.label, ...sweepPointTags(plan.axes, point) },
         ...(request.progress ? { progress: request.progress(point.label) } : {}),
@@ -196,6 +199,8 @@ export async function runSweep(request: SweepRequest): Promise<SweepOutcome> {
     for (const f of ['summary.md', 'summary.csv', 'summary.json', 'sweep.yaml']) {
       await guard(warn, `upload ${f}`, () => parent!.logArtifact(join(plan.dir, f)));
     }
+    const figures = request.figures;
+    if (figures && status === 'FINISHED') await guard(warn, 'log the sweep figures to MLflow', async () => void (await figures(plan.dir, parent!)));
     await guard(warn, 'finish the sweep run', () => parent!.finish(status));
   }
   return { status, dir: plan.dir, rows, summary: markdown, mlflow };

@@ -7,6 +7,7 @@ import { writeFileSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { readCoverageFile, type CoverageCurve } from '../plots/coverage';
 import { exportFigures, type ExportedFigure, type PngRenderer } from '../plots/export';
+import { followBrowsingServer } from '../tracking/server';
 import type { RunTracker } from '../tracking/types';
 import { figuresForRun, figuresForSweep, type FigureChoice } from './figures';
 import { loadGoldForRun, type GoldSet } from './gold';
@@ -33,6 +34,13 @@ export interface BuiltReport {
 
 export function buildReport(dir: string, options: BuildReportOptions = {}): BuiltReport {
   const loaded = loadRunOrSweep(dir);
+  // Link MLflow where the user browses it now, not the port of a server that has since stopped.
+  for (const target of loaded.kind === 'run' ? [loaded.run] : [loaded.sweep, ...loaded.sweep.runs]) {
+    if (target.mlflow?.runUrl) {
+      const { url, note } = followBrowsingServer(target.mlflow.runUrl);
+      target.mlflow = { ...target.mlflow, runUrl: url, ...(note ? { runUrlNote: note } : {}) };
+    }
+  }
   const notes: string[] = [];
   const coverage: CoverageCurve[] = (options.coverageFiles ?? []).flatMap((f) => readCoverageFile(f));
   const firstRun = loaded.kind === 'run' ? loaded.run : loaded.sweep.runs[0];

@@ -5,3 +5,4 @@ export * from './render';
 export * from './gold';
 export * from './build';
 export * from './mlflow';
+export * from './run-figures';

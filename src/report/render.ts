@@ -5,6 +5,7 @@
  * server side, and the embedded trace data is JSON escaped for a script element and only ever
  * shown through `textContent`.
  */
+import { llmDisplayName } from '../setup/catalog';
 import { stringify as toYaml } from 'yaml';
 import type { ExampleResult, RunMetrics } from '../experiments/results';
 import { escapeHtml, figureDivHtml, inlineScript, jsonForScript, plotlyJs } from '../plots/export';
@@ -196,14 +197,17 @@ function header(title: string, facts: Array<[string, string | undefined]>, gener
   return `<h1>${escapeHtml(title)}</h1><div class="meta">${spans.join('')}<span><b>report:</b> ${escapeHtml(generatedAt)}</span></div>`;
 }
 
-function mlflowLink(run: { mlflow?: { runUrl?: string } }): string {
+function mlflowLink(run: { mlflow?: { runUrl?: string; runUrlNote?: string } }): string {
   const url = run.mlflow?.runUrl;
-  return url && /^https?:\/\//.test(url) ? `<p>MLflow run: <a href="${escapeHtml(url)}">${escapeHtml(url)}</a></p>` : '';
+  if (!url || !/^https?:\/\//.test(url)) return '';
+  const note = run.mlflow?.runUrlNote ? ` <span class="note">(${escapeHtml(run.mlflow.runUrlNote)})</span>` : '';
+  return `<p>MLflow run: <a href="${escapeHtml(url)}">${escapeHtml(url)}</a>${note}</p>`;
 }
 
+/** The LLM by name: a catalog model's name rather than its file hash (which the trace records). */
 function llmOf(run: RunData): string | undefined {
   const t = run.traces[0];
-  return t ? `${t.llm.provider}/${t.llm.model}` : undefined;
+  return t ? `${t.llm.provider}/${llmDisplayName(t.llm.model)}` : undefined;
 }
 
 function datasetOf(run: RunData): string | undefined {

@@ -199,3 +199,8 @@ export const defaultCatalog: Catalog = {
 export function findLlm(catalog: Catalog, name: string): LlmCatalogEntry | undefined {
   return catalog.llms.find((entry) => entry.name === name);
 }
+
+/** A model id as people know it: the catalog name when the id is a catalog GGUF's sha256 (what traces and the cache record). */
+export function llmDisplayName(model: string, catalog: Catalog = defaultCatalog): string {
+  return catalog.llms.find((entry) => entry.sha256 === model)?.name ?? model;
+}

@@ -273,6 +273,37 @@ export function advertiseServer(server: LocalServer): () => void {
   };
 }
 
+/**
+ * The server a person browses runs with right now, without starting one: MLFLOW_TRACKING_URI when
+ * set, else a running `ambiqa mlflow-ui` on the project store; undefined when neither.
+ */
+export function browsingServerUri(storeDir = join(artifactsDir(), 'mlflow')): string | undefined {
+  const fromEnv = process.env.MLFLOW_TRACKING_URI?.trim();
+  if (fromEnv) return fromEnv.replace(/\/+$/, '');
+  const shared = readServerRecord(storeDir);
+  return shared && processAlive(shared.pid) ? shared.uri : undefined;
+}
+
+/**
+ * A run's MLflow address as it should be linked now. A run logged to a server this process
+ * started for itself recorded that server's port, which is gone once the command ended; the
+ * same store is what `ambiqa mlflow-ui` serves, so the link follows the server the user browses
+ * with. Addresses of other hosts are kept as they are.
+ */
+export function followBrowsingServer(runUrl: string, storeDir?: string): { url: string; note?: string } {
+  let recorded: URL;
+  try {
+    recorded = new URL(runUrl);
+  } catch {
+    return { url: runUrl };
+  }
+  if (!['127.0.0.1', 'localhost', '[::1]'].includes(recorded.hostname)) return { url: runUrl };
+  const current = browsingServerUri(storeDir);
+  const rest = runUrl.slice(recorded.origin.length);
+  if (current) return { url: `${current}${rest}` };
+  return { url: runUrl, note: 'the local MLflow server that logged this run has stopped: start `npx ambiqa mlflow-ui` and open the run from there' };
+}
+
 export interface ResolvedTracking {
   uri: string;
   /** 'env': MLFLOW_TRACKING_URI; 'shared': a running `ambiqa mlflow-ui`; 'local': started for this process. */

@@ -1,3 +1,4 @@
+import type { RunTracker } from '../../tracking/types';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AmbiqaError } from '../../errors';
@@ -83,6 +84,8 @@ export async function run(argv: string[]): Promise<number> {
         components,
         tracking: composer.tracking(),
         tags: composer.tags(config),
+        // Figures (HTML + PNG) go to the MLflow run when tracking is on; loaded lazily (plotly, chromium).
+        figures: async (dir: string, tracker: RunTracker) => (await import('../../report/run-figures')).logRunFigures(dir, tracker),
         progress: values.quiet
           ? undefined
           : new ProgressBar({ label: config.name }),

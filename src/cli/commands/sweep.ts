@@ -1,3 +1,4 @@
+import type { RunTracker } from '../../tracking/types';
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, extname, join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -96,6 +97,8 @@ export async function run(argv: string[]): Promise<number> {
         components: (config) => composer.components(config),
         tracking: composer.tracking(),
         tags: composer.tags(plan.base),
+        // Figures (HTML + PNG) go to the MLflow run when tracking is on; loaded lazily (plotly, chromium).
+        figures: async (dir: string, tracker: RunTracker) => (await import('../../report/run-figures')).logRunFigures(dir, tracker),
         ...(values.quiet ? {} : { progress: (label: string) => new ProgressBar({ label }) }),
         signal: interrupt.signal,
       });
