@@ -1,3 +1,4 @@
+import { redactStandardStreams } from '../common/secrets';
 import { describeError } from '../errors';
 
 /**
@@ -39,7 +40,15 @@ async function usage(): Promise<string> {
   return lines.join('\n');
 }
 
+let streamsMasked = false;
+
 export async function main(argv: string[]): Promise<number> {
+  // Before anything prints: every known secret (environment keys, the key the LLM provider
+  // reads, URL passwords) is masked in stdout and stderr.
+  if (!streamsMasked) {
+    redactStandardStreams();
+    streamsMasked = true;
+  }
   const [name, ...rest] = argv;
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     console.log(await usage());

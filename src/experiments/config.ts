@@ -1,3 +1,4 @@
+import { registerKeyOfConfig } from '../common/secrets';
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, extname, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
@@ -375,7 +376,9 @@ export function configToYaml(config: ExperimentConfig, header?: string): string 
 /** Parse a run dir's `config.yaml` back (already resolved; not re-validated against registries). */
 export function readResolvedConfig(path: string): ExperimentConfig {
   if (!existsSync(path)) throw new AmbiqaError(`not a run directory: ${path} is missing`, 'pass a folder written by `ambiqa run`');
-  return YAML.parse(readFileSync(path, 'utf8')) as ExperimentConfig;
+  const config = YAML.parse(readFileSync(path, 'utf8')) as ExperimentConfig;
+  registerKeyOfConfig(config);
+  return config;
 }
 
 /**

@@ -1,11 +1,16 @@
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, truncateSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { redactText } from '../common/secrets';
 
 /**
  * Durable JSON-lines files. A run appends one line per finished example and fsyncs it, so a
  * SIGKILL loses at most the example in flight. A kill in the middle of a write can leave a torn
  * last line; `readJsonl` drops it and `repairJsonl` cuts the file back to the last whole line
  * before appending again.
+ *
+ * Every run-directory file goes through `JsonlAppender` or `writeFileAtomic`, and both mask the
+ * secrets the process knows (src/common/secrets.ts) on the way to disk: the last net under
+ * whatever a pipeline or a model put into a record.
  */
 export class JsonlAppender {
   private fd: number | null;
@@ -16,7 +21,7 @@ export class JsonlAppender {
 
   append(record: unknown): void {
     if (this.fd === null) throw new Error(`${this.path} is closed`);
-    writeSync(this.fd, JSON.stringify(record) + '\n');
+    writeSync(this.fd, redactText(JSON.stringify(record)) + '\n');
     fsyncSync(this.fd);
   }
 
@@ -79,7 +84,7 @@ export function writeFileAtomic(path: string, content: string): void {
   const tmp = `${path}.tmp-${process.pid}`;
   const fd = openSync(tmp, 'w');
   try {
-    writeSync(fd, content);
+    writeSync(fd, redactText(content));
     fsyncSync(fd);
   } finally {
     closeSync(fd);

@@ -12,6 +12,7 @@ import type {
   ProviderJudgement,
   UsageTotals,
 } from './types';
+import { redactText } from '../common/secrets';
 import { AmbiqaError } from '../errors';
 import { LlmCache, cacheKey, judgeCacheKey, openCache, type CacheMode, type CacheOptions, type CachedSample } from './cache';
 import { Limiter, type LimiterOptions } from './limiter';
@@ -193,7 +194,7 @@ export class LlmClient implements LanguageModel {
     const key = this.cache ? judgeCacheKey({ provider: this.provider, model: this.model, request: normalised }) : null;
     const stored = key ? this.cache!.getJudgement(key) : undefined;
     if (stored) {
-      judgement = stored;
+      judgement = { ...stored, ...(stored.text !== undefined ? { text: redactText(stored.text) } : {}) };
       cacheHit = true;
     } else {
       const pending = key ? this.inflightJudgements.get(key) : undefined;
@@ -344,7 +345,7 @@ export class LlmClient implements LanguageModel {
         const each = (performance.now() - t0) / 1000 / sampleIndices.length;
         return {
           completions: batch.completions.map((c, j) => ({
-            text: c.text,
+            text: redactText(c.text), // masked before the cache, as in live()
             finishReason: c.finishReason,
             usage: { promptTokens: c.usage.promptTokens, completionTokens: c.usage.completionTokens },
             latencySeconds: each,
@@ -368,7 +369,10 @@ export class LlmClient implements LanguageModel {
           ...(this.limiter.timeoutMs > 0 ? { timeoutMs: this.limiter.timeoutMs } : {}),
         });
         return {
-          text: c.text,
+          // Model output is untrusted: a server that echoes the API key must not get it into
+          // the cache, traces, results or MLflow. Masking here, before the cache, also keeps
+          // later replays clean when the key is no longer in the environment.
+          text: redactText(c.text),
           finishReason: c.finishReason,
           usage: { promptTokens: c.usage.promptTokens, completionTokens: c.usage.completionTokens },
           latencySeconds: (performance.now() - t0) / 1000,
@@ -419,7 +423,11 @@ export class LlmClient implements LanguageModel {
             usage: reply.usage,
           };
         }
-        return { ...judgement, latencySeconds: (performance.now() - t0) / 1000 };
+        return {
+          ...judgement,
+          ...(judgement.text !== undefined ? { text: redactText(judgement.text) } : {}),
+          latencySeconds: (performance.now() - t0) / 1000,
+        };
       },
       signal ? { signal } : {},
     );
@@ -441,7 +449,9 @@ export class LlmClient implements LanguageModel {
 /** A sample replayed from the persistent cache. */
 function replayed(stored: CachedSample, sampleIndex: number): Completion {
   return {
-    text: stored.text,
+    // Masked again on replay: a row written before the key was known (or by an older version)
+    // must not carry it into this run's files.
+    text: redactText(stored.text),
     finishReason: stored.finishReason,
     usage: { ...stored.usage },
     latencySeconds: 0,

@@ -5,7 +5,7 @@ import { defaultCachePath, type CacheOptions } from './cache';
 import { LlmClient } from './client';
 import { safeUrl } from './errors';
 import type { RetryEvent } from './limiter';
-import { OPENAI_DEFAULT_BASE_URL, OpenAICompatibleProvider } from './providers/openai-compatible';
+import { CREDENTIALS_HINT, OPENAI_DEFAULT_BASE_URL, OpenAICompatibleProvider } from './providers/openai-compatible';
 import { DEFAULT_CONTEXT_SIZE, DEFAULT_SEQUENCES, LlamaCppProvider, defaultThreads, embeddedModelFromManifest } from './providers/llama-cpp';
 
 /**
@@ -25,7 +25,14 @@ export const llmConfigSchema = z.strictObject({
   /** embedded: a .gguf file (default: the setup manifest's). openai-compatible: the model name (default OPENAI_MODEL). */
   model: z.string().min(1).optional(),
   /** openai-compatible: the API root, e.g. http://127.0.0.1:8080/v1 (default OPENAI_BASE_URL, else OpenAI). */
-  baseUrl: z.string().min(1).optional(),
+  baseUrl: z
+    .string()
+    .min(1)
+    // A custom check whose message never echoes the URL (it holds a password).
+    .refine((url) => !hasUrlCredentials(url), {
+      message: `must not contain credentials (user:password@): ${CREDENTIALS_HINT}`,
+    })
+    .optional(),
   /** Name of the environment variable that holds the API key. */
   apiKeyEnv: z
     .string()
@@ -60,6 +67,15 @@ export const llmConfigSchema = z.strictObject({
   /** The persistent cache: `{mode, path}`; a string is shorthand for `{path}`. */
   cache: z.preprocess((v) => (typeof v === 'string' ? { path: v } : v), cacheSchema).prefault({}),
 });
+
+function hasUrlCredentials(url: string): boolean {
+  try {
+    const u = new URL(url);
+    return u.username !== '' || u.password !== '';
+  } catch {
+    return /^[a-z][a-z0-9+.-]*:\/\/[^/@\s]*@/i.test(url);
+  }
+}
 
 export type LlmConfig = z.infer<typeof llmConfigSchema>;
 export type LlmConfigInput = z.input<typeof llmConfigSchema>;

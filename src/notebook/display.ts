@@ -12,6 +12,7 @@ import { projectRoot } from '../config/paths';
 import { escapeHtml, figureDivHtml, inlineScript, plotlyJs } from '../plots/export';
 import { clarificationTreeFigure } from '../plots/tree';
 import type { Figure } from '../plots/types';
+import { redactText } from '../common/secrets';
 import type { Trace } from '../trace/types';
 import { frameRows, isDataFrame, type DataFrameLike } from './frame';
 import { llmCallRows, tocNodeRows } from './records';
@@ -36,7 +37,9 @@ function out(): DisplaySink {
     const tslab = createRequire(join(projectRoot, 'package.json'))('tslab') as { display: DisplaySink };
     sink = { html: (h) => tslab.display.html(h) };
   }
-  return sink;
+  const target = sink;
+  // A notebook's outputs are saved in the .ipynb and shared: mask every known secret first.
+  return { html: (h) => target.html(redactText(h)) };
 }
 
 /** Send plotly.js to the page (once per kernel session; later calls do nothing). */

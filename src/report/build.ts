@@ -4,6 +4,7 @@
  * (Kept apart from mlflow.ts so that notebooks can import it without the tracking client.)
  */
 import { writeFileSync, mkdirSync } from 'node:fs';
+import { knownSecrets, redactText } from '../common/secrets';
 import { dirname, resolve } from 'node:path';
 import { readCoverageFile, type CoverageCurve } from '../plots/coverage';
 import { exportFigures, type ExportedFigure, type PngRenderer } from '../plots/export';
@@ -57,8 +58,18 @@ export function buildReport(dir: string, options: BuildReportOptions = {}): Buil
     ...(options.traces ? { traces: options.traces } : {}),
     ...(options.maxMessageChars ? { maxMessageChars: options.maxMessageChars } : {}),
   };
-  const html = loaded.kind === 'run' ? renderRunReport(loaded.run, reportOptions) : renderSweepReport(loaded.sweep, reportOptions);
+  const rendered = loaded.kind === 'run' ? renderRunReport(loaded.run, reportOptions) : renderSweepReport(loaded.sweep, reportOptions);
+  // Run dirs written before a key was known (or by an older version) may still hold it; mask
+  // every secret this process knows, raw and as the page escapes it.
+  const html = redactHtml(rendered);
   return { loaded, html, figures, notes };
+}
+
+/** `redactText` over a page: each known secret also in its HTML-escaped form. */
+export function redactHtml(html: string): string {
+  const secrets = knownSecrets();
+  const escaped = secrets.map((x) => x.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;'));
+  return redactText(html, [...new Set([...secrets, ...escaped])].sort((a, b) => b.length - a.length));
 }
 
 export function writeReport(report: BuiltReport, out: string): string {

@@ -4,6 +4,7 @@
  * metrics.json (and mlflow.json, run.json); a sweep dir holds sweep.yaml, summary.json,
  * mlflow.json and `runs/<point label>/` run dirs.
  */
+import { registerKeyOfConfig } from '../common/secrets';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
@@ -90,6 +91,7 @@ export function loadRun(dir: string): LoadedRun {
   const metrics = readJsonFile<RunMetrics>(join(dir, runFiles.metrics));
   const mlflow = readJsonFile<MlflowRecord>(join(dir, runFiles.mlflow));
   const state = readJsonFile<RunState>(join(dir, runFiles.state));
+  registerKeyOfConfig(config);
   const name = typeof config.name === 'string' ? config.name : (mlflow?.runName ?? basename(dir));
   return {
     name,

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { RetryPolicy, parseRetryAfter, withRetries } from '../common/retry';
+import { redactBytes, redactText, registerUrlCredentials } from '../common/secrets';
 import { AmbiqaError } from '../errors';
 import {
   decodeMetricValue,
@@ -233,6 +234,7 @@ export class MlflowClient {
 
   constructor(options: MlflowClientOptions | string) {
     const opts = typeof options === 'string' ? { uri: options } : options;
+    registerUrlCredentials(opts.uri);
     this.uri = checkUri(opts.uri);
     this.timeoutMs = opts.timeoutMs ?? 30_000;
     // A fixed number of attempts and no circuit breaker: an unreachable server is handled by
@@ -622,12 +624,14 @@ export class MlflowClient {
     const headers: Record<string, string> = { ...this.headers };
     // Not `BodyInit`: that DOM type is missing when tslab compiles this file for a notebook.
     let body: NonNullable<RequestInit['body']> | undefined;
+    // The last net before anything leaves the process: every known secret is masked in what is
+    // sent (params, tags, metrics keys, artifact bytes), whatever the caller forgot.
     if (options.raw) {
       headers['content-type'] = 'application/octet-stream';
-      body = options.raw as unknown as NonNullable<RequestInit['body']>;
+      body = redactBytes(Buffer.from(options.raw.buffer, options.raw.byteOffset, options.raw.byteLength)).data as unknown as NonNullable<RequestInit['body']>;
     } else if (options.body !== undefined) {
       headers['content-type'] = 'application/json';
-      body = JSON.stringify(options.body);
+      body = redactText(JSON.stringify(options.body));
     }
     const label = `${endpoint.startsWith('mlflow-artifacts') ? 'artifact ' + method : endpoint}`;
     const timeoutMs = options.timeoutMs ?? this.timeoutMs;

@@ -19,7 +19,7 @@ export type { ArtifactEntry, Experiment, Run, RunInfo, MlflowClientOptions, Sear
 export { planLogBatches, DEFAULT_BATCH_LIMITS } from './batch';
 export type { MetricRecord, LogBatch, BatchLimits } from './batch';
 export { MLFLOW_LIMITS, sanitizeKey, truncateValue } from './limits';
-export { flattenParams, redactSecrets, redactText, registerSecret, isSecretKey, knownSecrets, REDACTED } from './redact';
+export { flattenParams, redactSecrets, redactText, redactDeep, registerSecret, isSecretKey, knownSecrets, REDACTED } from './redact';
 export { MlflowTracking, ResilientTracking, MlflowRunTracker } from './tracking';
 export type { TrackingOptions, ResilientTrackingOptions } from './tracking';
 export { syncDirectory, syncDirectories, PendingDependencyError } from './sync';

@@ -1,89 +1,25 @@
 import { sanitizeKey } from './limits';
 import type { ParamValue } from './types';
+import { REDACTED, isSecretKey, knownSecrets, redactText } from '../common/secrets';
 
 /**
  * Secrets never reach MLflow. Two nets, because each misses what the other catches: keys that
  * name a secret (`llm.apiKey`, `hf_token`, `Authorization`) have their values masked whatever
  * the value is, and any value that contains a known secret (an API key found in the environment
  * or registered by the LLM layer) is masked whatever its key is — e.g. a base URL with the key
- * in its query string.
+ * in its query string. The registry and the text redactor live in src/common/secrets.ts, shared
+ * with the LLM layer and every other sink; they are re-exported here for tracking's callers.
  */
-
-export const REDACTED = '[redacted]';
-
-/** Secrets shorter than this are not searched for inside values: too many false matches. */
-const MIN_SECRET_LENGTH = 8;
-
-const registered = new Set<string>();
-
-/** Tell the redactor about a secret that is not in the environment (e.g. read from a config). */
-export function registerSecret(value: string | undefined | null): void {
-  if (value && value.length >= MIN_SECRET_LENGTH) registered.add(value);
-}
-
-/** Split `llm.apiKey`, `OPENAI_API_KEY`, `x-api-key` into lower-case words. */
-function words(key: string): string[] {
-  return key
-    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
-    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1 $2')
-    .toLowerCase()
-    .split(/[^a-z0-9]+/)
-    .filter(Boolean);
-}
-
-const SECRET_WORDS = new Set([
-  'apikey',
-  'password',
-  'passwd',
-  'passphrase',
-  'secret',
-  'authorization',
-  'bearer',
-  'credential',
-  'credentials',
-  'cookie',
-  'token',
-  'privatekey',
-]);
-
-/**
- * Does this key name a secret? Word-based so that `max_tokens`, `tokenizer` and `prompt_tokens`
- * stay visible while `token`, `hfToken`, `api_key` and `MLFLOW_TRACKING_PASSWORD` do not. Only
- * the key's last segment counts for dotted keys (`auth.enabled` is not a secret; `llm.auth` is).
- */
-export function isSecretKey(key: string): boolean {
-  const lastSegment = key.split(/[./]/).pop() ?? key;
-  const w = words(lastSegment);
-  // `apiKeyEnv: OPENAI_API_KEY` names the variable that holds the key, not the key: keep it
-  // visible so a run records where its key came from (values are still checked below).
-  if (w.length > 1 && w[w.length - 1] === 'env') return false;
-  for (let i = 0; i < w.length; i++) {
-    if (SECRET_WORDS.has(w[i])) return true;
-    if (w[i + 1] === 'key' && ['api', 'private', 'access', 'secret', 'signing', 'encryption'].includes(w[i])) return true;
-  }
-  return false;
-}
-
-/** Secrets known right now: values of secret-named environment variables, plus registered ones. */
-export function knownSecrets(env: NodeJS.ProcessEnv = process.env): string[] {
-  const found = new Set(registered);
-  for (const [name, value] of Object.entries(env)) {
-    if (value && value.length >= MIN_SECRET_LENGTH && isSecretKey(name)) found.add(value);
-  }
-  // Longest first, so that a secret containing another is replaced whole.
-  return [...found].sort((a, b) => b.length - a.length);
-}
-
-/** Replace every occurrence of a known secret in a text. */
-export function redactText(text: string, secrets: string[] = knownSecrets()): string {
-  let out = text;
-  for (const secret of secrets) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
-  return out;
-}
-
-export function containsSecret(text: string, secrets: string[] = knownSecrets()): boolean {
-  return secrets.some((s) => text.includes(s));
-}
+export {
+  REDACTED,
+  containsSecret,
+  isSecretKey,
+  knownSecrets,
+  redactBytes,
+  redactDeep,
+  redactText,
+  registerSecret,
+} from '../common/secrets';
 
 export interface RedactOptions {
   /** 'mask' keeps the key with the value `[redacted]` (so one can see a key was configured); 'drop' removes it. */
@@ -144,31 +80,4 @@ export function flattenParams(config: unknown, prefix = ''): Record<string, Para
   };
   visit(config, prefix);
   return out;
-}
-
-/**
- * A file about to be uploaded, with every known secret replaced. Works on bytes, so binary files
- * pass through untouched unless they really contain a secret. Returns the input itself when
- * nothing matched (the common case costs one scan per secret).
- */
-export function redactBytes(data: Buffer, secrets: string[] = knownSecrets()): { data: Buffer; replaced: number } {
-  let out = data;
-  let replaced = 0;
-  for (const secret of secrets) {
-    const needle = Buffer.from(secret, 'utf8');
-    let at = out.indexOf(needle);
-    if (at < 0) continue;
-    const parts: Buffer[] = [];
-    let from = 0;
-    const mask = Buffer.from(REDACTED, 'utf8');
-    while (at >= 0) {
-      parts.push(out.subarray(from, at), mask);
-      replaced++;
-      from = at + needle.length;
-      at = out.indexOf(needle, from);
-    }
-    parts.push(out.subarray(from));
-    out = Buffer.concat(parts);
-  }
-  return { data: out, replaced };
 }

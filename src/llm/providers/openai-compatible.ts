@@ -1,4 +1,5 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIUserAbortError } from 'openai';
+import { registerSecret } from '../../common/secrets';
 import { AmbiqaError } from '../../errors';
 import { LlmRequestError, redactSecrets, safeUrl } from '../errors';
 import { classifyStatus, errorCode, parseRetryAfter } from '../limiter';
@@ -32,6 +33,10 @@ export interface OpenAICompatibleOptions {
 
 export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
+/** Where a key belongs instead of a URL; shared with config validation (config.ts). */
+export const CREDENTIALS_HINT =
+  'remove user:password@ from the URL; put the API key in an environment variable and name it in `apiKeyEnv` (default OPENAI_API_KEY), it is sent as a Bearer token';
+
 export class OpenAICompatibleProvider implements LanguageModelProvider {
   readonly provider = 'openai-compatible';
   readonly model: string;
@@ -55,6 +60,13 @@ export class OpenAICompatibleProvider implements LanguageModelProvider {
         'set `baseUrl` in the llm config (or OPENAI_BASE_URL) to the API root, e.g. http://127.0.0.1:8080/v1',
       );
     }
+    if (parsed.username || parsed.password) {
+      // fetch refuses such URLs, and a password in a URL ends up in configs and logs.
+      throw new AmbiqaError(
+        `LLM base URL ${safeUrl(this.baseUrl)} contains credentials (user:password@), which are never sent`,
+        CREDENTIALS_HINT,
+      );
+    }
     const model = options.model ?? env.OPENAI_MODEL;
     if (!model) {
       throw new AmbiqaError(
@@ -64,6 +76,9 @@ export class OpenAICompatibleProvider implements LanguageModelProvider {
     }
     this.model = model;
     this.#apiKey = options.apiKey ?? env[this.apiKeyEnv];
+    // Whatever the variable is called, the key is now a secret every sink masks (a model that
+    // echoes it must not put it into results, traces, MLflow or reports).
+    registerSecret(this.#apiKey);
     if (!this.#apiKey && parsed.hostname === 'api.openai.com') {
       throw new AmbiqaError(
         `no API key for ${this.baseUrl}: the environment variable ${this.apiKeyEnv} is not set`,
