@@ -192,10 +192,12 @@ export function planSpans(item: TraceExportItem, limits: FieldLimits = DEFAULT_F
     spans[stepIndex].attributes['mlflow.spanInputs'] = clean({ calls: list.filter((e) => e.kind === 'llm').length, retrievals: list.filter((e) => e.kind === 'retrieval').length });
   }
 
+  // What the method decided, as a point at the end: its time is the pipeline's own work, spread
+  // between the calls, which the trace does not break down.
   spans.push({
     name: 'decisions',
     parent: 0,
-    startMs: cursor,
+    startMs: endMs,
     endMs,
     attributes: { 'mlflow.spanType': 'PARSER', 'mlflow.spanOutputs': clean(trace.decisions), 'ambiqa.decisions.kind': trace.decisions.kind },
   });
