@@ -46,6 +46,11 @@ export interface RunMetrics {
   errors?: number;
   /** How the run ended. */
   status?: 'FINISHED' | 'KILLED' | 'FAILED';
-  /** How the metrics were measured (`metric.reader`, `metric.sentence_splitter`), also MLflow params. */
+  /**
+   * How the metrics were measured (`metric.reader`, `metric.sentence_splitter`) and how the
+   * pipeline's judgments were read (`judge_mode`: probability | text | mixed), also MLflow params.
+   */
   settings?: Record<string, string>;
+  /** Decision statistics from the traces (`decision_*`, src/metrics/decisions.ts), also MLflow metrics. */
+  decisions?: Record<string, number>;
 }

@@ -109,6 +109,9 @@ export class RunTrackingSession {
     const tracker = this.tracker;
     if (!tracker) return;
     await guard(this.warn, 'log metrics to MLflow', () => tracker.logMetrics(metricsForMlflow(metrics)));
+    // How the judgments were read is known only once the traces exist.
+    const judgeMode = metrics.settings?.judge_mode;
+    if (judgeMode) await guard(this.warn, 'log judge_mode to MLflow', () => tracker.logParams({ judge_mode: judgeMode }));
     const firstTrace = this.firstTrace;
     if (firstTrace) await guard(this.warn, 'tag the MLflow run with its model', () => tracker.setTags(modelTags(firstTrace)));
     for (const file of files) {
@@ -135,6 +138,7 @@ export function metricsForMlflow(m: RunMetrics): Record<string, number> {
     out[`${name}_ci_high`] = a.ciHigh;
   }
   for (const [k, v] of Object.entries(m.usage)) out[k] = v;
+  for (const [k, v] of Object.entries(m.decisions ?? {})) out[k] = v;
   if (m.errors !== undefined) out.errors = m.errors;
   return out;
 }

@@ -6,6 +6,9 @@ import { openRunDir } from './run-dir';
 import { planWork, RunStateFile } from './run-state';
 import { RunTrackingSession, type FigureLogger, type TrackingFactory } from './run-tracking';
 import { writeJson, type MlflowRecord } from './rundir';
+import { decisionStatistics } from '../metrics/decisions';
+import type { Trace } from '../trace/types';
+import { readJsonl } from './jsonl';
 
 export { checkRunDir } from './run-dir';
 export type { RunComponents } from './orchestrate';
@@ -111,6 +114,7 @@ export async function runExperiment(request: RunRequest): Promise<RunOutcome> {
 
     const metrics = summariseRun(results, components.aggregate, { wallSeconds: runState.state.wallSeconds, total: plan.selection.length, status });
     if (components.settings && Object.keys(components.settings).length > 0) metrics.settings = components.settings;
+    addDecisions(metrics, results, readJsonl<Trace>(paths.traces));
     writeJson(paths.metrics, metrics);
     progress.finish({ ...answered.progress, done: answeredCount }, status === 'FINISHED' ? undefined : status === 'KILLED' ? 'stopped' : fatal);
 
@@ -154,6 +158,19 @@ export function summariseRun(
     errors: results.filter((r) => r.error !== undefined).length,
     ...(info.status ? { status: info.status } : {}),
   };
+}
+
+/**
+ * The run's decision statistics (`decision_*`) and `judge_mode`, from the latest trace of each
+ * result (a resumed run's traces file may hold an earlier attempt of a question).
+ */
+export function addDecisions(metrics: RunMetrics, results: ExampleResult[], traces: Trace[]): void {
+  const latest = new Map<string, Trace>();
+  for (const t of traces) latest.set(t.questionId, t);
+  const answered = results.filter((r) => r.error === undefined).map((r) => latest.get(r.id)).filter((t): t is Trace => t !== undefined);
+  const stats = decisionStatistics(answered);
+  if (Object.keys(stats.metrics).length > 0) metrics.decisions = stats.metrics;
+  if (stats.judgments > 0) metrics.settings = { ...metrics.settings, judge_mode: stats.judgeMode };
 }
 
 function round(x: number, digits: number): number {

@@ -20,11 +20,19 @@ export function metricColumns(rows: SummaryRow[]): string[] {
   return [...names];
 }
 
+/** The decision statistics (`decision_*`) any row has, in first-seen order. */
+export function decisionColumns(rows: SummaryRow[]): string[] {
+  const names = new Set<string>();
+  for (const r of rows) for (const k of Object.keys(r.metrics?.decisions ?? {})) names.add(k);
+  return [...names];
+}
+
 const usageColumns = ['llm_calls', 'cache_hits', 'prompt_tokens', 'completion_tokens', 'wall_seconds'] as const;
 
 export function summaryMarkdown(axes: GridAxis[], rows: SummaryRow[]): string {
   const metrics = metricColumns(rows);
-  const header = [...axes.map((a) => a.label), 'n', ...metrics, ...usageColumns, 'status'];
+  const decisions = decisionColumns(rows);
+  const header = [...axes.map((a) => a.label), 'n', ...metrics, ...decisions, ...usageColumns, 'status'];
   const lines = [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`];
   for (const r of rows) {
     const m = r.metrics;
@@ -34,6 +42,10 @@ export function summaryMarkdown(axes: GridAxis[], rows: SummaryRow[]): string {
       ...metrics.map((name) => {
         const a = m?.metrics[name];
         return a ? `${a.mean.toFixed(1)} [${a.ciLow.toFixed(1)}, ${a.ciHigh.toFixed(1)}]` : '';
+      }),
+      ...decisions.map((name) => {
+        const v = m?.decisions?.[name];
+        return v === undefined ? '' : v.toFixed(3);
       }),
       ...usageColumns.map((u) => (m ? formatNumber(m.usage[u]) : '')),
       r.status,
@@ -45,10 +57,12 @@ export function summaryMarkdown(axes: GridAxis[], rows: SummaryRow[]): string {
 
 export function summaryCsv(axes: GridAxis[], rows: SummaryRow[]): string {
   const metrics = metricColumns(rows);
+  const decisions = decisionColumns(rows);
   const header = [
     ...axes.map((a) => a.label),
     'n',
     ...metrics.flatMap((m) => [m, `${m}_ci_low`, `${m}_ci_high`]),
+    ...decisions,
     ...usageColumns,
     'status',
     'run_dir',
@@ -63,6 +77,7 @@ export function summaryCsv(axes: GridAxis[], rows: SummaryRow[]): string {
         const a = m?.metrics[name];
         return a ? [a.mean, a.ciLow, a.ciHigh] : ['', '', ''];
       }),
+      ...decisions.map((name) => m?.decisions?.[name] ?? ''),
       ...usageColumns.map((u) => (m ? m.usage[u] : '')),
       r.status,
       r.runDir,

@@ -12,6 +12,7 @@ import { escapeHtml, figureDivHtml, inlineScript, jsonForScript, plotlyJs } from
 import { metricOf, perQuestionUsage, pipelineOf } from '../plots/runs';
 import type { RunData } from '../plots/types';
 import type { Trace } from '../trace/types';
+import { decisionStatistics } from '../metrics/decisions';
 import { REPORT_CSS, REPORT_JS } from './assets';
 import type { FigureChoice } from './figures';
 import type { LoadedRun, LoadedSweep } from './load';
@@ -82,6 +83,23 @@ function settingsNote(run: RunData): string {
   const settings = Object.entries(run.metrics?.settings ?? {});
   if (settings.length === 0) return '';
   return `<p class="note settings">Measured with: ${settings.map(([k, v]) => `<code>${escapeHtml(k)}</code> = ${escapeHtml(v)}`).join('; ')}</p>`;
+}
+
+/** A run's decision statistics: from metrics.json, else computed from its traces (older runs). */
+function decisionsOf(run: RunData): Record<string, number> {
+  if (run.metrics?.decisions) return run.metrics.decisions;
+  return run.traces.length > 0 ? decisionStatistics(run.traces).metrics : {};
+}
+
+/** What the pipeline decided (src/metrics/decisions.ts): prune, route, edit rates, mean P(yes)… */
+function decisionsTable(run: RunData): string {
+  const entries = Object.entries(decisionsOf(run));
+  if (entries.length === 0) return '<p class="note">No decision statistics (no traces).</p>';
+  const rows = entries.map(([k, v]) => `<tr><td>${escapeHtml(k)}</td><td class="num">${fmt(v, 3)}</td></tr>`);
+  return (
+    `<table class="decisions"><thead><tr><th>decision statistic</th><th class="num">value</th></tr></thead><tbody>${rows.join('')}</tbody></table>` +
+    '<p class="note">Computed from the traces: rates and shares in [0, 1]; <code>decision_p_yes_*</code> is the mean P(yes) of each judge.</p>'
+  );
 }
 
 function usageTable(run: RunData): string {
@@ -235,6 +253,7 @@ export function renderRunReport(run: RunData & Partial<Pick<LoadedRun, 'mlflow' 
     ], generatedAt),
     mlflowLink(run),
     '<h2>Metrics</h2>', metricsTable(run),
+    '<h2>Decisions</h2>', decisionsTable(run),
     '<h2>Usage</h2>', usageTable(run),
     '<h2>Figures</h2>', figuresHtml(options.figures),
     '<h2>Examples</h2>', examplesTable(run, options),
@@ -247,9 +266,13 @@ function sweepTable(sweep: LoadedSweep): string {
   const metricSet = new Set<string>();
   for (const r of sweep.runs) for (const n of metricNames(r.results, r.metrics)) metricSet.add(n);
   const metrics = [...metricSet];
+  const decisionSet = new Set<string>();
+  for (const r of sweep.runs) for (const k of Object.keys(decisionsOf(r))) decisionSet.add(k);
+  const decisions = [...decisionSet];
   const axes = sweep.axes.length > 0 ? sweep.axes : [];
   const head = ['<th>run</th>', ...axes.map((a) => `<th>${escapeHtml(a)}</th>`), '<th class="num">n</th>',
     ...metrics.map((m) => `<th class="num">${escapeHtml(m)}</th>`),
+    ...decisions.map((d) => `<th class="num">${escapeHtml(d)}</th>`),
     '<th class="num">LLM calls / q</th><th class="num">tokens / q</th><th class="num">seconds / q</th>'].join('');
   const rows = sweep.runs.map((run, i) => {
     const per = perQuestionUsage(run);
@@ -260,6 +283,7 @@ function sweepTable(sweep: LoadedSweep): string {
         const a = metricOf(run, m);
         return `<td class="num">${a ? `${fmt(a.mean)}${a.ciLow !== a.ciHigh ? ` <span class="note">[${fmt(a.ciLow)}, ${fmt(a.ciHigh)}]</span>` : ''}` : ''}</td>`;
       }).join('') +
+      ((d) => decisions.map((k) => `<td class="num">${d[k] === undefined ? '' : fmt(d[k], 3)}</td>`).join(''))(decisionsOf(run)) +
       `<td class="num">${fmt(per.llmCalls)}</td><td class="num">${fmt(per.tokens, 0)}</td><td class="num">${fmt(per.seconds, 2)}</td></tr>`;
   });
   return `<table class="sweep"><thead><tr>${head}</tr></thead><tbody>${rows.join('\n')}</tbody></table>`;
@@ -272,7 +296,7 @@ export function renderSweepReport(sweep: LoadedSweep, options: ReportOptions = {
   const generatedAt = options.generatedAt ?? new Date().toISOString();
   const children = sweep.runs.map((run, i) =>
     `<details class="run" id="run-${i}"><summary><b>${escapeHtml(run.name)}</b> · ${run.results.length} examples</summary>` +
-    mlflowLink(run) + metricsTable(run) + usageTable(run) + examplesTable(run, { ...options, tableId: `r${i}` }) +
+    mlflowLink(run) + metricsTable(run) + decisionsTable(run) + usageTable(run) + examplesTable(run, { ...options, tableId: `r${i}` }) +
     `<h4>Config</h4>${configYaml(run.config)}</details>`,
   );
   const body = [

@@ -155,7 +155,9 @@ export class TocPipeline implements Pipeline {
         messages: racPrompt(demos, node.question, passages),
         temperature: o.expansionTemperature,
         maxTokens: o.expansionMaxTokens,
-        stop: DEMO_STOPS,
+        // CHOICE: the tree uses only the DQ/DA pairs, so generation stops where the RAC long answer
+        // would begin; the pairs are the same tokens as without the stop, at half the decoding.
+        stop: [...DEMO_STOPS, '\nAnswer:'],
         ...sampling,
       });
       const parsed = parseDisambiguations(texts[0]);
