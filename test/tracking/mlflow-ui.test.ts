@@ -191,7 +191,7 @@ describe.skipIf(!uri || (!hasChromium && !process.env.CI))('MLflow UI and report
       await page.goto(`file://${out}`, { waitUntil: 'load', timeout: 60_000 });
       await page.waitForFunction(() => document.querySelectorAll('.js-plotly-plot .main-svg').length > 0, undefined, { timeout: 60_000 });
       const drawn = await page.evaluate(() =>
-        [...document.querySelectorAll('.js-plotly-plot')].map((p) => (p as HTMLElement).querySelectorAll('path, circle, rect').length),
+        Array.from(document.querySelectorAll('.js-plotly-plot')).map((p) => (p as HTMLElement).querySelectorAll('path, circle, rect').length),
       );
       expect(drawn.length).toBeGreaterThanOrEqual(2);
       expect(drawn.every((n) => n > 0)).toBe(true);
