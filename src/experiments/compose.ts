@@ -11,6 +11,7 @@ import { loadCorpus, corpusFromPassages, type Corpus } from '../retrieval/corpus
 import { buildCorpus, defaultSources } from '../retrieval/corpus-builder';
 import { MiniLmEmbedder } from '../retrieval/embedder';
 import { createReranker, createRetriever, rerankerConfigSchema, retrieverConfigSchema } from '../retrieval/factory';
+import { withExclusion } from '../retrieval/exclude';
 import type { Embedder, Retriever } from '../retrieval/types';
 import { openTracking, stopLocalServer } from '../tracking/index';
 import {
@@ -139,14 +140,15 @@ export function createComposer(options: { notify?: (message: string) => void } =
       if (needsEmbedder(config)) context.embedder = getEmbedder();
 
       if (config.retriever) {
-        const { corpus: corpusPath, ...retrieverConfig } = config.retriever;
+        const { corpus: corpusPath, exclude = 'none', ...retrieverConfig } = config.retriever;
         const key = JSON.stringify([corpusPath ?? null, retrieverConfig]);
         let retriever = retrievers.get(key);
         if (!retriever) {
           retriever = createRetriever(retrieverConfig as never, getCorpus(corpusPath), context.embedder ? { embedder: context.embedder } : {});
           retrievers.set(key, retriever);
         }
-        context.retriever = await retriever;
+        // Leak control: the same index, seen by each question without its own annotated passages.
+        context.retriever = withExclusion(await retriever, getCorpus(corpusPath), exclude);
       }
       if (config.reranker) context.reranker = createReranker(config.reranker as never, context.embedder ? { embedder: context.embedder } : {});
 

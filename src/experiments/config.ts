@@ -41,7 +41,7 @@ export interface ConfigRegistry {
   pipelineOptionsSchema(name: string): z.ZodType | undefined;
   /** Checks `llm:` for providers other than the test-only `scripted` one. */
   llmConfigSchema?: z.ZodType;
-  /** Checks `retriever:` (less `corpus`, which the runner resolves). */
+  /** Checks `retriever:` (less `corpus`, which the runner resolves, and `exclude`, checked here). */
   retrieverConfigSchema?: z.ZodType;
   /** Checks `reranker:`. */
   rerankerConfigSchema?: z.ZodType;
@@ -155,7 +155,8 @@ export interface ExperimentConfig {
   };
   pipeline: { name: PipelineName; options: Record<string, unknown> };
   llm: Record<string, unknown> & { provider?: string };
-  retriever?: Record<string, unknown> & { corpus?: string };
+  /** `exclude`: `none`, or `own` (a question's own annotated passages never reach its results). */
+  retriever?: Record<string, unknown> & { corpus?: string; exclude?: 'none' | 'own' };
   reranker?: Record<string, unknown>;
   metrics: string[];
   reader?: string;
@@ -238,15 +239,18 @@ export function resolveExperimentConfig(
 
   let retriever: ExperimentConfig['retriever'];
   if (file.retriever) {
-    const { corpus, ...rest } = file.retriever;
+    const { corpus, exclude = 'none', ...rest } = file.retriever;
     if (corpus !== undefined && typeof corpus !== 'string') problems.push(`retriever.corpus: expected a file path (got ${JSON.stringify(corpus)})`);
+    if (exclude !== 'none' && exclude !== 'own') {
+      problems.push(`retriever.exclude: must be "none" or "own" (a question's own annotated passages never reach its results); got ${JSON.stringify(exclude)}`);
+    }
     let checked: Record<string, unknown> = rest;
     if (registry.retrieverConfigSchema) {
       const r = registry.retrieverConfigSchema.safeParse(rest);
       if (r.success) checked = r.data as Record<string, unknown>;
       else problems.push(...formatIssues(r.error.issues, { prefix: ['retriever'], schema: registry.retrieverConfigSchema, input: rest }));
     }
-    retriever = { ...checked, ...(typeof corpus === 'string' ? { corpus: resolveProjectPath(corpus) } : {}) };
+    retriever = { ...checked, exclude: exclude === 'own' ? 'own' : 'none', ...(typeof corpus === 'string' ? { corpus: resolveProjectPath(corpus) } : {}) };
   }
 
   if (!file.retriever && problems.length === 0 && registry.requiresRetriever?.(file.pipeline.name)) {

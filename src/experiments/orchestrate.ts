@@ -1,5 +1,6 @@
 import type { Example } from '../datasets/types';
 import type { Pipeline, PipelineContext, PipelineOutput } from '../pipelines/types';
+import { questionKey } from '../retrieval/types';
 import type { Trace, TraceSummary } from '../trace/types';
 import { JsonlAppender, readJsonl, writeJsonlAtomic } from './jsonl';
 import type { ProgressSink, ProgressState } from './progress';
@@ -101,7 +102,9 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
   const answerOne = async ({ example, index }: IndexedExample): Promise<void> => {
     let out: PipelineOutput;
     try {
-      out = await components.pipeline.answer(example, context);
+      // A retriever with a per-question view (`retriever.exclude: own`) is scoped to this question.
+      const retriever = context.retriever?.forQuestion?.(questionKey(example.dataset, example.id));
+      out = await components.pipeline.answer(example, retriever ? { ...context, retriever } : context);
     } catch (error) {
       if (abort.signal.aborted) return; // abandoned by Ctrl-C: not done, answered again on resume
       const message = error instanceof Error ? error.message : String(error);

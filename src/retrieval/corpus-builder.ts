@@ -7,13 +7,19 @@
  * Every text is cleaned (white space collapsed), cut into ~100-word windows, given a stable id
  * and de-duplicated on (title, section, text) across all sources: the first source listed keeps
  * the passage.
+ *
+ * Each passage records the evaluation questions it was annotated for (`annotatedFor`, keys
+ * `<dataset>:<id>` as the loaders in src/datasets name examples): an ASQA question's contexts and
+ * knowledge, a HotpotQA question's paragraphs, a FEVER claim's evidence. A passage several
+ * questions share (de-duplicated) lists them all. `retriever.exclude: own` uses this to keep a
+ * question's own annotated passages out of its retrieval results.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { dataDir } from '../config/paths';
 import { AmbiqaError } from '../errors';
 import { cleanText, passageId, readPassageRows, windowText } from './corpus';
-import type { Passage } from './types';
+import { questionKey, type Passage } from './types';
 
 export const SOURCE_KINDS = ['asqa', 'qa-feedback', 'hotpotqa-adversarial', 'fever', 'jsonl'] as const;
 export type SourceKind = (typeof SOURCE_KINDS)[number];
@@ -32,6 +38,8 @@ export interface RawDocument {
   text: string;
   /** A user-given id (JSONL input only); windows of a split passage get `#<n>` appended. */
   id?: string;
+  /** Keys (`questionKey`) of the evaluation questions this document was annotated for. */
+  questions?: string[];
 }
 
 function readJson(path: string, kind: string): unknown {
@@ -61,15 +69,16 @@ export function readAsqa(path: string): RawDocument[] {
       // A few knowledge snippets carry no wikipage; the question's first listed page is the
       // closest stand-in for their title.
       const fallbackTitle: string = ex.wikipages?.[0]?.title ?? '';
+      const questions = [questionKey('asqa', id)];
       for (const qa of ex.qa_pairs) {
         const context = typeof qa.context === 'string' ? qa.context : '';
         if (!context || context === 'No context provided') continue;
-        docs.push({ source: 'asqa', title: qa.wikipage ?? fallbackTitle, text: context });
+        docs.push({ source: 'asqa', title: qa.wikipage ?? fallbackTitle, text: context, questions });
       }
       for (const annotation of ex.annotations ?? []) {
         for (const k of annotation.knowledge ?? []) {
           if (typeof k.content !== 'string' || !k.content.trim()) continue;
-          docs.push({ source: 'asqa', title: k.wikipage ?? fallbackTitle, text: k.content });
+          docs.push({ source: 'asqa', title: k.wikipage ?? fallbackTitle, text: k.content, questions });
         }
       }
     }
@@ -117,9 +126,10 @@ export function readHotpotAdversarial(path: string): RawDocument[] {
   const docs: RawDocument[] = [];
   rows.forEach((row, i) => {
     if (!Array.isArray(row?.paragraphs)) throw formatError(path, 'adversarial HotpotQA', `record ${i} has no "paragraphs"`);
+    const questions = row.qas_id !== undefined ? [questionKey('hotpotqa-adversarial', String(row.qas_id))] : undefined;
     for (const p of row.paragraphs) {
       if (typeof p?.context === 'string' && p.context.trim()) {
-        docs.push({ source: 'hotpotqa-adversarial', title: String(p.title ?? ''), text: p.context });
+        docs.push({ source: 'hotpotqa-adversarial', title: String(p.title ?? ''), text: p.context, ...(questions ? { questions } : {}) });
       }
     }
   });
@@ -142,6 +152,8 @@ export function feverTitle(page: string): string {
 export function readFever(path: string): RawDocument[] {
   if (!existsSync(path)) throw new AmbiqaError(`FEVER file ${path} does not exist`, 'check the path given to --from');
   const pages = new Map<string, Map<number, string>>();
+  // The claims whose evidence each page holds (all windows of the page count as theirs).
+  const claims = new Map<string, Set<string>>();
   readFileSync(path, 'utf8')
     .split('\n')
     .forEach((raw, i) => {
@@ -170,6 +182,11 @@ export function readFever(path: string): RawDocument[] {
         if (typeof sentence !== 'string' || !sentence.trim() || slots.length === 0) return;
         // In the rare record where counts disagree, fall back to the first page named.
         const [page, line] = slots[j] ?? [slots[0][0], Number.MAX_SAFE_INTEGER - j];
+        if (row.id !== undefined) {
+          let owners = claims.get(page);
+          if (!owners) claims.set(page, (owners = new Set()));
+          owners.add(questionKey('fever', String(row.id)));
+        }
         let lines = pages.get(page);
         if (!lines) pages.set(page, (lines = new Map()));
         if (!lines.has(line)) lines.set(line, unPtb(sentence));
@@ -178,7 +195,8 @@ export function readFever(path: string): RawDocument[] {
   const docs: RawDocument[] = [];
   for (const [page, lines] of pages) {
     const text = [...lines.entries()].sort((a, b) => a[0] - b[0]).map(([, s]) => s).join(' ');
-    docs.push({ source: 'fever', title: feverTitle(page), text });
+    const owners = claims.get(page);
+    docs.push({ source: 'fever', title: feverTitle(page), text, ...(owners?.size ? { questions: [...owners] } : {}) });
   }
   return docs;
 }
@@ -191,6 +209,7 @@ export function readUserJsonl(path: string): RawDocument[] {
     section: row.section,
     text: row.text,
     id: row.id,
+    ...(row.annotatedFor ? { questions: row.annotatedFor } : {}),
   }));
 }
 
@@ -246,7 +265,7 @@ export function buildCorpus(sources: readonly CorpusSource[], options: BuildOpti
   }
   const words = options.windowWords ?? 100;
   const passages: Passage[] = [];
-  const seenContent = new Set<string>();
+  const byContent = new Map<string, Passage>();
   const seenIds = new Set<string>();
   const stats: SourceStats[] = [];
   for (const source of sources) {
@@ -258,11 +277,13 @@ export function buildCorpus(sources: readonly CorpusSource[], options: BuildOpti
       const windows = windowText(cleanText(doc.text), words);
       windows.forEach((text, w) => {
         const key = `${title}\u0000${section ?? ''}\u0000${text}`;
-        if (seenContent.has(key)) {
+        const earlier = byContent.get(key);
+        if (earlier) {
+          // The same text annotated for another question: one passage, owned by both.
+          for (const q of doc.questions ?? []) if (!earlier.annotatedFor?.includes(q)) (earlier.annotatedFor ??= []).push(q);
           stat.duplicates++;
           return;
         }
-        seenContent.add(key);
         let id = doc.id ? (windows.length > 1 ? `${doc.id}#${w}` : doc.id) : passageId(doc.source, title, section, text);
         if (seenIds.has(id)) {
           if (doc.id) throw new AmbiqaError(`${source.path}: passage id ${doc.id} occurs twice`, 'passage ids must be unique');
@@ -271,6 +292,8 @@ export function buildCorpus(sources: readonly CorpusSource[], options: BuildOpti
         seenIds.add(id);
         const p: Passage = { id, title, text, source: doc.source };
         if (section) p.section = section;
+        if (doc.questions?.length) p.annotatedFor = [...new Set(doc.questions)];
+        byContent.set(key, p);
         passages.push(p);
         stat.passages++;
       });

@@ -2,8 +2,10 @@
  * A corpus is a list of passages plus the hash of its serialised form. Indexes are cached under
  * that hash, so editing one passage rebuilds them and nothing else does.
  *
- * On disk a corpus is JSONL, one passage a line: `{"id", "title", "section"?, "text", "source"?}`.
- * A user's own file may omit `id` (one is derived from the content) and `section`.
+ * On disk a corpus is JSONL, one passage a line: `{"id", "title", "section"?, "text", "source"?,
+ * "annotated_for"?}` (`annotated_for`: the `<dataset>:<id>` keys of the questions the passage was
+ * annotated for, for `retriever.exclude: own`). A user's own file may omit `id` (one is derived
+ * from the content), `section` and `annotated_for`.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
@@ -13,7 +15,10 @@ import type { Passage } from './types';
 
 export interface Corpus {
   readonly passages: readonly Passage[];
-  /** sha256 of the JSONL serialisation (for a file: of its bytes). */
+  /**
+   * sha256 of the passages' content serialisation (id, title, section, text, source): the key of
+   * cached indexes. The question annotations are left out: they change no index.
+   */
   readonly hash: string;
   /** The file it was read from, when it was. */
   readonly path?: string;
@@ -52,17 +57,26 @@ export function windowText(text: string, words = 100): string[] {
   return out;
 }
 
-function serialisePassage(p: Passage): string {
+function serialisePassage(p: Passage, withAnnotations: boolean): string {
   // Fixed key order, so the same passages always give the same bytes and the same hash.
-  const row: Record<string, string> = { id: p.id, title: p.title };
+  const row: Record<string, string | string[]> = { id: p.id, title: p.title };
   if (p.section) row.section = p.section;
   row.text = p.text;
   if (p.source) row.source = p.source;
+  if (withAnnotations && p.annotatedFor?.length) row.annotated_for = p.annotatedFor;
   return JSON.stringify(row);
 }
 
+/** The corpus file's text: one passage a line, with the question annotations. */
 export function serialiseCorpus(passages: readonly Passage[]): string {
-  return passages.map((p) => serialisePassage(p) + '\n').join('');
+  return passages.map((p) => serialisePassage(p, true) + '\n').join('');
+}
+
+/** The hash indexes are cached under: of the content only (see `Corpus.hash`). */
+export function contentHash(passages: readonly Passage[]): string {
+  const hash = createHash('sha256');
+  for (const p of passages) hash.update(serialisePassage(p, false) + '\n');
+  return hash.digest('hex');
 }
 
 function makeCorpus(passages: Passage[], hash: string, path?: string): Corpus {
@@ -92,7 +106,7 @@ export function corpusFromPassages(passages: readonly Passage[]): Corpus {
     seen.add(p.id);
   });
   const list = [...passages];
-  return makeCorpus(list, sha256(serialiseCorpus(list)));
+  return makeCorpus(list, contentHash(list));
 }
 
 /** Write the corpus as JSONL (atomically) and return it with its hash. */
@@ -103,7 +117,7 @@ export function saveCorpus(path: string, passages: readonly Passage[]): Corpus {
   const tmp = `${path}.${process.pid}.tmp`;
   writeFileSync(tmp, text);
   renameSync(tmp, path);
-  return makeCorpus(corpus.passages as Passage[], sha256(text), path);
+  return makeCorpus(corpus.passages as Passage[], corpus.hash, path);
 }
 
 export interface RawPassageRow {
@@ -113,6 +127,7 @@ export interface RawPassageRow {
   section?: string;
   text: string;
   source?: string;
+  annotatedFor?: string[];
 }
 
 /**
@@ -150,6 +165,10 @@ export function readPassageRows(path: string): RawPassageRow[] {
         throw new AmbiqaError(`${path}:${line}: "${field}" must be a string`, `write "${field}" as a JSON string`);
       }
     }
+    const annotated = obj.annotated_for;
+    if (annotated !== undefined && (!Array.isArray(annotated) || annotated.some((q) => typeof q !== 'string'))) {
+      throw new AmbiqaError(`${path}:${line}: "annotated_for" must be a list of question keys (strings)`, 'write e.g. "annotated_for": ["asqa:-123"]');
+    }
     rows.push({
       line,
       id: (obj.id as string | undefined) || undefined,
@@ -157,6 +176,7 @@ export function readPassageRows(path: string): RawPassageRow[] {
       section: (obj.section as string | undefined) || undefined,
       text,
       source: (obj.source as string | undefined) || undefined,
+      ...(annotated?.length ? { annotatedFor: annotated as string[] } : {}),
     });
   });
   return rows;
@@ -183,7 +203,8 @@ export function loadCorpus(path: string): Corpus {
     const p: Passage = { id, title: row.title, text: row.text };
     if (row.section) p.section = row.section;
     if (row.source) p.source = row.source;
+    if (row.annotatedFor) p.annotatedFor = row.annotatedFor;
     return p;
   });
-  return makeCorpus(passages, sha256(readFileSync(path)), path);
+  return makeCorpus(passages, contentHash(passages), path);
 }

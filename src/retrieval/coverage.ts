@@ -7,11 +7,13 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { AmbiqaError } from '../errors';
 import { coverageAt, firstAnswerRanks, type CoverageItem } from './has-answer';
-import type { Retriever } from './types';
+import { questionKey, type Retriever } from './types';
 import { validateK } from './validate';
 
 export interface CoverageResult {
   retriever: string;
+  /** Leak control: `own` when each question's own annotated passages were excluded. */
+  exclude: 'none' | 'own';
   questions: number;
   ks: number[];
   /** AC@k ×100, one per k. */
@@ -26,7 +28,12 @@ export async function measureCoverage(
   retriever: Retriever,
   ks: readonly number[],
   onProgress?: (done: number, total: number) => void,
+  options: { exclude?: 'none' | 'own'; dataset?: string } = {},
 ): Promise<CoverageResult> {
+  const exclude = options.exclude ?? 'none';
+  if (exclude === 'own' && !retriever.forQuestion) {
+    throw new AmbiqaError(`coverage with exclude own needs a retriever with per-question views (got ${retriever.name})`, 'wrap it with withExclusion(retriever, corpus, "own")');
+  }
   if (ks.length === 0) throw new AmbiqaError('no k values given', 'pass --k 5,10,20,50,100');
   ks.forEach((k) => validateK(k, '--k'));
   const sortedKs = [...new Set(ks)].sort((a, b) => a - b);
@@ -36,7 +43,9 @@ export async function measureCoverage(
   const scored = items.filter((item) => item.answerSets.length > 0);
   for (let i = 0; i < scored.length; i++) {
     const item = scored[i];
-    const ranked = await retriever.search(item.question, kMax);
+    // With `own`, the question's view of the retriever: its own annotated passages left out.
+    const view = exclude === 'own' ? retriever.forQuestion!(questionKey(options.dataset ?? 'asqa', item.id)) : retriever;
+    const ranked = await view.search(item.question, kMax);
     perQuestion.push({ id: item.id, firstRanks: firstAnswerRanks(ranked, item.answerSets) });
     onProgress?.(i + 1, scored.length);
   }
@@ -47,6 +56,7 @@ export async function measureCoverage(
   });
   return {
     retriever: retriever.name,
+    exclude,
     questions: perQuestion.length,
     ks: sortedKs,
     coverage,

@@ -8,6 +8,7 @@ export { MiniLmEmbedder, CachedEmbedder, type MiniLmOptions } from './embedder';
 export { ExactIndex, IvfIndex, recallAt, type VectorIndex, type IvfOptions } from './vector-index';
 export { HybridRetriever, reciprocalRankFusion, type HybridOptions } from './hybrid';
 export { MultiQueryRetriever, type MultiQueryOptions } from './multi-query';
+export { EXCLUDE_MODES, ExcludeOwnRetriever, withExclusion, type ExcludeMode } from './exclude';
 export { EmbeddingReranker, CrossEncoderReranker, type CrossEncoderOptions } from './rerank';
 export { hasAnswer, answerTokens, firstAnswerRanks, coverageAt, type CoverageItem } from './has-answer';
 export {

@@ -9,6 +9,17 @@ export interface Passage {
   text: string;
   /** Where it came from, e.g. `asqa:context`, `hotpotqa-adversarial`, `user`. */
   source?: string;
+  /**
+   * The evaluation questions whose annotation this passage comes from, as `<dataset>:<id>` (see
+   * `questionKey`): e.g. an ASQA question's gold contexts and knowledge. `retriever.exclude: own`
+   * keeps them out of that question's retrieval results (leak control).
+   */
+  annotatedFor?: string[];
+}
+
+/** How a question is named in `Passage.annotatedFor`: its dataset and its id. */
+export function questionKey(dataset: string, id: string): string {
+  return `${dataset}:${id}`;
 }
 
 export interface ScoredPassage {
@@ -23,6 +34,12 @@ export interface Retriever {
   readonly name: string;
   /** Top-k passages, best first. Throws an AmbiqaError naming `k` when k <= 0. */
   search(query: string, k: number): Promise<ScoredPassage[]>;
+  /**
+   * This retriever as one question sees it (`questionKey`): with `retriever.exclude: own`, without
+   * the passages annotated for that question. The runner calls it once per question; absent means
+   * every question sees the same retriever.
+   */
+  forQuestion?(questionKey: string): Retriever;
 }
 
 export interface Reranker {

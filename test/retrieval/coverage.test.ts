@@ -72,12 +72,24 @@ describe('ambiqa corpus build + ambiqa coverage', () => {
       expect(await corpusCommand(['build', '--out', corpusPath, '--from', `asqa=${asqaPath}`])).toBe(0);
       expect(readFileSync(corpusPath, 'utf8').trim().split('\n')).toHaveLength(3);
       const out = join(tmp, 'curve.json');
-      expect(await coverageCommand(['--data', asqaPath, '--corpus', corpusPath, '--retriever', 'bm25', '--k', '1,3', '--out', out])).toBe(0);
+      expect(await coverageCommand(['--data', asqaPath, '--corpus', corpusPath, '--retriever', 'bm25', '--k', '1,3', '--out', out, '--exclude', 'none'])).toBe(0);
       const curve = JSON.parse(readFileSync(out, 'utf8'));
-      expect(curve).toMatchObject({ dataset: 'asqa', corpusPassages: 3, questions: 2, ks: [1, 3] });
+      expect(curve).toMatchObject({ dataset: 'asqa', corpusPassages: 3, questions: 2, ks: [1, 3], exclude: 'none' });
       // With every gold passage in a 3-passage pool, AC@3 finds all answers that exist: 3 of 4 DQs.
       expect(curve.coverage[1]).toBe(75);
       expect(log.mock.calls.flat().join('\n')).toMatch(/AC@1\s+AC@3/);
+
+      // Both ways (the default): every passage here is some question's own, so with its own
+      // passages left out, neither question finds an answer.
+      const both = join(tmp, 'both.json');
+      expect(await coverageCommand(['--data', asqaPath, '--corpus', corpusPath, '--k', '1,3', '--out', both])).toBe(0);
+      const curves = JSON.parse(readFileSync(both, 'utf8')).curves;
+      expect(curves.map((c: { exclude: string; retriever: string; coverage: number[] }) => [c.exclude, c.coverage[1]])).toEqual([
+        ['none', 75],
+        ['own', 0],
+      ]);
+      expect(curves[1].retriever).toMatch(/ -own$/);
+      expect(log.mock.calls.flat().join('\n')).toMatch(/own passages\s+0\.0\s+0\.0/);
     } finally {
       log.mockRestore();
     }
@@ -86,7 +98,7 @@ describe('ambiqa corpus build + ambiqa coverage', () => {
   it('names the bad option', async () => {
     await expect(coverageCommand(['--corpus', 'x.jsonl', '--k', '5,-1'])).rejects.toThrow(/--k must list positive integers/);
     await expect(coverageCommand(['--corpus', 'x.jsonl', '--retriever', 'splade'])).rejects.toThrow(/--retriever splade/);
-    await expect(coverageCommand(['--data', asqaPath])).rejects.toThrow(/--corpus is required/);
+    await expect(coverageCommand(['--data', asqaPath, '--exclude', 'gold'])).rejects.toThrow(/--exclude gold is not one of both, none, own/);
     await expect(corpusCommand(['build', '--out', join(tmp, 'x.jsonl'), '--from', 'asqa'])).rejects.toThrow(/--from asqa: expected <kind>=<path>/);
   });
 });

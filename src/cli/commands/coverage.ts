@@ -4,27 +4,35 @@ import { parseArgs } from 'node:util';
 import { dataDir } from '../../config/paths';
 import { defaultDatasetFiles } from '../../datasets/index';
 import { AmbiqaError } from '../../errors';
-import { loadCorpus } from '../../retrieval/corpus';
-import { measureCoverage, readAsqaCoverageItems } from '../../retrieval/coverage';
+import { corpusFromPassages, loadCorpus } from '../../retrieval/corpus';
+import { buildCorpus, defaultSources } from '../../retrieval/corpus-builder';
+import { measureCoverage, readAsqaCoverageItems, type CoverageResult } from '../../retrieval/coverage';
+import { withExclusion } from '../../retrieval/exclude';
 import { createRetriever } from '../../retrieval/factory';
 
 export const summary = 'answer coverage AC@k of a retriever on a dataset (the coverage curve)';
 
 const RETRIEVERS = ['bm25', 'dense', 'hybrid'] as const;
 
-const HELP = `usage: ambiqa coverage --corpus <file> [--dataset asqa] [--data <ASQA json>]
-                       [--retriever bm25|dense|hybrid] [--k 5,10,20,50,100] [--out <json>] [--limit <n>]
+const EXCLUDES = ['both', 'none', 'own'] as const;
+
+const HELP = `usage: ambiqa coverage [--corpus <file>] [--dataset asqa] [--data <ASQA json>]
+                       [--retriever bm25|dense|hybrid] [--k 5,10,20,50,100] [--exclude both|none|own]
+                       [--out <json>] [--limit <n>]
 
 AC@k: for each question, the fraction of its gold disambiguated questions with a short answer
 contained (DPR-style token match) in the top-k passages retrieved for the ambiguous question;
-averaged over questions, ×100.
+averaged over questions, ×100. Reported both ways by default: with the whole corpus, and with
+each question's own annotated passages excluded (leak control, \`retriever.exclude: own\`).
 
-  --corpus     passages to retrieve from (build one with \`ambiqa corpus build\`)
+  --corpus     passages to retrieve from (default: the data's passages pooled, as runs do;
+               build a file with \`ambiqa corpus build\`)
   --dataset    asqa (default; the only dataset with per-interpretation answers here)
   --data       default ${join(dataDir(), defaultDatasetFiles.asqa)}
   --retriever  bm25 (default) | dense | hybrid (BM25 + dense, reciprocal-rank fusion)
   --k          comma-separated cut-offs (default 5,10,20,50,100)
-  --out        write the curve and per-question ranks as JSON
+  --exclude    both (default) | none | own (leave out each question's own annotated passages)
+  --out        write the curve(s) and per-question ranks as JSON
   --limit      only the first n questions (quick looks)`;
 
 export async function run(argv: string[]): Promise<number> {
@@ -36,6 +44,7 @@ export async function run(argv: string[]): Promise<number> {
       corpus: { type: 'string' },
       retriever: { type: 'string', default: 'bm25' },
       k: { type: 'string', default: '5,10,20,50,100' },
+      exclude: { type: 'string', default: 'both' },
       out: { type: 'string' },
       limit: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -46,7 +55,9 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   }
   if (values.dataset !== 'asqa') throw new AmbiqaError(`--dataset ${values.dataset} is not supported`, 'use --dataset asqa');
-  if (!values.corpus) throw new AmbiqaError('--corpus is required', 'build one with `ambiqa corpus build --out corpus.jsonl`');
+  if (!(EXCLUDES as readonly string[]).includes(values.exclude!)) {
+    throw new AmbiqaError(`--exclude ${values.exclude} is not one of ${EXCLUDES.join(', ')}`, 'e.g. --exclude own');
+  }
   if (!(RETRIEVERS as readonly string[]).includes(values.retriever!)) {
     throw new AmbiqaError(`--retriever ${values.retriever} is not one of ${RETRIEVERS.join(', ')}`, 'e.g. --retriever bm25');
   }
@@ -62,22 +73,26 @@ export async function run(argv: string[]): Promise<number> {
   }
   const dataPath = values.data ?? join(dataDir(), defaultDatasetFiles.asqa);
   const items = readAsqaCoverageItems(dataPath).slice(0, limit);
-  const corpus = loadCorpus(values.corpus);
+  const corpus = values.corpus ? loadCorpus(values.corpus) : corpusFromPassages(buildCorpus(defaultSources()).passages);
+  const corpusName = values.corpus ?? `(the data's passages, pooled from ${dataDir()})`;
+  const modes = values.exclude === 'both' ? (['none', 'own'] as const) : ([values.exclude as 'none' | 'own'] as const);
   const progress = (label: string) => (done: number, total: number) => {
     if (process.stderr.isTTY) process.stderr.write(`\r${label} ${done}/${total}`);
     if (done === total && process.stderr.isTTY) process.stderr.write('\n');
   };
   const retriever = await createRetriever(values.retriever as (typeof RETRIEVERS)[number], corpus, { onProgress: progress('embedding corpus') });
-  const result = await measureCoverage(items, retriever, ks, progress('questions'));
-  console.log(`${result.retriever} on ${dataPath} (${result.questions} questions), corpus ${values.corpus} (${corpus.passages.length} passages)`);
-  console.log(result.ks.map((k) => `AC@${k}`.padStart(8)).join(''));
-  console.log(result.coverage.map((c) => c.toFixed(1).padStart(8)).join(''));
+  const results: CoverageResult[] = [];
+  for (const mode of modes) {
+    results.push(await measureCoverage(items, withExclusion(retriever, corpus, mode), ks, progress(`questions (exclude ${mode})`), { exclude: mode, dataset: 'asqa' }));
+  }
+  console.log(`${retriever.name} on ${dataPath} (${results[0].questions} questions), corpus ${corpusName} (${corpus.passages.length} passages)`);
+  console.log('exclude '.padEnd(14) + results[0].ks.map((k) => `AC@${k}`.padStart(8)).join(''));
+  for (const r of results) console.log(`${r.exclude === 'own' ? 'own passages' : 'none'}`.padEnd(14) + r.coverage.map((c) => c.toFixed(1).padStart(8)).join(''));
   if (values.out) {
     mkdirSync(dirname(values.out), { recursive: true });
-    writeFileSync(
-      values.out,
-      JSON.stringify({ dataset: 'asqa', data: dataPath, corpus: values.corpus, corpusPassages: corpus.passages.length, corpusHash: corpus.hash, ...result }, null, 1),
-    );
+    const about = { dataset: 'asqa', data: dataPath, corpus: corpusName, corpusPassages: corpus.passages.length, corpusHash: corpus.hash };
+    // One mode: the curve itself (as before); both: the two curves under `curves`.
+    writeFileSync(values.out, JSON.stringify(results.length === 1 ? { ...about, ...results[0] } : { ...about, curves: results }, null, 1));
     console.log(`wrote ${values.out}`);
   }
   return 0;
