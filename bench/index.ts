@@ -11,9 +11,15 @@ const benches: Record<string, { file: string; args: string[] }> = {
   retrieval: { file: 'retrieval.ts', args: [] },
   // A finished experiment re-run from the LLM cache vs its original wall time.
   'cache-replay': { file: 'cache-replay.ts', args: ['--questions', '50'] },
+  // Embedded model: ToC, VE and CoT-SC with prefix reuse and batched samples off vs on.
+  llm: { file: 'llm.ts', args: [] },
 };
 
-const wanted = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+// `npm run bench -- llm --questions 5`: flags after the names go to the named benchmarks.
+const args = process.argv.slice(2);
+const firstFlag = args.findIndex((a) => a.startsWith('-'));
+const wanted = (firstFlag < 0 ? args : args.slice(0, firstFlag)).filter((a) => !a.startsWith('-'));
+const passed = firstFlag < 0 ? [] : args.slice(firstFlag);
 const names = wanted.length > 0 ? wanted : Object.keys(benches);
 let failed = 0;
 for (const name of names) {
@@ -23,7 +29,7 @@ for (const name of names) {
     process.exit(2);
   }
   console.log(`\n=== bench: ${name} ===`);
-  const result = spawnSync(process.execPath, ['--import', 'tsx', join('bench', bench.file), ...bench.args], { stdio: 'inherit' });
+  const result = spawnSync(process.execPath, ['--import', 'tsx', join('bench', bench.file), ...bench.args, ...(wanted.length > 0 ? passed : [])], { stdio: 'inherit' });
   if (result.status !== 0) failed++;
 }
 process.exit(failed > 0 ? 1 : 0);

@@ -1,0 +1,172 @@
+/**
+ * Embedded-model compute benchmark (a script, not a test):
+ *
+ *   npx tsx bench/llm.ts [--questions 3] [--pipelines toc,ve,cot-sc] [--modes before,after]
+ *                        [--threads N] [--toc-max-nodes N]
+ *   npm run bench -- llm
+ *
+ * Runs ToC and CoT-SC on the same ASQA dev questions and Verify-and-Edit on the same adversarial
+ * HotpotQA questions, each question once per mode, side by side in one process, with the LLM
+ * cache off so that every call reaches the model:
+ *
+ * - `before`: prefix reuse and batched samples off (every prompt read in full, samples one by one);
+ * - `after`: both on (the defaults);
+ * - `single-slot`: one context sequence, reuse on, no batching (what the provider did before
+ *   the slot pool: node-llama-cpp reused the prefix of the previous call only).
+ *
+ * The modes alternate in order from question to question, so a change in the machine's load
+ * hits both alike. Per pipeline and mode it prints seconds per question, prompt tokens asked
+ * and prompt tokens actually evaluated (the rest came from an evaluated prefix), generated
+ * tokens, generated tokens per second, and the before/after wall-time ratio; it writes
+ * `<artifacts>/bench/llm.json`. Retrieval is BM25 and reranking off for every pipeline, so that
+ * the time measured is the model's; model loading happens before the clock starts.
+ */
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { artifactsDir } from '../src/config/paths';
+import { createComposer } from '../src/experiments/compose';
+import { loadExperimentConfig } from '../src/experiments/config';
+import { LlmClient } from '../src/llm/client';
+import { LlamaCppProvider, defaultThreads, unloadEmbeddedModels, type EmbeddedEvaluationStats } from '../src/llm/providers/llama-cpp';
+import { manifestPath } from '../src/setup/manifest';
+
+const { values } = parseArgs({
+  options: {
+    questions: { type: 'string', default: '3' },
+    pipelines: { type: 'string', default: 'toc,ve,cot-sc' },
+    modes: { type: 'string', default: 'before,after' },
+    threads: { type: 'string' },
+    // A smaller ToC tree to fit a slow machine's time budget (the paper's is 10); stated in the output.
+    'toc-max-nodes': { type: 'string' },
+  },
+});
+
+const MODES = {
+  before: { prefixReuse: false, batchSamples: false, sequences: 1 },
+  after: { prefixReuse: true, batchSamples: true },
+  'single-slot': { prefixReuse: true, batchSamples: false, sequences: 1 },
+} as const;
+type Mode = keyof typeof MODES;
+
+const CONFIGS: Record<string, string> = {
+  toc: 'experiments/toc-asqa.yaml',
+  've': 'experiments/ve-hotpotqa.yaml',
+  'cot-sc': 'experiments/cot-sc-asqa.yaml',
+};
+
+const questions = Number(values.questions);
+if (!Number.isInteger(questions) || questions < 1) fail(`--questions ${values.questions}: must be a positive integer`);
+const pipelines = values.pipelines.split(',').map((s) => s.trim());
+for (const p of pipelines) if (!CONFIGS[p]) fail(`--pipelines: unknown pipeline '${p}' (known: ${Object.keys(CONFIGS).join(', ')})`);
+const modes = values.modes.split(',').map((s) => s.trim()) as Mode[];
+for (const m of modes) if (!(m in MODES)) fail(`--modes: unknown mode '${m}' (known: ${Object.keys(MODES).join(', ')})`);
+const threads = values.threads ? Number(values.threads) : defaultThreads();
+if (!existsSync(manifestPath())) fail(`no embedded model: ${manifestPath()} is absent (run \`npx ambiqa setup\`)`);
+
+interface Tally {
+  questions: number;
+  seconds: number;
+  failures: number;
+  stats: EmbeddedEvaluationStats;
+  llmCalls: number;
+}
+
+const machine = `${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown CPU'}), load average at start ${loadavg()
+  .map((l) => l.toFixed(1))
+  .join(' / ')}, llama.cpp threads ${threads}`;
+console.log(`LLM compute benchmark: ${questions} question(s) per pipeline, modes ${modes.join(' vs ')}, LLM cache off`);
+console.log(`  machine: ${machine}`);
+
+const composer = createComposer({ notify: () => undefined });
+const providers = Object.fromEntries(
+  modes.map((m) => [m, new LlamaCppProvider({ threads, ...MODES[m] })]),
+) as Record<Mode, LlamaCppProvider>;
+for (const p of Object.values(providers)) await p.load();
+
+const report: Record<string, Record<string, Tally & { perQuestion: Record<string, number> }>> = {};
+try {
+  for (const name of pipelines) {
+    const config = loadExperimentConfig(CONFIGS[name]!, composer.registry, {
+      limit: questions,
+      overrides: [
+        // Same retrieval for every pipeline, cheap to build: the clock should time the model.
+        ...(name === 'cot-sc' ? [] : [{ path: ['retriever'], value: { type: 'bm25' }, text: 'retriever: bm25' }]),
+        { path: ['reranker'], value: undefined, text: 'reranker: none' },
+        { path: ['metrics'], value: name === 've' ? ['em'] : ['str_em'], text: 'metrics without a reader' },
+        { path: ['llm'], value: { provider: 'embedded', cache: { mode: 'off' } }, text: 'llm cache off' },
+        ...(name === 'toc' && values['toc-max-nodes']
+          ? [{ path: ['pipeline', 'options', 'maxNodes'], value: Number(values['toc-max-nodes']), text: `maxNodes=${values['toc-max-nodes']}` }]
+          : []),
+      ],
+    });
+    const components = await composer.components(config);
+    console.log(`  ${name}: ${CONFIGS[name]} with ${JSON.stringify(config.pipeline.options)}`);
+    const examples = components.examples.slice(0, questions);
+    report[name] = {};
+    const rows = report[name]!;
+    for (const m of modes) rows[m] = { questions: 0, seconds: 0, failures: 0, stats: providers[m].resetStats(), llmCalls: 0, perQuestion: {} };
+    for (const m of modes) providers[m].resetStats();
+    for (const [qi, example] of examples.entries()) {
+      // Alternate which mode goes first, so that drifting load favours neither.
+      const order = qi % 2 === 0 ? modes : [...modes].reverse();
+      for (const m of order) {
+        const provider = providers[m];
+        const client = new LlmClient(provider, { cache: null, limiter: { maxConcurrency: 1, timeoutMs: 600_000 } });
+        const t0 = performance.now();
+        let ok = true;
+        try {
+          const out = await components.pipeline.answer(example, { ...components.context, llm: client });
+          rows[m]!.llmCalls += out.trace.summary.llmCalls;
+        } catch (error) {
+          ok = false;
+          console.log(`  ${name} ${m} ${example.id}: failed: ${(error as Error).message}`);
+        }
+        const seconds = (performance.now() - t0) / 1000;
+        rows[m]!.questions += 1;
+        rows[m]!.seconds += seconds;
+        if (!ok) rows[m]!.failures += 1;
+        rows[m]!.perQuestion[example.id] = seconds;
+        console.log(`  ${name.padEnd(6)} ${m.padEnd(11)} ${example.id}: ${seconds.toFixed(1)} s`);
+      }
+    }
+    for (const m of modes) rows[m]!.stats = providers[m].resetStats();
+    printTable(name, rows);
+  }
+} finally {
+  await composer.close();
+  await unloadEmbeddedModels();
+}
+
+const out = join(artifactsDir(), 'bench');
+mkdirSync(out, { recursive: true });
+writeFileSync(join(out, 'llm.json'), JSON.stringify({ machine, questions, modes, report, at: new Date().toISOString() }, null, 2));
+console.log(`  written to ${join(out, 'llm.json')}`);
+
+function printTable(name: string, rows: Record<string, Tally>): void {
+  console.log(`\n  ${name}: per question (mean over ${questions})`);
+  console.log('    mode         s/question  LLM calls  prompt tok  evaluated  generated  gen tok/s  batched  copies');
+  for (const m of modes) {
+    const r = rows[m]!;
+    const q = Math.max(1, r.questions);
+    const s = r.stats;
+    console.log(
+      `    ${m.padEnd(11)}  ${(r.seconds / q).toFixed(1).padStart(10)}  ${(r.llmCalls / q).toFixed(1).padStart(9)}  ${(s.promptTokens / q)
+        .toFixed(0)
+        .padStart(10)}  ${(s.promptTokensEvaluated / q).toFixed(0).padStart(9)}  ${(s.completionTokens / q).toFixed(0).padStart(9)}  ${(
+        s.completionTokens / Math.max(1e-9, r.seconds)
+      )
+        .toFixed(1)
+        .padStart(9)}  ${String(s.batchedSamples).padStart(7)}  ${String(s.stateCopies).padStart(6)}${r.failures ? `  (${r.failures} failed)` : ''}`,
+    );
+  }
+  if (rows.before && rows.after && rows.after.seconds > 0) {
+    console.log(`    wall time before/after: ${(rows.before.seconds / rows.after.seconds).toFixed(2)}×`);
+  }
+}
+
+function fail(message: string): never {
+  console.error(`bench llm: ${message}`);
+  process.exit(2);
+}
