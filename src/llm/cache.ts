@@ -31,6 +31,8 @@ export interface CacheOptions {
 export interface CacheKeyInput {
   provider: string;
   model: string;
+  /** The provider's endpoint (API root without credentials); absent for in-process providers. */
+  endpoint?: string;
   request: NormalisedRequest;
   sampleIndex: number;
 }
@@ -48,11 +50,13 @@ export function defaultCachePath(): string {
 }
 
 /** What the key hashes, exactly; exported so tests and docs can show it. */
-export function cacheKeyMaterial({ provider, model, request, sampleIndex }: CacheKeyInput): Record<string, unknown> {
+export function cacheKeyMaterial({ provider, model, endpoint, request, sampleIndex }: CacheKeyInput): Record<string, unknown> {
   return {
     v: CACHE_KEY_VERSION,
     provider,
     model,
+    // Only for providers that call a server, so that embedded rows stay valid.
+    ...(endpoint ? { endpoint } : {}),
     // Only role and content: extra properties a caller left on a message must not split keys.
     messages: request.messages.map((m) => ({ role: m.role, content: m.content })),
     temperature: request.temperature,
@@ -71,12 +75,13 @@ export interface CachedJudgement extends ProviderJudgement {
 }
 
 /** Key of a judgment: its own kind, so it never collides with a generation of the same prompt. */
-export function judgeCacheKey(input: { provider: string; model: string; request: NormalisedJudgeRequest }): string {
+export function judgeCacheKey(input: { provider: string; model: string; endpoint?: string; request: NormalisedJudgeRequest }): string {
   const material = {
     v: CACHE_KEY_VERSION,
     kind: 'judge',
     provider: input.provider,
     model: input.model,
+    ...(input.endpoint ? { endpoint: input.endpoint } : {}),
     messages: input.request.messages.map((m) => ({ role: m.role, content: m.content })),
     labels: input.request.labels,
   };

@@ -147,6 +147,12 @@ export class LlmClient implements LanguageModel {
     return this.backend.model;
   }
 
+  /** Provider, model and (for servers) endpoint: who answered, as the cache keys it. */
+  private keyIdentity(): { provider: string; model: string; endpoint?: string } {
+    const endpoint = this.backend.endpoint;
+    return { provider: this.provider, model: this.model, ...(endpoint ? { endpoint } : {}) };
+  }
+
   get cacheMode(): CacheMode {
     return this.cache?.mode ?? 'off';
   }
@@ -191,7 +197,7 @@ export class LlmClient implements LanguageModel {
     const normalised = normaliseJudgeRequest(request);
     let judgement: ProviderJudgement & { latencySeconds: number };
     let cacheHit = false;
-    const key = this.cache ? judgeCacheKey({ provider: this.provider, model: this.model, request: normalised }) : null;
+    const key = this.cache ? judgeCacheKey({ ...this.keyIdentity(), request: normalised }) : null;
     const stored = key ? this.cache!.getJudgement(key) : undefined;
     if (stored) {
       judgement = { ...stored, ...(stored.text !== undefined ? { text: redactText(stored.text) } : {}) };
@@ -250,7 +256,7 @@ export class LlmClient implements LanguageModel {
 
   private async sample(request: NormalisedRequest, sampleIndex: number, signal?: AbortSignal): Promise<Completion> {
     if (!this.cache) return this.live(request, sampleIndex, signal);
-    const keyInput = { provider: this.provider, model: this.model, request, sampleIndex };
+    const keyInput = { ...this.keyIdentity(), request, sampleIndex };
     const key = cacheKey(keyInput);
     const stored = this.cache.get(key);
     if (stored) return replayed(stored, sampleIndex);
@@ -279,7 +285,7 @@ export class LlmClient implements LanguageModel {
     const missing: number[] = [];
     const keys: Array<string | null> = [];
     for (let i = 0; i < request.n; i++) {
-      const key = this.cache ? cacheKey({ provider: this.provider, model: this.model, request, sampleIndex: i }) : null;
+      const key = this.cache ? cacheKey({ ...this.keyIdentity(), request, sampleIndex: i }) : null;
       keys.push(key);
       if (key) {
         const stored = this.cache!.get(key);

@@ -180,6 +180,13 @@ export interface LanguageModelProvider {
   /** Model name or model file checksum. Part of the cache key. */
   readonly model: string;
   /**
+   * Where the model is served (an API root, without credentials), for providers that call a
+   * server. Part of the cache key: two servers that serve the same model name are two models as
+   * far as the cache is concerned, so a broken endpoint can never look healthy by replaying
+   * another's answers. In-process providers leave it out.
+   */
+  readonly endpoint?: string;
+  /**
    * Generate one sample. `sampleIndex` lets providers derive a per-sample seed. Callers should
    * go through `LanguageModel.generate`, which adds caching, retries and accounting.
    */

@@ -41,6 +41,8 @@ export class OpenAICompatibleProvider implements LanguageModelProvider {
   readonly provider = 'openai-compatible';
   readonly model: string;
   readonly baseUrl: string;
+  /** The API root as the cache keys it (the URL has no credentials: they are refused). */
+  readonly endpoint: string;
   readonly apiKeyEnv: string;
   // Private fields (#) stay out of util.inspect and JSON.stringify: the client holds the key.
   readonly #client: OpenAI;
@@ -67,6 +69,7 @@ export class OpenAICompatibleProvider implements LanguageModelProvider {
         CREDENTIALS_HINT,
       );
     }
+    this.endpoint = safeUrl(this.baseUrl);
     const model = options.model ?? env.OPENAI_MODEL;
     if (!model) {
       throw new AmbiqaError(
@@ -111,8 +114,7 @@ export class OpenAICompatibleProvider implements LanguageModelProvider {
       max_tokens: request.maxTokens,
       n: 1,
       ...(request.stop.length > 0 ? { stop: request.stop } : {}),
-      // The sample index varies the seed so that n seeded samples differ but each replays.
-      ...(request.seed !== null ? { seed: request.seed + sampleIndex } : {}),
+      ...sampleIdentity(request, sampleIndex),
       ...(request.logprobs ? { logprobs: true } : {}),
     };
     // The raw response, parsed here rather than by the SDK: a 200 whose body is cut short or not
@@ -314,6 +316,20 @@ export class OpenAICompatibleProvider implements LanguageModelProvider {
       hint: 'check that `baseUrl` points at an OpenAI-compatible API root (usually …/v1)',
     });
   }
+}
+
+/**
+ * What makes sample i its own request. A seed varies with the sample index, so that n seeded
+ * samples differ but each replays; without a seed, sample i > 0 gets seed i, so a deterministic
+ * server (or a caching proxy) does not answer n identical requests with n copies. Servers that
+ * ignore `seed` still see distinct requests through `user` (OpenAI's end-user field, which
+ * servers accept and mostly ignore). Sample 0 is sent as it always was, whatever n is, and all
+ * of it derives from the request and the index, which the cache key already holds.
+ */
+export function sampleIdentity(request: NormalisedRequest, sampleIndex: number): { seed?: number; user?: string } {
+  const user = sampleIndex > 0 ? { user: `ambiqa-sample-${sampleIndex}` } : {};
+  if (request.seed !== null) return { seed: request.seed + sampleIndex, ...user };
+  return sampleIndex > 0 ? { seed: sampleIndex, ...user } : {};
 }
 
 /** The parts of a chat completion this provider reads. */
