@@ -5,7 +5,11 @@
  * (max over DQs, max over each DQ's answers; src/metrics/answer-f1.ts). Stages:
  *  - `no pruning`: every generated node (duplicates included);
  *  - `dedup only`: nodes not dropped as duplicates;
- *  - `self-verification`: deduplicated nodes kept by self-verification (after un-pruning).
+ *  - `self-verification`: deduplicated nodes the judge kept (verdict true: P(true) ≥ the threshold);
+ * and, among deduplicated nodes, three groups of their own so they never blur the comparison:
+ *  - `pruned`: rejected by the judge and left out;
+ *  - `un-pruned`: rejected, then restored because too few nodes remained;
+ *  - `budget-skipped`: never verified because the node cap or the call budget ended the search.
  * The paper: 40.9 F1 over 12,838 nodes → 59.3 over 4,239 kept.
  */
 import type { Example, QaPair } from '../datasets/types';
@@ -14,8 +18,12 @@ import type { TocNode, Trace } from '../trace/types';
 import { noDataAnnotation } from './consistency';
 import { baseLayout, colors, type Figure } from './types';
 
-export type PruningStage = 'no pruning' | 'dedup only' | 'self-verification';
-export const PRUNING_STAGES: readonly PruningStage[] = ['no pruning', 'dedup only', 'self-verification'];
+export type PruningStage = 'no pruning' | 'dedup only' | 'self-verification' | 'pruned' | 'un-pruned' | 'budget-skipped';
+export const PRUNING_STAGES: readonly PruningStage[] = ['no pruning', 'dedup only', 'self-verification', 'pruned', 'un-pruned', 'budget-skipped'];
+/** Stages that exist only where self-verification ran (a run with pruning off has no verdicts). */
+const VERIFICATION_STAGES: ReadonlySet<PruningStage> = new Set(['self-verification', 'pruned', 'un-pruned', 'budget-skipped']);
+/** Groups drawn only when they hold nodes (most runs un-prune or skip nothing). */
+const OPTIONAL_GROUPS: ReadonlySet<PruningStage> = new Set(['pruned', 'un-pruned', 'budget-skipped']);
 
 /** questionId → the gold disambiguations (DQs with their short answers). */
 export type GoldDqs = ReadonlyMap<string, readonly QaPair[]>;
@@ -29,7 +37,10 @@ export function inStage(node: TocNode, stage: PruningStage): boolean {
   if (stage === 'no pruning') return true;
   if (node.duplicateOf !== undefined) return false;
   if (stage === 'dedup only') return true;
-  return !node.pruned;
+  if (stage === 'budget-skipped') return node.skipped !== undefined;
+  if (stage === 'un-pruned') return node.unpruned;
+  if (stage === 'pruned') return node.verdict === false && node.pruned;
+  return node.verdict === true && node.skipped === undefined;
 }
 
 export interface PruningStageStats {
@@ -53,7 +64,7 @@ export function pruningEffect(traces: readonly Trace[], gold: GoldDqs): PruningS
     const verified = nodes.some((n) => n.verdict !== null);
     for (const stage of PRUNING_STAGES) {
       // A run with pruning off recorded no verdicts: it says nothing about self-verification.
-      if (stage === 'self-verification' && !verified) continue;
+      if (VERIFICATION_STAGES.has(stage) && !verified) continue;
       const acc = sums.get(stage)!;
       acc.questions += 1;
       for (const node of nodes) {
@@ -70,7 +81,7 @@ export function pruningEffect(traces: readonly Trace[], gold: GoldDqs): PruningS
 }
 
 export function pruningEffectFigure(stats: readonly PruningStageStats[], options: { title?: string } = {}): Figure {
-  const shown = stats.filter((s) => s.questions > 0);
+  const shown = stats.filter((s) => s.questions > 0 && (s.nodes > 0 || !OPTIONAL_GROUPS.has(s.stage)));
   const x = shown.map((s) => s.stage);
   const barColors = shown.map((_, i) => colors.series[i % colors.series.length]);
   return {

@@ -29,6 +29,8 @@ describe('shipped experiment configs', () => {
         'pipeline.options.maxDepth',
         'pipeline.options.temperature',
         'pipeline.options.expansionTemperature',
+        'pipeline.options.pruneThreshold',
+        'pipeline.options.verifyThreshold',
         'retriever.type',
       ]),
     );
@@ -46,4 +48,14 @@ describe('shipped experiment configs', () => {
       }
     });
   }
+
+  it('a threshold sweep value outside [0, 1] is refused naming the option', () => {
+    const file = join(dir, 'ablation-toc-prune-threshold.yaml');
+    const raw = YAML.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+    raw.sweep = { 'pipeline.options.pruneThreshold': [0.5, 1.5] };
+    expect(() =>
+      planSweep({ raw, source: file, registry, options: { defaultName: 'x', checkFiles: false }, sweepDir: (n) => `/tmp/${n}` }),
+    ).toThrow(/pipeline\.options\.pruneThreshold: must be ≤ 1/);
+  });
 });
+

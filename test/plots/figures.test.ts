@@ -147,6 +147,7 @@ describe('pruning effect', () => {
       tocNode(2, 0, 'Paris', { duplicateOf: 1 }),
       tocNode(3, 0, 'Berlin', { verdict: false, pruned: true }),
       tocNode(4, 0, 'Rome Italy', { verdict: false, unpruned: true }),
+      tocNode(5, 0, 'Madrid', { verdict: null, skipped: 'max-calls' }),
     ]),
     tocTrace('q2', [tocNode(0, null, null), tocNode(1, 0, 'Lyon', { verdict: null })]),
     tocTrace('q3-no-gold', [tocNode(0, null, null), tocNode(1, 0, 'x')]),
@@ -160,14 +161,21 @@ describe('pruning effect', () => {
   it('scores each stage against the best-matching gold DQ', () => {
     const stats = pruningEffect(traces, gold);
     expect(stats.map((s) => [s.stage, s.nodes, s.questions])).toEqual([
-      ['no pruning', 5, 2],
-      ['dedup only', 4, 2],
-      ['self-verification', 2, 1],
+      ['no pruning', 6, 2],
+      ['dedup only', 5, 2],
+      ['self-verification', 1, 1],
+      ['pruned', 1, 1],
+      ['un-pruned', 1, 1],
+      ['budget-skipped', 1, 1],
     ]);
-    // SQuAD token F1: Paris 100, Paris 100, Berlin 0, "Rome Italy" vs "Rome" 2/3, Lyon 100
-    expect(stats[0].meanF1).toBeCloseTo((100 + 100 + 0 + 200 / 3 + 100) / 5, 9);
-    expect(stats[1].meanF1).toBeCloseTo((100 + 0 + 200 / 3 + 100) / 4, 9);
-    expect(stats[2].meanF1).toBeCloseTo((100 + 200 / 3) / 2, 9);
+    // SQuAD token F1: Paris 100, Paris 100, Berlin 0, "Rome Italy" vs "Rome" 2/3, Madrid 0, Lyon 100
+    expect(stats[0].meanF1).toBeCloseTo((100 + 100 + 0 + 200 / 3 + 0 + 100) / 6, 9);
+    expect(stats[1].meanF1).toBeCloseTo((100 + 0 + 200 / 3 + 0 + 100) / 5, 9);
+    // Kept by the judge only: the un-pruned and the budget-skipped nodes are groups of their own.
+    expect(stats[2].meanF1).toBe(100);
+    expect(stats[3].meanF1).toBe(0);
+    expect(stats[4].meanF1).toBeCloseTo(200 / 3, 9);
+    expect(stats[5].meanF1).toBe(0);
   });
 
   it('draws F1 and node counts side by side', () => {
@@ -176,8 +184,11 @@ describe('pruning effect', () => {
       ['bar', 'node Answer-F1', 'x', 'y'],
       ['bar', 'nodes', 'x2', 'y2'],
     ]);
-    expect(fig.data[1].y).toEqual([5, 4, 2]);
-    expect(fig.data[0].x).toEqual(['no pruning', 'dedup only', 'self-verification']);
+    expect(fig.data[1].y).toEqual([6, 5, 1, 1, 1, 1]);
+    expect(fig.data[0].x).toEqual(['no pruning', 'dedup only', 'self-verification', 'pruned', 'un-pruned', 'budget-skipped']);
+    // Groups without nodes are not drawn.
+    const noSkips = pruningEffectFigure(pruningEffect([traces[0]].map((t) => ({ ...t, decisions: { ...t.decisions, nodes: (t.decisions as { nodes: unknown[] }).nodes.slice(0, 5) } })) as never, gold));
+    expect(noSkips.data[0].x).toEqual(['no pruning', 'dedup only', 'self-verification', 'pruned', 'un-pruned']);
     expect((fig.layout.yaxis2 as { title: { text: string } }).title.text).toBe('number of nodes');
   });
 
