@@ -42,6 +42,27 @@ async function usage(): Promise<string> {
 
 let streamsMasked = false;
 
+/**
+ * `--limit -1` → `--limit=-1`. parseArgs refuses a value that starts with a dash ("argument is
+ * ambiguous", three lines about `--limit=-XYZ`); joined, the value reaches the command's own
+ * check, which says in one line what is wrong with it. Only numbers are joined: `--quiet -h`
+ * stays two options.
+ */
+export function attachNegativeValues(argv: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const next = argv[i + 1];
+    if (/^--[^=]+$/.test(arg) && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${arg}=${next}`);
+      i++;
+    } else {
+      out.push(arg);
+    }
+  }
+  return out;
+}
+
 export async function main(argv: string[]): Promise<number> {
   // Before anything prints: every known secret (environment keys, the key the LLM provider
   // reads, URL passwords) is masked in stdout and stderr.
@@ -61,7 +82,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   try {
     const command = await load();
-    return await command.run(rest);
+    return await command.run(attachNegativeValues(rest));
   } catch (error) {
     // Every command parses its options with node:util parseArgs; its errors (unknown option,
     // missing value) are the user's, so they get the same one-line treatment as AmbiqaError.

@@ -45,9 +45,16 @@ export function parsePositiveInt(text: string, option: string): number {
 /** The lines printed when a run ends. */
 export function describeOutcome(outcome: RunOutcome, configFile?: string): string {
   const m = outcome.metrics;
+  const failed = m.errors ?? 0;
+  const answered = m.answered ?? m.n - failed;
+  const total = m.total ?? m.n;
+  const notReached = total - answered - failed;
   const lines = [
-    `run ${outcome.runDir.split('/').pop()} ${outcome.status}: ${m.n}/${m.total ?? m.n} questions, ${m.errors ?? 0} errors, ${formatDuration(m.usage.wall_seconds)}`,
+    `run ${outcome.runDir.split('/').pop()} ${outcome.status}: ${answered} answered, ${failed} failed` +
+      `${notReached > 0 ? `, ${notReached} not reached` : ''} of ${total} questions, ${formatDuration(m.usage.wall_seconds)}`,
   ];
+  if (answered === 0) lines.push('  no metrics: no question was answered');
+  else if (failed > 0) lines.push(`  metrics over the ${answered} answered questions (the ${failed} failed ones are left out):`);
   const width = Math.max(8, ...Object.keys(m.metrics).map((k) => k.length));
   for (const [name, a] of Object.entries(m.metrics)) {
     lines.push(`  ${name.padEnd(width)}  ${a.mean.toFixed(1).padStart(5)}  95% CI [${a.ciLow.toFixed(1)}, ${a.ciHigh.toFixed(1)}]`);

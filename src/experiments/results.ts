@@ -31,7 +31,10 @@ export interface MetricAggregate {
 }
 
 export interface RunMetrics {
+  /** Questions with a result: answered plus failed. */
   n: number;
+  /** Questions answered (no error); the metrics are computed over these only. */
+  answered?: number;
   metrics: Record<string, MetricAggregate>;
   usage: {
     llm_calls: number;
@@ -42,7 +45,7 @@ export interface RunMetrics {
   };
   /** Examples the run was asked to answer; `n < total` when it was stopped early. */
   total?: number;
-  /** Examples whose pipeline failed (scored as empty output). */
+  /** Examples whose pipeline failed (not part of the metrics; see `answered`). */
   errors?: number;
   /** How the run ended. */
   status?: 'FINISHED' | 'KILLED' | 'FAILED';

@@ -140,6 +140,7 @@ export function metricsForMlflow(m: RunMetrics): Record<string, number> {
   for (const [k, v] of Object.entries(m.usage)) out[k] = v;
   for (const [k, v] of Object.entries(m.decisions ?? {})) out[k] = v;
   if (m.errors !== undefined) out.errors = m.errors;
+  if (m.answered !== undefined) out.answered = m.answered;
   return out;
 }
 

@@ -150,12 +150,17 @@ export function summariseRun(
     usage.completion_tokens += r.usage.completionTokens;
     usage.cache_hits += r.usage.cacheHits;
   }
+  // Metrics describe answers: a question whose pipeline failed has none, and scoring it as an
+  // empty answer would mix "the method is wrong" with "the endpoint was down". Failures are
+  // counted beside them (`errors`), and the closing line states both.
+  const answered = results.filter((r) => r.error === undefined);
   return {
     n: results.length,
-    metrics: results.length > 0 ? aggregate(results) : {},
+    answered: answered.length,
+    metrics: answered.length > 0 ? aggregate(answered) : {},
     usage,
     total: info.total,
-    errors: results.filter((r) => r.error !== undefined).length,
+    errors: results.length - answered.length,
     ...(info.status ? { status: info.status } : {}),
   };
 }

@@ -104,3 +104,21 @@ describe('ambiqa run refuses bad input before any LLM call', () => {
     expect(msg).toContain('(sweep point threshold=9): pipeline.options.threshold: threshold (9) must be ≤ n (5)');
   });
 });
+
+describe('negative numbers given to options', () => {
+  it('`--limit -1` gets the one-line "positive whole number" error, not parseArgs\' three lines', async () => {
+    const { main } = await import('../../src/cli/main');
+    const lines: string[] = [];
+    const original = console.error;
+    console.error = (...args: unknown[]) => lines.push(args.map(String).join(' '));
+    let code: number;
+    try {
+      code = await main(['run', config('limit-negative'), '--limit', '-1']);
+    } finally {
+      console.error = original;
+    }
+    expect(code).toBe(1);
+    expect(lines.join('\n')).toBe('ambiqa run: --limit -1: must be a positive whole number');
+    expect(existsSync(callLog)).toBe(false);
+  });
+});

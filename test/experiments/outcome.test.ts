@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { describeOutcome } from '../../src/experiments/cli-support';
-import type { RunOutcome } from '../../src/experiments/runner';
+import { metricsForMlflow, summariseRun, type RunOutcome } from '../../src/experiments/runner';
 import type { ExampleResult } from '../../src/experiments/results';
 
 function result(id: string, error?: string): ExampleResult {
@@ -33,6 +33,38 @@ describe('the end-of-run summary', () => {
   });
 
   it('prints no failure lines for a clean run', () => {
-    expect(describeOutcome(outcome([result('a')]))).not.toContain('failed');
+    const text = describeOutcome(outcome([result('a')]));
+    expect(text).not.toContain('failed (');
+    expect(text).toContain('1 answered, 0 failed of 1 questions');
+  });
+});
+
+describe('answered and failed questions', () => {
+  const aggregate = (rs: ExampleResult[]) => {
+    const xs = rs.map((r) => r.metrics.rougeL ?? 0);
+    const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+    return { rougeL: { mean, ciLow: Math.min(...xs), ciHigh: Math.max(...xs), n: xs.length } };
+  };
+  const scored = (id: string, rougeL: number, error?: string) => ({ ...result(id, error), metrics: { rougeL } });
+
+  it('are counted separately, and metrics cover the answered ones only', () => {
+    const results = [scored('a', 40), scored('b', 60), scored('c', 0, 'HTTP 500 from x (gave up after 4 attempts)')];
+    const metrics = summariseRun(results, aggregate, { wallSeconds: 2, total: 4, status: 'FINISHED' });
+    expect(metrics).toMatchObject({ n: 3, answered: 2, errors: 1, total: 4 });
+    expect(metrics.metrics.rougeL).toMatchObject({ mean: 50, n: 2 });
+    const text = describeOutcome({ ...outcome(results), metrics });
+    expect(text.split('\n')[0]).toBe('run x FINISHED: 2 answered, 1 failed, 1 not reached of 4 questions, 2s');
+    expect(text).toContain('metrics over the 2 answered questions (the 1 failed ones are left out)');
+    expect(metricsForMlflow(metrics)).toMatchObject({ answered: 2, errors: 1, rougeL: 50 });
+  });
+
+  it('a run where every question failed prints no confidence intervals over failures', () => {
+    const results = [scored('a', 0, 'down'), scored('b', 0, 'down')];
+    const metrics = summariseRun(results, aggregate, { wallSeconds: 1, total: 2, status: 'FINISHED' });
+    expect(metrics.metrics).toEqual({});
+    const text = describeOutcome({ ...outcome(results), metrics });
+    expect(text).toContain('0 answered, 2 failed of 2 questions');
+    expect(text).toContain('no metrics: no question was answered');
+    expect(text).not.toMatch(/CI \[/);
   });
 });
