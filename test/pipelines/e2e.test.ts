@@ -76,6 +76,12 @@ function expectCompleteTrace(trace: Trace, pipeline: PipelineName, example: Exam
       expect(c.promptTokens).toBeGreaterThan(0);
       if (!c.cacheHit) expect(c.latencySeconds).toBeGreaterThan(0);
     }
+    // Judgments on the embedded model are graded: read from next-token probabilities, never 0/1 text.
+    if (call.judge) {
+      expect(call.judge.mode).toBe('probability');
+      expect(call.judge.p).toBeGreaterThan(0);
+      expect(call.judge.p).toBeLessThan(1);
+    }
   });
   const sum = (f: (c: Trace['llmCalls'][number]['completions'][number]) => number) =>
     trace.llmCalls.reduce((s, call) => s + call.completions.reduce((t, c) => t + f(c), 0), 0);
