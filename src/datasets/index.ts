@@ -14,6 +14,7 @@ import { loadQaFeedback } from './qa-feedback';
 import { assertReadableFile } from './read';
 import { sampleIndices } from './sample';
 import { loadSituatedQa } from './situatedqa';
+import { loadTwoWikiMultihop } from './two-wiki-multihop';
 import type { DatasetName, Example } from './types';
 
 export type { DatasetName, Example, ExamplePassage, FeverLabel, QaPair } from './types';
@@ -21,7 +22,7 @@ export { loadQaFeedback };
 export { FEVER_LABELS, feverPageTitle } from './fever';
 export { sampleIndices, seededRandom } from './sample';
 
-export const datasetNames: readonly DatasetName[] = ['asqa', 'ambignq', 'situatedqa', 'hotpotqa-adversarial', 'fever'];
+export const datasetNames: readonly DatasetName[] = ['asqa', 'ambignq', 'situatedqa', 'hotpotqa-adversarial', '2wikimultihop', 'fever'];
 
 /** Where each dataset's evaluation file lives under the data dir (as distributed upstream). */
 export const defaultDatasetFiles: Record<DatasetName, string> = {
@@ -29,6 +30,8 @@ export const defaultDatasetFiles: Record<DatasetName, string> = {
   ambignq: 'ambignq/dev_light.json',
   situatedqa: 'situatedqa/temp.dev.jsonl',
   'hotpotqa-adversarial': 'hotpotqa-adversarial/sim_dev.json',
+  // The official release's dev file (not in the shared data, which has only the few-shot subset).
+  '2wikimultihop': '2wikimultihop/dev.json',
   fever: 'fever/paper_test_processed.jsonl',
 };
 
@@ -59,10 +62,11 @@ const FORMAT_LABELS: Record<DetectedFormat, string> = {
   ambignq: 'AmbigNQ (dataset ambignq)',
   situatedqa: 'SituatedQA (dataset situatedqa)',
   'hotpotqa-adversarial': 'adversarial HotpotQA (dataset hotpotqa-adversarial)',
+  '2wikimultihop': '2WikiMultihopQA (dataset 2wikimultihop)',
   fever: 'FEVER claims (dataset fever)',
   'qa-feedback': 'qa-feedback (ASQA train questions with passages; loads as dataset asqa)',
   'fever-ids': 'a list of FEVER claim ids (sampled_ids.json)',
-  hotpotqa: 'plain HotpotQA / 2WikiMultihop (not an ambiqa dataset)',
+  hotpotqa: 'plain HotpotQA (not an ambiqa dataset)',
   predictions: 'a predictions file ({"id", "output"/"answer"} per line)',
   unknown: 'no format ambiqa knows',
 };
@@ -97,6 +101,8 @@ export function detectDataset(path: string): DetectedFormat {
   if (has('edited_question')) return 'situatedqa';
   if (/"label"\s*:\s*"(SUPPORTS|REFUTES|NOT ENOUGH INFO)"/.test(text) && (has('claim') || has('evidence') || has('pars'))) return 'fever';
   if (has('passages') && has('answer') && has('question') && /^\s*\[/.test(text)) return 'qa-feedback';
+  // 2WikiMultihopQA has HotpotQA's keys plus its evidence triples.
+  if (has('supporting_facts') && (has('evidences') || /"type"\s*:\s*"(compositional|inference|bridge_comparison)"/.test(text))) return '2wikimultihop';
   if (has('supporting_facts') || (has('_id') && has('type') && has('answer')) || /"type"\s*:\s*"(comparison|bridge)"/.test(text)) return 'hotpotqa';
   if (/^\s*\[\s*-?\d+(\s*,\s*-?\d+)*\s*(,|\])/.test(text)) return 'fever-ids';
   const firstLine = text.split('\n').find((l) => l.trim());
@@ -116,6 +122,7 @@ const LOADERS: Record<DatasetName, (path: string, options: LoadOptions) => Examp
   ambignq: (path) => loadAmbigNq(path),
   situatedqa: (path) => loadSituatedQa(path),
   'hotpotqa-adversarial': (path) => loadHotpotQaAdversarial(path),
+  '2wikimultihop': (path) => loadTwoWikiMultihop(path),
   fever: (path, o) => loadFever(path, { split: o.split, idsFile: o.idsFile }),
 };
 

@@ -1,6 +1,6 @@
 /** One example shape for every dataset; loaders fill what their format carries. */
 
-export type DatasetName = 'asqa' | 'ambignq' | 'situatedqa' | 'hotpotqa-adversarial' | 'fever';
+export type DatasetName = 'asqa' | 'ambignq' | 'situatedqa' | 'hotpotqa-adversarial' | '2wikimultihop' | 'fever';
 
 /** A disambiguated question (DQ) with its short answers (ASQA `qa_pairs`, AmbigNQ multipleQAs). */
 export interface QaPair {
@@ -33,9 +33,9 @@ export interface Example {
   longAnswers: string[];
   /** FEVER: the gold label. */
   label?: FeverLabel;
-  /** Passages the example carries (HotpotQA paragraphs, FEVER evidence, ASQA knowledge). */
+  /** Passages the example carries (HotpotQA / 2WikiMultihopQA paragraphs, FEVER evidence, ASQA knowledge). */
   passages: ExamplePassage[];
-  /** HotpotQA-adversarial: the gold rationale; useful as a CoT demo. */
+  /** HotpotQA-adversarial, 2WikiMultihopQA: the gold rationale (supporting sentences); useful as a CoT demo. */
   rationale?: string;
   /**
    * Format-specific facts a loader keeps beside the common fields (plain JSON): SituatedQA

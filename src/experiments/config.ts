@@ -28,6 +28,7 @@ export const datasetNames = [
   'ambignq',
   'situatedqa',
   'hotpotqa-adversarial',
+  '2wikimultihop',
   'fever',
 ] as const satisfies readonly DatasetName[];
 

@@ -111,7 +111,7 @@ export const calibrationFamily: MetricFamily = {
   family: 'calibration',
   reference: 'Verify-and-Edit (Zhao et al. 2023) f1auc_score, after Ye & Durrett 2022',
   metrics: ['auc'],
-  datasets: ['ambignq', 'situatedqa', 'hotpotqa-adversarial', 'fever'],
+  datasets: ['ambignq', 'situatedqa', 'hotpotqa-adversarial', '2wikimultihop', 'fever'],
   defaults: [],
   async score(input) {
     const c = input.consistency;

@@ -84,7 +84,7 @@ export const squadFamily: MetricFamily = {
   family: 'squad',
   reference: 'SQuAD v2.0 evaluate-v2.0.py (normalize_answer, compute_exact, compute_f1)',
   metrics: ['em', 'f1'],
-  datasets: ['ambignq', 'situatedqa', 'hotpotqa-adversarial'],
+  datasets: ['ambignq', 'situatedqa', 'hotpotqa-adversarial', '2wikimultihop'],
   defaults: ['em', 'f1'],
   score: ({ text, example }, want) => [
     ...(want.has('em') ? [ExactMatch({ output: text, expected: example.answers })] : []),

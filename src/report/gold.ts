@@ -11,6 +11,7 @@ import { loadAsqa } from '../datasets/asqa';
 import { loadFever } from '../datasets/fever';
 import { loadHotpotQaAdversarial } from '../datasets/hotpotqa-adversarial';
 import { loadSituatedQa } from '../datasets/situatedqa';
+import { loadTwoWikiMultihop } from '../datasets/two-wiki-multihop';
 import type { Example } from '../datasets/types';
 import { describeError } from '../errors';
 import type { GoldDqs } from '../plots/pruning';
@@ -29,6 +30,7 @@ const loaders: Record<string, (path: string, split?: string) => Example[]> = {
   ambignq: (path) => loadAmbigNq(path),
   situatedqa: (path) => loadSituatedQa(path),
   'hotpotqa-adversarial': (path) => loadHotpotQaAdversarial(path),
+  '2wikimultihop': (path) => loadTwoWikiMultihop(path),
   fever: (path) => loadFever(path),
 };
 

@@ -21,7 +21,7 @@ import { AmbiqaError } from '../errors';
 import { cleanText, passageId, readPassageRows, windowText } from './corpus';
 import { questionKey, type Passage } from './types';
 
-export const SOURCE_KINDS = ['asqa', 'qa-feedback', 'hotpotqa-adversarial', 'fever', 'jsonl'] as const;
+export const SOURCE_KINDS = ['asqa', 'qa-feedback', 'hotpotqa-adversarial', '2wikimultihop', 'fever', 'jsonl'] as const;
 export type SourceKind = (typeof SOURCE_KINDS)[number];
 
 export interface CorpusSource {
@@ -136,6 +136,23 @@ export function readHotpotAdversarial(path: string): RawDocument[] {
   return docs;
 }
 
+/** 2WikiMultihopQA (`dev.json`): the 10 paragraphs of each question (`context: [[title, sentences]]`). */
+export function readTwoWikiMultihop(path: string): RawDocument[] {
+  const rows = readJson(path, '2WikiMultihopQA');
+  if (!Array.isArray(rows)) throw formatError(path, '2WikiMultihopQA', 'expected a JSON array');
+  const docs: RawDocument[] = [];
+  rows.forEach((row, i) => {
+    if (!Array.isArray(row?.context)) throw formatError(path, '2WikiMultihopQA', `record ${i} has no "context"`);
+    const questions = row._id !== undefined ? [questionKey('2wikimultihop', String(row._id))] : undefined;
+    for (const paragraph of row.context) {
+      if (!Array.isArray(paragraph) || !Array.isArray(paragraph[1])) continue;
+      const text = paragraph[1].filter((s: unknown) => typeof s === 'string').join(' ');
+      if (text.trim()) docs.push({ source: '2wikimultihop', title: String(paragraph[0] ?? ''), text, ...(questions ? { questions } : {}) });
+    }
+  });
+  return docs;
+}
+
 const PTB: Record<string, string> = { '-LRB-': '(', '-RRB-': ')', '-LSB-': '[', '-RSB-': ']', '-LCB-': '{', '-RCB-': '}', '-COLON-': ':' };
 const unPtb = (s: string) => s.replace(/-(LRB|RRB|LSB|RSB|LCB|RCB|COLON)-/g, (m) => PTB[m]);
 
@@ -221,6 +238,8 @@ export function readSource(source: CorpusSource): RawDocument[] {
       return readQaFeedback(source.path);
     case 'hotpotqa-adversarial':
       return readHotpotAdversarial(source.path);
+    case '2wikimultihop':
+      return readTwoWikiMultihop(source.path);
     case 'fever':
       return readFever(source.path);
     case 'jsonl':
@@ -235,6 +254,7 @@ export function defaultSources(root = dataDir()): CorpusSource[] {
     { kind: 'qa-feedback', path: join(root, 'qa-feedback', 'dev.json') },
     { kind: 'hotpotqa-adversarial', path: join(root, 'hotpotqa-adversarial', 'sim_dev.json') },
     { kind: 'hotpotqa-adversarial', path: join(root, 'hotpotqa-adversarial', 'sim_train.json') },
+    { kind: '2wikimultihop', path: join(root, '2wikimultihop', 'dev.json') },
     { kind: 'fever', path: join(root, 'fever', 'paper_test_processed.jsonl') },
   ];
   return candidates.filter((c) => existsSync(c.path));

@@ -17,8 +17,10 @@ build   pool passages into one JSONL corpus: ~100-word windows, "Title | Section
           asqa=<ASQA json>                  qa_pairs[].context and annotations[].knowledge[]
           qa-feedback=<dev.json>            the wikipage: … text: … passages in each "text"
           hotpotqa-adversarial=<sim_*.json> the 4 paragraphs of each question
+          2wikimultihop=<dev.json>          the 10 paragraphs of each question
           fever=<paper_test_processed.jsonl> gold evidence sentences grouped by page
-          jsonl=<file>                      your passages, one {"id"?, "title", "section"?, "text"} a line
+          jsonl=<file>                      your passages, one {"id"?, "title", "section"?, "text",
+                                            "annotated_for"?} a line
         --window <words>  target passage length (default 100)
 info    count the passages of a corpus file and check every line`;
 
