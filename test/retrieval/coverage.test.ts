@@ -95,6 +95,23 @@ describe('ambiqa corpus build + ambiqa coverage', () => {
     }
   });
 
+  it('reports one way, saying why, for a corpus without question annotations; refuses --exclude own on it', async () => {
+    const err = vi.spyOn(console, 'error').mockImplementation(() => {});
+    const log = vi.spyOn(console, 'log').mockImplementation(() => {});
+    try {
+      const plain = join(tmp, 'plain.jsonl');
+      writeFileSync(plain, ['Ali Daei scored 109 goals.', 'Construction began in 1887.'].map((text, i) => JSON.stringify({ id: `p${i}`, title: 't', text })).join('\n') + '\n');
+      const out = join(tmp, 'plain-curve.json');
+      expect(await coverageCommand(['--data', asqaPath, '--corpus', plain, '--k', '1,2', '--out', out])).toBe(0);
+      expect(JSON.parse(readFileSync(out, 'utf8'))).toMatchObject({ exclude: 'none', ks: [1, 2] });
+      expect(err.mock.calls.flat().join('\n')).toMatch(/records no question annotations.*without exclusion only/);
+      await expect(coverageCommand(['--data', asqaPath, '--corpus', plain, '--exclude', 'own'])).rejects.toThrow(/exclude: own, but the corpus .*plain\.jsonl records no question annotations/);
+    } finally {
+      err.mockRestore();
+      log.mockRestore();
+    }
+  });
+
   it('names the bad option', async () => {
     await expect(coverageCommand(['--corpus', 'x.jsonl', '--k', '5,-1'])).rejects.toThrow(/--k must list positive integers/);
     await expect(coverageCommand(['--corpus', 'x.jsonl', '--retriever', 'splade'])).rejects.toThrow(/--retriever splade/);

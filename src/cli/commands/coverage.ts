@@ -75,7 +75,11 @@ export async function run(argv: string[]): Promise<number> {
   const items = readAsqaCoverageItems(dataPath).slice(0, limit);
   const corpus = values.corpus ? loadCorpus(values.corpus) : corpusFromPassages(buildCorpus(defaultSources()).passages);
   const corpusName = values.corpus ?? `(the data's passages, pooled from ${dataDir()})`;
-  const modes = values.exclude === 'both' ? (['none', 'own'] as const) : ([values.exclude as 'none' | 'own'] as const);
+  const annotated = corpus.passages.some((p) => p.annotatedFor?.length);
+  if (values.exclude === 'both' && !annotated) {
+    console.error(`warning: ${corpusName} records no question annotations ("annotated_for"); AC@k is reported without exclusion only (rebuild it with \`ambiqa corpus build\` for both ways)`);
+  }
+  const modes = values.exclude === 'both' ? (annotated ? (['none', 'own'] as const) : (['none'] as const)) : ([values.exclude as 'none' | 'own'] as const);
   const progress = (label: string) => (done: number, total: number) => {
     if (process.stderr.isTTY) process.stderr.write(`\r${label} ${done}/${total}`);
     if (done === total && process.stderr.isTTY) process.stderr.write('\n');
