@@ -24,7 +24,7 @@ import { artifactsDir, dataDir } from '../src/config/paths';
 import { createComposer } from '../src/experiments/compose';
 import { resolveExperimentConfig } from '../src/experiments/config';
 import { runExperiment, type RunOutcome } from '../src/experiments/runner';
-import { manifestPath } from '../src/setup/manifest';
+import { manifestPath } from '../src/config/models';
 
 const { values } = parseArgs({
   options: {

@@ -15,14 +15,14 @@ import { assertReadableFile } from './read';
 import { sampleIndices } from './sample';
 import { loadSituatedQa } from './situatedqa';
 import { loadTwoWikiMultihop } from './two-wiki-multihop';
-import type { DatasetName, Example } from './types';
+import { datasetNames, type DatasetName, type Example } from './types';
 
 export type { DatasetName, Example, ExamplePassage, FeverLabel, QaPair } from './types';
 export { loadQaFeedback };
 export { FEVER_LABELS, feverPageTitle } from './fever';
 export { sampleIndices, seededRandom } from './sample';
 
-export const datasetNames: readonly DatasetName[] = ['asqa', 'ambignq', 'situatedqa', 'hotpotqa-adversarial', '2wikimultihop', 'fever'];
+export { datasetNames } from './types';
 
 /** Where each dataset's evaluation file lives under the data dir (as distributed upstream). */
 export const defaultDatasetFiles: Record<DatasetName, string> = {

@@ -2,6 +2,7 @@
  * Reading JSON and JSONL data files with errors a person can act on: every message names the
  * file, and the line (JSONL), the record (its id or index) and the field that is wrong.
  */
+import { formatIssues } from '../common/zod-issues';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import type { z } from 'zod';
 import { AmbiqaError } from '../errors';
@@ -116,16 +117,9 @@ export function readJsonlFile(path: string, what = 'data file'): { lines: JsonlL
   return { lines, problems };
 }
 
-/** "field.path" of a zod issue, e.g. `qa_pairs[2].short_answers`. */
-export function issuePath(path: ReadonlyArray<PropertyKey>): string {
-  let out = '';
-  for (const p of path) out += typeof p === 'number' ? `[${p}]` : out ? `.${String(p)}` : String(p);
-  return out || '(record)';
-}
-
-/** One line per zod issue: `<where>: <field>: <message>`. */
+/** One line per zod issue: `<where>: <field>: <what is wrong>`. */
 export function describeIssues(where: string, error: z.ZodError): string[] {
-  return error.issues.map((issue) => `${where}: ${issuePath(issue.path)}: ${issue.message}`);
+  return formatIssues(error.issues).map((line) => `${where}: ${line}`);
 }
 
 /** Throw one AmbiqaError listing the first problems (and how many more there are). */

@@ -1,6 +1,8 @@
 /** One example shape for every dataset; loaders fill what their format carries. */
 
-export type DatasetName = 'asqa' | 'ambignq' | 'situatedqa' | 'hotpotqa-adversarial' | '2wikimultihop' | 'fever';
+/** The datasets ambiqa reads (one loader each); the one list every other place derives from. */
+export const datasetNames = ['asqa', 'ambignq', 'situatedqa', 'hotpotqa-adversarial', '2wikimultihop', 'fever'] as const;
+export type DatasetName = (typeof datasetNames)[number];
 
 /** A disambiguated question (DQ) with its short answers (ASQA `qa_pairs`, AmbigNQ multipleQAs). */
 export interface QaPair {

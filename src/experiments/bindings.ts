@@ -14,7 +14,7 @@ import { defaultSentenceSplitter, type SentenceSplitter } from '../metrics/sente
 import { createPipeline as createRegisteredPipeline, pipelineNames as registeredPipelineNames, pipelineOptionsSchema as registeredOptionsSchema } from '../pipelines/registry';
 import type { Pipeline } from '../pipelines/types';
 import type { MethodDecisions, PipelineName, Trace } from '../trace/types';
-import type { ExampleResult, MetricAggregate } from './results';
+import type { ExampleResult, MetricAggregate } from '../run-files';
 
 /**
  * What the runner needs from the pipeline and metric modules, in one narrow place: pipeline

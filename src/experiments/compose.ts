@@ -28,7 +28,7 @@ import {
 } from './bindings';
 import { scriptedLlmSchema, type ConfigRegistry, type ExperimentConfig } from './config';
 import { collectProvenance, provenanceTags, type Provenance } from './provenance';
-import type { ExampleResult, MetricAggregate } from './results';
+import type { ExampleResult, MetricAggregate } from '../run-files';
 import type { RunComponents, TrackingFactory } from './runner';
 import { checkReaderSpec, createReader, defaultReaderSpec, parseReaderSpec, type ReaderHandle } from './reader';
 import { createScriptedLanguageModel } from './scripted-llm';

@@ -1,14 +1,15 @@
 import { registerKeyOfConfig } from '../common/secrets';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { basename, extname, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import YAML from 'yaml';
 import { dataDir, projectRoot } from '../config/paths';
-import { defaultDatasetFiles } from '../datasets/index';
+import { datasetNames, defaultDatasetFiles } from '../datasets/index';
 import type { DatasetName } from '../datasets/types';
 import { AmbiqaError } from '../errors';
 import type { PipelineName } from '../trace/types';
-import { formatIssues } from './issues';
+import { readYamlMapping } from '../common/yaml';
+import { formatIssues } from '../common/zod-issues';
 import { applyOverrides, type Override } from './overrides';
 import { formatShard, parseShard, type Shard } from './shard';
 
@@ -22,18 +23,6 @@ import { formatShard, parseShard, type Shard } from './shard';
  * Every message names the file and the dotted field, and lists allowed values where there is a
  * fixed set.
  */
-
-export const datasetNames = [
-  'asqa',
-  'ambignq',
-  'situatedqa',
-  'hotpotqa-adversarial',
-  '2wikimultihop',
-  'fever',
-] as const satisfies readonly DatasetName[];
-
-/** Where each dataset's evaluation file lives under the data dir when `dataset.path` is not given. */
-export const defaultDatasetPaths: Record<DatasetName, string> = defaultDatasetFiles;
 
 /** What the modules that own the parts of a config tell the config checker. */
 export interface ConfigRegistry {
@@ -181,20 +170,17 @@ export interface LoadOptions {
 
 /** Read a YAML config, apply CLI overrides, validate every part and resolve paths. */
 export function loadExperimentConfig(file: string, registry: ConfigRegistry, options: LoadOptions = {}): ExperimentConfig {
-  if (!existsSync(file)) {
-    throw new AmbiqaError(`config file not found: ${file}`, 'give the path of a YAML file, e.g. experiments/toc-asqa.yaml');
-  }
-  let raw: unknown;
-  try {
-    raw = YAML.parse(readFileSync(file, 'utf8'));
-  } catch (error) {
-    throw new AmbiqaError(`${file}: not valid YAML: ${(error as Error).message}`, 'fix the YAML syntax');
-  }
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
-    throw new AmbiqaError(`${file}: must be a YAML mapping with dataset:, pipeline:, llm: …`);
-  }
+  const raw = readExperimentFile(file);
   const defaultName = basename(file, extname(file));
-  return resolveExperimentConfig(raw as Record<string, unknown>, registry, { ...options, source: file, defaultName });
+  return resolveExperimentConfig(raw, registry, { ...options, source: file, defaultName });
+}
+
+/** The raw mapping of an experiment (or sweep) YAML file, before validation. */
+export function readExperimentFile(file: string): Record<string, unknown> {
+  return readYamlMapping(file, {
+    what: 'dataset:, pipeline:, llm: …',
+    missingHint: 'give the path of a YAML file, e.g. experiments/toc-asqa.yaml',
+  });
 }
 
 /** Validate an already-parsed config object (the sweep uses this for each grid point). */
@@ -304,7 +290,7 @@ export function resolveExperimentConfig(
     }
   }
 
-  const datasetPath = resolveDataPath(file.dataset.path ?? defaultDatasetPaths[file.dataset.name]);
+  const datasetPath = resolveDataPath(file.dataset.path ?? defaultDatasetFiles[file.dataset.name]);
   const demosPath = file.dataset.demos !== undefined ? resolveDataPath(file.dataset.demos) : undefined;
   const idsPath = file.dataset.ids !== undefined ? resolveDataPath(file.dataset.ids) : undefined;
   if (options.checkFiles !== false) {
@@ -381,7 +367,7 @@ export function configToYaml(config: ExperimentConfig, header?: string): string 
 /** Parse a run dir's `config.yaml` back (already resolved; not re-validated against registries). */
 export function readResolvedConfig(path: string): ExperimentConfig {
   if (!existsSync(path)) throw new AmbiqaError(`not a run directory: ${path} is missing`, 'pass a folder written by `ambiqa run`');
-  const config = YAML.parse(readFileSync(path, 'utf8')) as ExperimentConfig;
+  const config = readYamlMapping(path) as unknown as ExperimentConfig;
   registerKeyOfConfig(config);
   return config;
 }

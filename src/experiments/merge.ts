@@ -1,12 +1,12 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { AmbiqaError } from '../errors';
 import type { Trace } from '../trace/types';
 import type { RunTracker } from '../tracking/types';
 import { configFingerprint, configToYaml, diffConfigs, readResolvedConfig, type ExperimentConfig } from './config';
-import { readJsonl, writeFileAtomic, writeJsonlAtomic } from './jsonl';
-import type { ExampleResult, MetricAggregate, RunMetrics } from './results';
-import { readJson, runFiles, writeJson, type MlflowRecord, type RunState } from './rundir';
+import { readJsonl, writeFileAtomic, writeJsonlAtomic } from '../common/jsonl';
+import type { ExampleResult, MetricAggregate, RunMetrics } from '../run-files';
+import { readJson, runFiles, writeJson, type MlflowRecord, type RunState } from '../run-files';
 import { runStarted } from './run-dir';
 import { configParams, guard, metricsForMlflow, type TrackingFactory } from './run-tracking';
 import { summariseRun } from './runner';

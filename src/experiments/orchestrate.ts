@@ -1,12 +1,13 @@
 import type { Example } from '../datasets/types';
+import type { UsageTotals } from '../llm/types';
+import { meteredModel } from '../llm/usage';
 import type { Pipeline, PipelineContext, PipelineOutput } from '../pipelines/types';
 import { questionKey } from '../retrieval/types';
 import type { Trace, TraceSummary } from '../trace/types';
-import { JsonlAppender, readJsonl, writeJsonlAtomic } from './jsonl';
+import { JsonlAppender, readJsonl, writeJsonlAtomic } from '../common/jsonl';
 import type { ProgressSink, ProgressState } from './progress';
-import type { ExampleResult, MetricAggregate } from './results';
+import type { ExampleResult, MetricAggregate } from '../run-files';
 import type { IndexedExample } from './run-state';
-import { countingModel, emptyLiveUsage, type LiveUsage } from './usage';
 
 /** What a run is made of; built from a config by `compose.ts`, or by hand in tests. */
 export interface RunComponents {
@@ -50,7 +51,7 @@ export interface AnswerOutcome {
   fatal?: string;
   answeredNow: number;
   progress: ProgressState;
-  live: LiveUsage;
+  usage: UsageTotals;
 }
 
 /**
@@ -60,12 +61,11 @@ export interface AnswerOutcome {
  */
 export async function answerExamples(request: AnswerRequest): Promise<AnswerOutcome> {
   const { components, todo, progress } = request;
-  const live = emptyLiveUsage();
   const abort = new AbortController();
   const onOuterAbort = () => abort.abort(request.signal?.reason);
   if (request.signal?.aborted) abort.abort(request.signal.reason);
   request.signal?.addEventListener('abort', onOuterAbort, { once: true });
-  const llm = countingModel(components.context.llm, live, abort.signal);
+  const llm = meteredModel(components.context.llm, { signal: abort.signal });
   const context: PipelineContext = { ...components.context, llm, signal: abort.signal };
 
   const resultsOut = new JsonlAppender(request.resultsPath);
@@ -75,16 +75,10 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
     total: request.total,
     resumed: request.resumedCount,
     errors: 0,
-    llmCalls: 0,
-    promptTokens: 0,
-    completionTokens: 0,
-    cacheHits: 0,
+    usage: llm.usage.snapshot(),
   };
   const syncProgress = () => {
-    state.llmCalls = live.llmCalls;
-    state.promptTokens = live.promptTokens;
-    state.completionTokens = live.completionTokens;
-    state.cacheHits = live.cacheHits;
+    state.usage = llm.usage.snapshot();
   };
   const ticker = setInterval(() => {
     syncProgress();
@@ -155,7 +149,7 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
     tracesOut.close();
   }
   syncProgress();
-  return { interrupted: abort.signal.aborted, ...(fatal ? { fatal } : {}), answeredNow, progress: state, live };
+  return { interrupted: abort.signal.aborted, ...(fatal ? { fatal } : {}), answeredNow, progress: state, usage: state.usage };
 }
 
 function failedResult(example: Example, index: number, metrics: Record<string, number>, error: string): ExampleResult {

@@ -1,3 +1,5 @@
+import type { UsageTotals } from '../llm/types';
+
 /**
  * The live progress line of `ambiqa run` on stderr: examples done/total, ETA, LLM calls, tokens,
  * cache hits and errors. On a terminal it redraws one line; elsewhere (CI logs, files) it prints
@@ -9,10 +11,8 @@ export interface ProgressState {
   /** Examples finished in earlier sessions of a resumed run (not used for the ETA). */
   resumed: number;
   errors: number;
-  llmCalls: number;
-  promptTokens: number;
-  completionTokens: number;
-  cacheHits: number;
+  /** LLM usage of this session so far (calls finished, cache hits included). */
+  usage: UsageTotals;
 }
 
 export interface ProgressSink {
@@ -89,9 +89,9 @@ export class ProgressBar implements ProgressSink {
     if (state.done < state.total) {
       parts.push(doneHere > 0 ? `ETA ${formatDuration((elapsed / doneHere) * (state.total - state.done))}` : 'ETA ?');
     }
-    parts.push(`llm ${state.llmCalls} calls`);
-    parts.push(`tokens ${formatCount(state.promptTokens)}+${formatCount(state.completionTokens)}`);
-    parts.push(`cache hits ${state.cacheHits}`);
+    parts.push(`llm ${state.usage.calls} calls`);
+    parts.push(`tokens ${formatCount(state.usage.promptTokens)}+${formatCount(state.usage.completionTokens)}`);
+    parts.push(`cache hits ${state.usage.cacheHits}`);
     parts.push(`errors ${state.errors}`);
     return parts.join(' | ');
   }

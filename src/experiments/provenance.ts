@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectRoot } from '../config/paths';
-import { readModelManifest } from '../setup/manifest';
+import { readModelManifest } from '../config/models';
 
 /**
  * What a run records about the code and models that produced it, as MLflow tags: the git commit

@@ -2,8 +2,8 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { AmbiqaError } from '../errors';
 import { configFingerprint, configToYaml, diffConfigs, readResolvedConfig, type ExperimentConfig } from './config';
-import { repairJsonl, writeFileAtomic } from './jsonl';
-import { runFiles } from './rundir';
+import { repairJsonl, writeFileAtomic } from '../common/jsonl';
+import { runFiles } from '../run-files';
 import { redactConfig } from './secrets';
 
 /** Absolute paths of one run directory's files. */

@@ -1,9 +1,9 @@
 import type { Example } from '../datasets/types';
 import { AmbiqaError } from '../errors';
 import type { ExperimentConfig } from './config';
-import { readJsonl } from './jsonl';
-import type { ExampleResult } from './results';
-import { readJson, writeJson, type RunState } from './rundir';
+import { readJsonl } from '../common/jsonl';
+import type { ExampleResult } from '../run-files';
+import { readJson, writeJson, type RunState } from '../run-files';
 import { parseShard, selectShard } from './shard';
 
 export interface IndexedExample {

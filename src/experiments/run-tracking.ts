@@ -5,8 +5,7 @@ import type { Example } from '../datasets/types';
 import type { Trace } from '../trace/types';
 import type { ExperimentConfig } from './config';
 import { describeRunStart, modelTags } from './run-page';
-import type { RunMetrics } from './results';
-import { readJson, writeJson, type MlflowRecord } from './rundir';
+import { readJson, writeJson, type MlflowRecord, type RunMetrics } from '../run-files';
 
 /** Opens the tracking backend for a run dir (live MLflow, or an on-disk buffer when it is down). */
 export type TrackingFactory = (runDir: string) => Promise<Tracking>;

@@ -1,14 +1,14 @@
 import type { ExperimentConfig } from './config';
 import { answerExamples, collectResults, type RunComponents } from './orchestrate';
 import { silentProgress, type ProgressSink } from './progress';
-import type { ExampleResult, MetricAggregate, RunMetrics } from './results';
+import type { ExampleResult, MetricAggregate, RunMetrics } from '../run-files';
 import { openRunDir } from './run-dir';
 import { planWork, RunStateFile } from './run-state';
 import { RunTrackingSession, type FigureLogger, type TrackingFactory } from './run-tracking';
-import { writeJson, type MlflowRecord } from './rundir';
+import { writeJson, type MlflowRecord } from '../run-files';
 import { decisionStatistics } from '../metrics/decisions';
 import type { Trace } from '../trace/types';
-import { readJsonl } from './jsonl';
+import { readJsonl } from '../common/jsonl';
 
 export { checkRunDir } from './run-dir';
 export type { RunComponents } from './orchestrate';

@@ -1,6 +1,6 @@
 import type { GridAxis, GridPoint } from './grid';
 import { formatValue } from './grid';
-import type { RunMetrics } from './results';
+import type { RunMetrics } from '../run-files';
 
 /**
  * The table a sweep leaves on its parent run: one row per grid point, the swept values, each

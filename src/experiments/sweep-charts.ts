@@ -1,5 +1,5 @@
 import type { GridAxis, GridPoint } from './grid';
-import type { RunMetrics } from './results';
+import type { RunMetrics } from '../run-files';
 
 /**
  * How a sweep shows up in MLflow's charts. The parent run gets each point's headline metrics as a

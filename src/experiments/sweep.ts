@@ -6,8 +6,8 @@ import { configToYaml, resolveExperimentConfig, type ConfigRegistry, type Experi
 import { expandGrid, gridAxes, type GridAxis, type GridPoint } from './grid';
 import { applyOverrides } from './overrides';
 import type { ProgressSink } from './progress';
-import type { RunMetrics } from './results';
-import { readJson, runFiles, writeJson, type MlflowRecord, type RunState } from './rundir';
+import type { RunMetrics } from '../run-files';
+import { readJson, runFiles, writeJson, type MlflowRecord, type RunState } from '../run-files';
 import { runStarted } from './run-dir';
 import { configParams, guard, type FigureLogger, type TrackingFactory } from './run-tracking';
 import { runExperiment, type RunComponents } from './runner';

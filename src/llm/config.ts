@@ -1,3 +1,4 @@
+import { formatIssues } from '../common/zod-issues';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { AmbiqaError } from '../errors';
@@ -95,7 +96,7 @@ export interface ResolvedLlmConfig extends LlmConfig {
 export function resolveLlmConfig(config: LlmConfigInput | LlmConfig = {}): ResolvedLlmConfig {
   const parsed = llmConfigSchema.safeParse(config);
   if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `llm.${i.path.map(String).join('.') || '(top level)'}: ${i.message}`);
+    const lines = formatIssues(parsed.error.issues, { prefix: ['llm'], schema: llmConfigSchema, input: config });
     throw new AmbiqaError(`invalid llm config:\n  ${lines.join('\n  ')}`, 'fix the `llm:` section (see docs/llm.md)');
   }
   const c = parsed.data;

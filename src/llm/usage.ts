@@ -94,21 +94,26 @@ export function diffUsage(after: UsageTotals, before: UsageTotals): UsageTotals 
 
 /**
  * A view of `model` that meters its own calls, e.g. one per question when questions run
- * concurrently on one client (snapshot differences of the shared meter would mix them).
+ * concurrently on one client (snapshot differences of the shared meter would mix them), or one
+ * per run session (the progress line). With `signal`, every call is tied to it, so that an
+ * interrupt stops calls even where a caller does not pass a signal on.
  */
-export function meteredModel(model: LanguageModel): LanguageModel & { readonly usage: UsageMeter } {
+export function meteredModel(model: LanguageModel, options: { signal?: AbortSignal } = {}): LanguageModel & { readonly usage: UsageMeter } {
   const usage = new UsageMeter();
+  const { signal } = options;
   return {
     provider: model.provider,
     model: model.model,
     usage,
     async generate(request: GenerateRequest): Promise<GenerateResult> {
-      const result = await model.generate(request);
+      signal?.throwIfAborted();
+      const result = await model.generate(signal && !request.signal ? { ...request, signal } : request);
       usage.add(result);
       return result;
     },
     async judge(request: JudgeRequest): Promise<JudgeResult> {
-      const result = await model.judge(request);
+      signal?.throwIfAborted();
+      const result = await model.judge(signal && !request.signal ? { ...request, signal } : request);
       usage.addJudgement(result);
       return result;
     },

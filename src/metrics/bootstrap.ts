@@ -8,7 +8,7 @@
  * n = 0 gives NaN bounds; n = 1 gives a zero-width interval.
  */
 import { seededRandom } from '../datasets/sample';
-import type { MetricAggregate } from '../experiments/results';
+import type { MetricAggregate } from '../run-files';
 
 export interface BootstrapOptions {
   /** Number of resamples (default 1000). */

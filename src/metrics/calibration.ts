@@ -29,7 +29,7 @@
  */
 import { bootstrapInterval } from './bootstrap';
 import { feverFamily } from './fever';
-import type { MetricAggregate } from '../experiments/results';
+import type { MetricAggregate } from '../run-files';
 import type { MetricFamily, Score } from './score';
 import { squadFamily } from './squad';
 

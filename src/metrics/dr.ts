@@ -9,7 +9,7 @@
  * that have both, with a bootstrap CI of that statistic.
  */
 import { bootstrapInterval } from './bootstrap';
-import type { MetricAggregate } from '../experiments/results';
+import type { MetricAggregate } from '../run-files';
 import type { MetricFamily } from './score';
 
 export function drScore(disambigF1: number, rougeL: number): number {

@@ -16,7 +16,7 @@
  * computed.
  */
 import type { DatasetName, Example } from '../datasets/types';
-import type { RunMetrics, MetricAggregate } from '../experiments/results';
+import type { RunMetrics, MetricAggregate } from '../run-files';
 import type { TraceSummary } from '../trace/types';
 import { bootstrapMean, type BootstrapOptions } from './bootstrap';
 import type { DisambigReader } from './disambig-f1';

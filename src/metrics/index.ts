@@ -22,7 +22,7 @@ export {
 } from './registry';
 export { ExactMatch, F1, squadFamily, answerTokens, exactMatch, maxOverGolds, normalizeAnswer, tokenF1 } from './squad';
 export { StrEm, StrHit, strEmFamily, dqHits, exactPresence, strEm, strHit } from './str-em';
-export { porterStem } from './porter';
+export { porterStem } from '../text/porter';
 export {
   PunktSentenceSplitter,
   RuleBasedSentenceSplitter,

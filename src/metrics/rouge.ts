@@ -22,7 +22,7 @@
  *
  * Several references: the reference with the highest F-measure (`score_multi`).
  */
-import { porterStem } from './porter';
+import { porterStem } from '../text/porter';
 import { defaultSentenceSplitter, type SentenceSplitter } from './sentences';
 import type { MetricFamily, Score, SyncScorer } from './score';
 

@@ -7,7 +7,7 @@
  * has no disambiguated questions); aggregates skip nulls and say how many they skipped.
  */
 import type { DatasetName, Example } from '../datasets/types';
-import type { MetricAggregate } from '../experiments/results';
+import type { MetricAggregate } from '../run-files';
 import type { BootstrapOptions } from './bootstrap';
 import type { DisambigReader } from './disambig-f1';
 import type { SentenceSplitter } from './sentences';

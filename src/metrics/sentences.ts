@@ -35,7 +35,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { projectRoot } from '../config/paths';
 import { AmbiqaError } from '../errors';
-import { PY_DIGIT_CLASS, PY_SPACE_CLASS, firstCodePoint, pyIsLower, pyIsUpper, pyRstrip, pyStrip } from './pytext';
+import { PY_DIGIT_CLASS, PY_SPACE_CLASS, firstCodePoint, pyIsLower, pyIsUpper, pyRstrip, pyStrip } from '../text/pytext';
 
 export interface SentenceSplitter {
   /** e.g. `punkt-english (nltk 3.8)` or `rule-based (…)`; reported beside every ROUGE-Lsum number. */

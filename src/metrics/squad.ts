@@ -11,7 +11,7 @@
  *   in "éa" is NOT a separate word, unlike JavaScript's ASCII `\b`);
  * - white_space_fix: `' '.join(s.split())` with Python's Unicode whitespace.
  */
-import { PY_ASCII_PUNCTUATION, PY_WORD_CLASS, pySplit } from './pytext';
+import { PY_ASCII_PUNCTUATION, PY_WORD_CLASS, pySplit } from '../text/pytext';
 import type { MetricFamily, Score, SyncScorer } from './score';
 
 const punctuation = new Set(PY_ASCII_PUNCTUATION);

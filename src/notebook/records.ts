@@ -3,7 +3,7 @@
  * reports show. They are plain data so the core never depends on a dataframe library; frame.ts
  * turns them into danfojs DataFrames at the notebook's edge.
  */
-import type { ExampleResult } from '../experiments/results';
+import type { ExampleResult } from '../run-files';
 import { metricOf, perQuestionUsage, pipelineOf } from '../plots/runs';
 import type { RunData } from '../plots/types';
 import type { Trace } from '../trace/types';

@@ -3,6 +3,7 @@
  * The experiment runner validates `pipeline.options` against `pipelineOptionsSchemas[name]`
  * before any model call, then calls `createPipeline(name, options)`.
  */
+import { formatIssues } from '../common/zod-issues';
 import type { z } from 'zod';
 import { AmbiqaError } from '../errors';
 import type { PipelineName } from '../trace/types';
@@ -63,12 +64,6 @@ export function pipelineOptionsSchema(name: string): z.ZodType | undefined {
   return isPipelineName(name) ? pipelineOptionsSchemas[name] : undefined;
 }
 
-function formatIssue(issue: z.core.$ZodIssue): string {
-  const path = issue.path.map(String).join('.');
-  if (issue.code === 'unrecognized_keys') return `unknown option${issue.keys.length > 1 ? 's' : ''} ${issue.keys.join(', ')}`;
-  return path ? `option ${path}: ${issue.message}` : issue.message;
-}
-
 /** Validate and fill a pipeline's options; an AmbiqaError names every bad option. */
 export function parsePipelineOptions<N extends PipelineName>(name: N, options: unknown = {}): PipelineOptions<N> {
   const schema = pipelineOptionsSchemas[name] as z.ZodType;
@@ -76,7 +71,7 @@ export function parsePipelineOptions<N extends PipelineName>(name: N, options: u
   if (!result.success) {
     const allowed = Object.keys((schema as unknown as { shape: Record<string, unknown> }).shape ?? {}).join(', ');
     throw new AmbiqaError(
-      `pipeline ${name}: ${result.error.issues.map(formatIssue).join('; ')}`,
+      `pipeline ${name}: ${formatIssues(result.error.issues, { prefix: ['options'], schema, input: options ?? {} }).join('; ')}`,
       `allowed options: ${allowed}`,
     );
   }

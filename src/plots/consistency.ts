@@ -3,7 +3,7 @@
  * correct and for incorrect predictions, as two Gaussian KDEs with a rug of the raw values. The
  * paper's finding to reproduce: incorrect predictions concentrate at low consistency.
  */
-import type { ExampleResult } from '../experiments/results';
+import type { ExampleResult } from '../run-files';
 import type { Trace } from '../trace/types';
 import { correctness, type CorrectnessOptions } from './correctness';
 import { kdeCurve } from './kde';

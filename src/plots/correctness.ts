@@ -4,7 +4,7 @@
  * accuracy (FEVER), both 0 or 100 per example.
  */
 import { AmbiqaError } from '../errors';
-import type { ExampleResult } from '../experiments/results';
+import type { ExampleResult } from '../run-files';
 
 /** Looked up in this order when no metric is named. */
 export const CORRECTNESS_METRICS = ['accuracy', 'em', 'exact_match', 'str_em'] as const;

@@ -3,7 +3,7 @@
  * interval, per-question usage, and a config option found wherever the config nests it.
  */
 import { AmbiqaError } from '../errors';
-import type { MetricAggregate } from '../experiments/results';
+import type { MetricAggregate } from '../run-files';
 import type { RunData } from './types';
 
 const canon = (name: string) => name.toLowerCase().replace(/[-\s]/g, '_');

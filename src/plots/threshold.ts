@@ -14,7 +14,7 @@
  *   no recorded edited answer: accuracy and AUC are left out (null) at that threshold. Record one
  *   run with threshold n + 1 (edit everything) and pass `scoreAnswer` to make every threshold exact.
  */
-import type { ExampleResult } from '../experiments/results';
+import type { ExampleResult } from '../run-files';
 import type { Trace, VeDecisions } from '../trace/types';
 import { accuracyCoverageAuc } from '../metrics/calibration';
 import { correctness, type CorrectnessOptions } from './correctness';

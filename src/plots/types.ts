@@ -3,7 +3,7 @@
  * results. They are JSON, so the same object can be written into an HTML page, rendered to PNG,
  * shown inline in a notebook or logged to MLflow without a plotting library in the core.
  */
-import type { ExampleResult, RunMetrics } from '../experiments/results';
+import type { ExampleResult, RunMetrics } from '../run-files';
 import type { Trace } from '../trace/types';
 
 /** One plotly trace. Only the fields our builders set are named; plotly accepts many more. */

@@ -7,11 +7,11 @@
 import { registerKeyOfConfig } from '../common/secrets';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
+import { readYamlMapping } from '../common/yaml';
 import { AmbiqaError } from '../errors';
-import { readJsonl } from '../experiments/jsonl';
-import type { ExampleResult, RunMetrics } from '../experiments/results';
-import { runFiles, type MlflowRecord, type RunState } from '../experiments/rundir';
+import { readJsonl } from '../common/jsonl';
+import type { ExampleResult, RunMetrics } from '../run-files';
+import { runFiles, type MlflowRecord, type RunState } from '../run-files';
 import type { RunData, SweepData } from '../plots/types';
 import type { Trace } from '../trace/types';
 
@@ -78,14 +78,7 @@ export function loadRun(dir: string): LoadedRun {
     throw new AmbiqaError(`${dir} is not a run directory: it has no ${runFiles.results} or ${runFiles.metrics}`, 'pass the folder `ambiqa run` wrote (artifacts/runs/<name>)');
   }
   const configPath = join(dir, runFiles.config);
-  let config: Record<string, unknown> = {};
-  if (existsSync(configPath)) {
-    try {
-      config = (parseYaml(readFileSync(configPath, 'utf8')) as Record<string, unknown>) ?? {};
-    } catch (error) {
-      throw new AmbiqaError(`${configPath}: not valid YAML (${(error as Error).message.split('\n')[0]})`);
-    }
-  }
+  const config: Record<string, unknown> = existsSync(configPath) ? readYamlMapping(configPath) : {};
   const results = lastPerId(readJsonlFile<ExampleResult>(join(dir, runFiles.results)), (r) => r.id);
   const traces = lastPerId(readJsonlFile<Trace>(join(dir, runFiles.traces)), (t) => t.questionId);
   const metrics = readJsonFile<RunMetrics>(join(dir, runFiles.metrics));
@@ -134,8 +127,8 @@ export function loadSweep(dir: string): LoadedSweep {
   let name = basename(dir);
   if (existsSync(sweepYaml)) {
     try {
-      const parsed = parseYaml(readFileSync(sweepYaml, 'utf8')) as Record<string, unknown> | null;
-      if (parsed && typeof parsed.name === 'string') name = parsed.name;
+      const parsed = readYamlMapping(sweepYaml);
+      if (typeof parsed.name === 'string') name = parsed.name;
     } catch {
       /* the name is cosmetic; the folder name will do */
     }

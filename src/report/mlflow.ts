@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import { AmbiqaError } from '../errors';
-import type { MlflowRecord } from '../experiments/rundir';
+import type { MlflowRecord } from '../run-files';
 import { exportFigures, type ExportedFigure, type PngOptions, type PngRenderer } from '../plots/export';
 import type { Figure } from '../plots/types';
 import { openTracking } from '../tracking/index';

@@ -7,7 +7,7 @@
  */
 import { llmDisplayName } from '../setup/catalog';
 import { stringify as toYaml } from 'yaml';
-import type { ExampleResult, RunMetrics } from '../experiments/results';
+import type { ExampleResult, RunMetrics } from '../run-files';
 import { escapeHtml, figureDivHtml, inlineScript, jsonForScript, plotlyJs } from '../plots/export';
 import { metricOf, perQuestionUsage, pipelineOf } from '../plots/runs';
 import type { RunData } from '../plots/types';

@@ -10,7 +10,7 @@
  * vector a function of its text alone, so cached passage vectors and fresh query vectors agree.
  * Larger batches remain available (texts are then sorted by length to limit padding).
  */
-import { readModelManifest } from '../setup/manifest';
+import { readModelManifest } from '../config/models';
 import { checkModelDir, loadTokenizer, modelOptions, transformers, type LocalModelFiles } from './onnx-model';
 import type { Embedder } from './types';
 

@@ -2,6 +2,7 @@
  * Retrievers and rerankers from configuration (experiment YAML, CLI flags). A bare string is
  * shorthand for `{type: <string>}`: `retriever: bm25` equals `retriever: {type: bm25}`.
  */
+import { formatIssues } from '../common/zod-issues';
 import { z } from 'zod';
 import { AmbiqaError } from '../errors';
 import { Bm25Retriever, DEFAULT_BM25 } from './bm25';
@@ -93,9 +94,8 @@ export type RerankerConfigInput = RerankerConfig['type'] | ({ type: RerankerConf
 function parseOrThrow<T>(schema: z.ZodType<T, unknown>, input: unknown, where: string): T {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
-  const issue = result.error.issues[0];
-  const path = [where, ...issue.path.map(String)].join('.');
-  throw new AmbiqaError(`invalid ${path}: ${issue.message}`, `see docs/retrieval.md for the ${where} options`);
+  const [first] = formatIssues(result.error.issues, { prefix: [where], schema, input });
+  throw new AmbiqaError(`invalid ${first}`, `see docs/retrieval.md for the ${where} options`);
 }
 
 export function parseRetrieverConfig(input: unknown, where = 'retriever'): RetrieverConfig {

@@ -1,11 +1,11 @@
 /**
  * Stemmers for the BM25 tokeniser.
  *
- * - `porter`: the Porter stemmer (NLTK mode) of `src/metrics/porter.ts`, the one ROUGE uses.
+ * - `porter`: the Porter stemmer (NLTK mode) of `src/text/porter.ts`, the one ROUGE uses.
  * - `s`: Harman's S-stemmer (1991), which only folds English plurals (`ies`→`y`, `es`→`e`,
  *   `s`→``, with the usual exceptions): cheap, predictable, never merges unrelated words.
  */
-import { porterStem } from '../metrics/porter';
+import { porterStem } from '../text/porter';
 
 export type StemmerName = 'none' | 's' | 'porter';
 

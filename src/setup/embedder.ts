@@ -4,7 +4,7 @@ import type { ArchivePart, EmbedderFile } from './catalog';
 import { type SetupContext, checksumError, dropDownloads, ensureArchive, modelsDir } from './context';
 import { extractConcatenated } from './extract';
 import { verifiedSha256, writeStamp } from './hash';
-import type { ModelManifest } from './manifest';
+import type { ModelManifest } from '../config/models';
 
 export type EmbedderManifestEntry = ModelManifest['embedder'];
 

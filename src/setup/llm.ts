@@ -5,7 +5,7 @@ import { type LlmCatalogEntry, findLlm } from './catalog';
 import { type SetupContext, checksumError, describePart, dropDownloads, ensureArchive, modelsDir } from './context';
 import { extractConcatenated } from './extract';
 import { verifiedSha256, writeStamp } from './hash';
-import type { ModelManifest } from './manifest';
+import type { ModelManifest } from '../config/models';
 
 export type LlmManifestEntry = ModelManifest['llm'];
 

@@ -6,7 +6,7 @@ import { type Reporter, type SetupContext, consoleReporter } from './context';
 import { type EmbedderManifestEntry, ensureEmbedder } from './embedder';
 import { type Fetcher, registryFetcher } from './fetch';
 import { type LlmManifestEntry, ensureLlm } from './llm';
-import { type ModelManifest, readRawModelManifest, writeModelManifest } from './manifest';
+import { type ModelManifest, readRawModelManifest, writeModelManifest } from '../config/models';
 import { ensureSystemPackages } from './system';
 import { ensureVenv } from './venv';
 

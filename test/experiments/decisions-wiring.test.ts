@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { RunMetrics } from '../../src/experiments/results';
+import type { RunMetrics } from '../../src/run-files';
 import { runExperiment } from '../../src/experiments/runner';
 import { summaryCsv, summaryMarkdown } from '../../src/experiments/summary';
 import { LlmClient } from '../../src/llm/client';
@@ -11,7 +11,7 @@ import type { Pipeline } from '../../src/pipelines/types';
 import { renderRunReport } from '../../src/report/render';
 import { TraceRecorder } from '../../src/trace/recorder';
 import type { Trace } from '../../src/trace/types';
-import { readJsonl } from '../../src/experiments/jsonl';
+import { readJsonl } from '../../src/common/jsonl';
 import { baseConfig, exactMatchComponents, FakeTracking, makeExamples } from './helpers/fixtures';
 
 const root = mkdtempSync(join(tmpdir(), 'ambiqa-decisions-'));

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createComposer } from '../../src/experiments/compose';
 import { loadExperimentConfig } from '../../src/experiments/config';
-import { readJsonl } from '../../src/experiments/jsonl';
+import { readJsonl } from '../../src/common/jsonl';
 import { runExperiment } from '../../src/experiments/runner';
 import { buildReport } from '../../src/report/index';
 import { saveCorpus } from '../../src/retrieval/corpus';

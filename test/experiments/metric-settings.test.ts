@@ -6,7 +6,7 @@ import YAML from 'yaml';
 import { run as runCommand } from '../../src/cli/commands/run';
 import { createComposer } from '../../src/experiments/compose';
 import { loadExperimentConfig } from '../../src/experiments/config';
-import type { RunMetrics } from '../../src/experiments/results';
+import type { RunMetrics } from '../../src/run-files';
 import { runExperiment } from '../../src/experiments/runner';
 import { AmbiqaError } from '../../src/errors';
 import { buildReport } from '../../src/report/index';

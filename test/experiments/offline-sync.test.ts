@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { run as runCommand } from '../../src/cli/commands/run';
 import { run as syncCommand } from '../../src/cli/commands/sync';
-import { readJsonl } from '../../src/experiments/jsonl';
-import type { ExampleResult } from '../../src/experiments/results';
+import { readJsonl } from '../../src/common/jsonl';
+import type { ExampleResult } from '../../src/run-files';
 import { writeAsqa, writeYaml } from './helpers/files';
 import { getRun, listArtifacts, metric, param, searchRuns } from './helpers/mlflow';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { describeOutcome } from '../../src/experiments/cli-support';
 import { metricsForMlflow, summariseRun, type RunOutcome } from '../../src/experiments/runner';
-import type { ExampleResult } from '../../src/experiments/results';
+import type { ExampleResult } from '../../src/run-files';
 
 function result(id: string, error?: string): ExampleResult {
   const usage = { llmCalls: 0, promptTokens: 0, completionTokens: 0, cacheHits: 0, seconds: 0, retrievals: 0, parseFailures: 0 };

@@ -3,8 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { expandGrid, gridAxes } from '../../src/experiments/grid';
-import { JsonlAppender, readJsonl, repairJsonl } from '../../src/experiments/jsonl';
+import { JsonlAppender, readJsonl, repairJsonl } from '../../src/common/jsonl';
 import { ProgressBar } from '../../src/experiments/progress';
+import { emptyUsage } from '../../src/llm/types';
 import { parseShard, selectShard } from '../../src/experiments/shard';
 import { summaryCsv, summaryMarkdown } from '../../src/experiments/summary';
 
@@ -115,10 +116,10 @@ describe('progress line', () => {
     let t = 0;
     const stream = { write: (s: string) => chunks.push(s), isTTY: false } as unknown as NodeJS.WriteStream;
     const bar = new ProgressBar({ label: 'run x', stream, now: () => t });
-    const state = { done: 0, total: 10, resumed: 0, errors: 0, llmCalls: 0, promptTokens: 0, completionTokens: 0, cacheHits: 0 };
+    const state = { done: 0, total: 10, resumed: 0, errors: 0, usage: emptyUsage() };
     bar.update(state);
     t = 20_000;
-    bar.update({ ...state, done: 5, llmCalls: 12, promptTokens: 12_345, completionTokens: 99, cacheHits: 3, errors: 1 });
+    bar.update({ ...state, done: 5, usage: { ...emptyUsage(), calls: 12, promptTokens: 12_345, completionTokens: 99, cacheHits: 3 }, errors: 1 });
     bar.finish({ ...state, done: 10 });
     expect(chunks).toHaveLength(3);
     expect(chunks[0]).toBe('run x | 0/10 (0%) | elapsed 0s | ETA ? | llm 0 calls | tokens 0+0 | cache hits 0 | errors 0\n');

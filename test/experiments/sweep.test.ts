@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { run as sweepCommand } from '../../src/cli/commands/sweep';
-import { readJsonl } from '../../src/experiments/jsonl';
+import { readJsonl } from '../../src/common/jsonl';
 import type { Trace } from '../../src/trace/types';
 import { writeCorpus, writeHotpot, writeYaml, type CallLine } from './helpers/files';
 import { getRun, listArtifacts, metric, param, searchRuns, tag, type RestRun } from './helpers/mlflow';

@@ -6,7 +6,7 @@ import { describeError } from '../../src/errors';
 import { LlmClient } from '../../src/llm/client';
 import { createLanguageModel } from '../../src/llm/config';
 import { LlamaCppProvider, loadedEmbeddedModels, unloadEmbeddedModels } from '../../src/llm/providers/llama-cpp';
-import { manifestPath, readModelManifest } from '../../src/setup/manifest';
+import { manifestPath, readModelManifest } from '../../src/config/models';
 
 /**
  * The embedded provider with the real GGUF model that `ambiqa setup` installs. Generations are

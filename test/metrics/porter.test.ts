@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { porterStem } from '../../src/metrics/porter';
+import { porterStem } from '../../src/text/porter';
 
 // Pairs derived by working through Porter's steps and NLTK's extensions by hand (the comments
 // name the rule that decides). During development the whole table — and 27,044 distinct words of

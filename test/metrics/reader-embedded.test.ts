@@ -9,7 +9,7 @@ import { LlmClient } from '../../src/llm/client';
 import { LlamaCppProvider, unloadEmbeddedModels } from '../../src/llm/providers/llama-cpp';
 import { normalizeAnswer } from '../../src/metrics';
 import { LlmSpanReader, disambigF1 } from '../../src/metrics/disambig-f1';
-import { manifestPath } from '../../src/setup/manifest';
+import { manifestPath } from '../../src/config/models';
 
 /**
  * The LLM D-F1 reader on the real embedded model (one thread, one DQ, at most 32 tokens). A small

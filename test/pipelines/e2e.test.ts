@@ -22,7 +22,7 @@ import { Bm25Retriever } from '../../src/retrieval/bm25';
 import { corpusFromPassages } from '../../src/retrieval/corpus';
 import { buildCorpus } from '../../src/retrieval/corpus-builder';
 import { MiniLmEmbedder } from '../../src/retrieval/embedder';
-import { manifestPath } from '../../src/setup/manifest';
+import { manifestPath } from '../../src/config/models';
 import type { PipelineName, Trace } from '../../src/trace/types';
 import { hasSharedData, sharedDataPath } from '../helpers/data';
 

@@ -1,11 +1,11 @@
 /**
  * Small, hand-made run data built from the contract types (src/trace/types.ts,
- * src/experiments/results.ts), so plots and reports are tested without running a pipeline.
+ * src/run-files/index.ts), so plots and reports are tested without running a pipeline.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import type { ExampleResult, RunMetrics } from '../../src/experiments/results';
+import type { ExampleResult, RunMetrics } from '../../src/run-files';
 import type { RunData } from '../../src/plots/types';
 import type { MethodDecisions, PipelineName, TocNode, Trace, TraceSummary } from '../../src/trace/types';
 

@@ -16,7 +16,7 @@ import { readAsqaCoverageItems } from '../../src/retrieval/coverage';
 import type { Embedder, Passage } from '../../src/retrieval/types';
 import { formatPassage } from '../../src/retrieval/types';
 import { ExactIndex, IvfIndex, recallAt } from '../../src/retrieval/vector-index';
-import { readModelManifest } from '../../src/setup/manifest';
+import { readModelManifest } from '../../src/config/models';
 import { hasSharedData, sharedDataPath } from '../helpers/data';
 
 const tmp = mkdtempSync(join(tmpdir(), 'ambiqa-dense-'));

@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../src/config/paths';
 import { defaultCatalog, findLlm } from '../../src/setup/catalog';
 import { sha256File } from '../../src/setup/hash';
-import { readModelManifest } from '../../src/setup/manifest';
+import { readModelManifest } from '../../src/config/models';
 import { runSetup } from '../../src/setup/setup';
 
 /**

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeError } from '../../src/errors';
 import type { Catalog } from '../../src/setup/catalog';
-import { readRawModelManifest } from '../../src/setup/manifest';
+import { readRawModelManifest } from '../../src/config/models';
 import { type SetupOptions, runSetup } from '../../src/setup/setup';
 import { type FakeModel, fakeCatalog, fakeFetcher, memoryReporter, sha256 } from './fakes';
 

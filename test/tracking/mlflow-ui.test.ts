@@ -5,7 +5,7 @@ import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run as reportCommand } from '../../src/cli/commands/report';
 import { run as sweepCommand } from '../../src/cli/commands/sweep';
-import { readJsonl } from '../../src/experiments/jsonl';
+import { readJsonl } from '../../src/common/jsonl';
 import { CHROMIUM_ARGS, chromiumPath } from '../../src/plots/export';
 import { MlflowClient } from '../../src/tracking/client';
 import type { Trace } from '../../src/trace/types';

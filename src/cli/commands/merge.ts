@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { AmbiqaError } from '../../errors';
 import { createComposer } from '../../experiments/compose';
 import { mergeRuns } from '../../experiments/merge';
-import { runsDir } from '../../experiments/rundir';
+import { runsDir } from '../../run-files';
 import { describeOutcome } from '../../experiments/cli-support';
 
 export const summary = 'combine the shards of a run (--shard i/N) into one result dir and one MLflow parent run';

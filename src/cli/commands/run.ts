@@ -7,7 +7,7 @@ import { createComposer } from '../../experiments/compose';
 import { parseOverride } from '../../experiments/overrides';
 import { ProgressBar } from '../../experiments/progress';
 import { checkRunDir, runExperiment } from '../../experiments/runner';
-import { runsDir } from '../../experiments/rundir';
+import { runsDir } from '../../run-files';
 import { describeOutcome, interruptSignal, parsePositiveInt } from '../../experiments/cli-support';
 
 export const summary = 'run an experiment config over its dataset (resumable, sharded, logged to MLflow)';

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { cacheDir, venvDir } from '../../config/paths';
 import { AmbiqaError } from '../../errors';
 import { defaultCatalog } from '../../setup/catalog';
-import { readRawModelManifest } from '../../setup/manifest';
+import { readRawModelManifest } from '../../config/models';
 import { SETUP_PARTS, type SetupPart, runSetup } from '../../setup/setup';
 import { MLFLOW_VERSION } from '../../setup/venv';
 

@@ -1,14 +1,13 @@
 import type { RunTracker } from '../../tracking/types';
-import { existsSync, readFileSync } from 'node:fs';
 import { basename, extname, join } from 'node:path';
 import { parseArgs } from 'node:util';
-import YAML from 'yaml';
 import { AmbiqaError } from '../../errors';
 import { interruptSignal, parsePositiveInt } from '../../experiments/cli-support';
 import { createComposer } from '../../experiments/compose';
+import { readExperimentFile } from '../../experiments/config';
 import { applyOverrides, parseOverride } from '../../experiments/overrides';
 import { ProgressBar } from '../../experiments/progress';
-import { sweepsDir } from '../../experiments/rundir';
+import { sweepsDir } from '../../run-files';
 import { checkSweepDir, planSweep, runSweep } from '../../experiments/sweep';
 
 export const summary = 'run a config over the grid in its sweep: section (nested MLflow runs, shared LLM cache, summary table)';
@@ -57,14 +56,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (positionals.length !== 1) throw new AmbiqaError('ambiqa sweep: expected one config file', 'e.g. `npx ambiqa sweep experiments/ablation-ve-threshold.yaml`');
   const file = positionals[0];
-  if (!existsSync(file)) throw new AmbiqaError(`config file not found: ${file}`);
-  let raw: Record<string, unknown>;
-  try {
-    raw = YAML.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
-  } catch (error) {
-    throw new AmbiqaError(`${file}: not valid YAML: ${(error as Error).message}`);
-  }
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new AmbiqaError(`${file}: must be a YAML mapping`);
+  let raw = readExperimentFile(file);
   const overrides = (values.set ?? []).map(parseOverride);
   if (values['no-tracking']) overrides.push(parseOverride('tracking.enabled=false'));
   raw = applyOverrides(raw, overrides, file);

@@ -16,7 +16,7 @@ import type {
 } from 'node-llama-cpp';
 import { projectRoot } from '../../config/paths';
 import { AmbiqaError } from '../../errors';
-import { readModelManifest } from '../../setup/manifest';
+import { readModelManifest } from '../../config/models';
 import { LlmRequestError } from '../errors';
 import type {
   ChatMessage,

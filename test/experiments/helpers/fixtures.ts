@@ -1,6 +1,6 @@
 import type { Example } from '../../../src/datasets/types';
 import type { ExperimentConfig } from '../../../src/experiments/config';
-import type { ExampleResult, MetricAggregate } from '../../../src/experiments/results';
+import type { ExampleResult, MetricAggregate } from '../../../src/run-files';
 import type { RunComponents } from '../../../src/experiments/runner';
 import type { LanguageModel } from '../../../src/llm/types';
 import type { Pipeline } from '../../../src/pipelines/types';

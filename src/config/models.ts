@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
-import { cacheDir } from '../config/paths';
+import { cacheDir } from './paths';
 import { AmbiqaError } from '../errors';
 
 /**

@@ -1,10 +1,11 @@
 import type { z } from 'zod';
 
 /**
- * Turns zod issues into lines a researcher can act on: the dotted path of the field, what is
- * wrong, and for enums and unknown keys the values that are allowed. zod's own messages
+ * Turns zod issues into lines a researcher can act on: the path of the field (`a.b[2].c`), what
+ * is wrong, and for enums and unknown keys the values that are allowed. zod's own messages
  * ("Invalid option: expected one of …") name neither the field nor, for unknown keys, the
- * alternatives.
+ * alternatives. The one formatter of zod errors: configs, options, datasets and the LLM config
+ * all report through it.
  */
 export function formatIssues(
   issues: readonly z.core.$ZodIssue[],
@@ -16,10 +17,15 @@ export function formatIssues(
       const inner = explainUnion(issue as z.core.$ZodIssueInvalidUnion);
       if (inner) return formatIssues(inner, { ...options, prefix: [...prefix, ...issue.path.map(String)], input: valueAt(options.input, issue.path) });
     }
-    const path = [...prefix, ...issue.path.map(String)];
-    const where = path.length > 0 ? path.join('.') : '(top level)';
-    return `${where}: ${describeIssue(issue, options.schema, options.input)}`;
+    return `${fieldPath([...prefix, ...issue.path])}: ${describeIssue(issue, options.schema, options.input)}`;
   });
+}
+
+/** `qa_pairs[2].short_answers`; `(top level)` for the value itself. */
+export function fieldPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const p of path) out += typeof p === 'number' ? `[${p}]` : out ? `.${String(p)}` : String(p);
+  return out || '(top level)';
 }
 
 function describeIssue(issue: z.core.$ZodIssue, schema?: z.ZodType, input?: unknown): string {

@@ -1,0 +1,121 @@
+/**
+ * The files of a run directory and their shapes: `results.jsonl` (one `ExampleResult` per line),
+ * `traces.jsonl` (one `Trace` per line), `metrics.json` (`RunMetrics`), `mlflow.json`
+ * (`MlflowRecord`) and `run.json` (`RunState`). The runner writes them; metrics, plots, reports,
+ * notebooks and merge read them and never re-run a pipeline. This module sits below all of
+ * those, so none of them has to import the experiment runner to know a file's shape.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeFileAtomic } from '../common/jsonl';
+import { artifactsDir } from '../config/paths';
+import type { TraceSummary } from '../trace/types';
+
+export type { Trace, TraceSummary } from '../trace/types';
+
+/** The file names of a run directory. */
+export const runFiles = {
+  config: 'config.yaml',
+  results: 'results.jsonl',
+  traces: 'traces.jsonl',
+  metrics: 'metrics.json',
+  mlflow: 'mlflow.json',
+  /** Session bookkeeping: status, wall seconds over all sessions, sessions count. */
+  state: 'run.json',
+} as const;
+
+export function runsDir(): string {
+  return join(artifactsDir(), 'runs');
+}
+
+export function sweepsDir(): string {
+  return join(artifactsDir(), 'sweeps');
+}
+
+/** Where a run's MLflow ids are kept, so that `--resume`, `merge` and people can find the run. */
+export interface MlflowRecord {
+  experimentName: string;
+  experimentId: string;
+  runId: string;
+  runName: string;
+  parentRunId?: string;
+  /** The UI address of the run (for people). */
+  runUrl?: string;
+  /** Set by reports when the address may not open (its local server has stopped). */
+  runUrlNote?: string;
+}
+
+export interface RunState {
+  status: 'RUNNING' | 'FINISHED' | 'KILLED' | 'FAILED';
+  /** Wall seconds summed over every session of the run (an interrupted session counts up to its last checkpoint). */
+  wallSeconds: number;
+  sessions: number;
+  startedAt: string;
+  updatedAt: string;
+  total: number;
+  done: number;
+  error?: string;
+}
+
+export function readJson<T>(path: string): T | null {
+  if (!existsSync(path)) return null;
+  return JSON.parse(readFileSync(path, 'utf8')) as T;
+}
+
+export function writeJson(path: string, value: unknown): void {
+  writeFileAtomic(path, JSON.stringify(value, null, 2) + '\n');
+}
+
+
+export interface ExampleResult {
+  id: string;
+  question: string;
+  /** The long answer (ASQA) or the final answer text. */
+  output: string;
+  /** Short answer where the method produces one (EM/F1/accuracy datasets). */
+  answer?: string;
+  /** Per-example metrics on a 0–100 scale, keyed by metric name (e.g. `str_em`, `rougeLsum`). */
+  metrics: Record<string, number>;
+  /** Copied from the trace summary so the table can be read without traces. */
+  usage: TraceSummary;
+  /** Set when the pipeline failed on this example (the run goes on). */
+  error?: string;
+  /** Position of the example in the run's (unsharded) selection; merged shards are ordered by it. */
+  index?: number;
+}
+
+export interface MetricAggregate {
+  mean: number;
+  /** Bootstrap 95% confidence interval. */
+  ciLow: number;
+  ciHigh: number;
+  n: number;
+}
+
+export interface RunMetrics {
+  /** Questions with a result: answered plus failed. */
+  n: number;
+  /** Questions answered (no error); the metrics are computed over these only. */
+  answered?: number;
+  metrics: Record<string, MetricAggregate>;
+  usage: {
+    llm_calls: number;
+    prompt_tokens: number;
+    completion_tokens: number;
+    cache_hits: number;
+    wall_seconds: number;
+  };
+  /** Examples the run was asked to answer; `n < total` when it was stopped early. */
+  total?: number;
+  /** Examples whose pipeline failed (not part of the metrics; see `answered`). */
+  errors?: number;
+  /** How the run ended. */
+  status?: 'FINISHED' | 'KILLED' | 'FAILED';
+  /**
+   * How the metrics were measured (`metric.reader`, `metric.sentence_splitter`) and how the
+   * pipeline's judgments were read (`judge_mode`: probability | text | mixed), also MLflow params.
+   */
+  settings?: Record<string, string>;
+  /** Decision statistics from the traces (`decision_*`, src/metrics/decisions.ts), also MLflow metrics. */
+  decisions?: Record<string, number>;
+}
