@@ -30,7 +30,7 @@ import { createComposer } from '../src/experiments/compose';
 import { loadExperimentConfig } from '../src/experiments/config';
 import { LlmClient } from '../src/llm/client';
 import { LlamaCppProvider, defaultThreads, unloadEmbeddedModels, type EmbeddedEvaluationStats } from '../src/llm/providers/llama-cpp';
-import { manifestPath } from '../src/setup/manifest';
+import { manifestPath } from '../src/config/models';
 
 const { values } = parseArgs({
   options: {
