@@ -98,7 +98,7 @@ describe('experiment config', () => {
   it('rejects an unknown dataset with the allowed names, and an unknown top-level field', () => {
     const file = writeConfig('bad-dataset.yaml', good.replace('hotpotqa-adversarial', 'hotpot') + 'concurency: 4\n');
     const msg = messageOf(() => loadExperimentConfig(file, registry));
-    expect(msg).toContain(`${file}: dataset.name: must be one of "asqa", "ambignq", "situatedqa", "hotpotqa-adversarial", "fever" (got "hotpot")`);
+    expect(msg).toContain(`${file}: dataset.name: must be one of "asqa", "ambignq", "situatedqa", "hotpotqa-adversarial", "2wikimultihop", "fever" (got "hotpot")`);
     expect(msg).toContain(`${file}: (top level): unknown field 'concurency' (allowed: name, description, dataset, pipeline, llm`);
   });
 
