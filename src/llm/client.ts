@@ -52,6 +52,10 @@ export function normaliseRequest(request: GenerateRequest): NormalisedRequest {
   }
   const n = request.n ?? 1;
   if (!Number.isInteger(n) || n < 1) throw new AmbiqaError(`LLM request option n=${n} must be a positive integer`);
+  const firstSample = request.firstSample ?? 0;
+  if (!Number.isInteger(firstSample) || firstSample < 0) {
+    throw new AmbiqaError(`LLM request option firstSample=${firstSample} must be an integer ≥ 0`);
+  }
   const normalised: NormalisedRequest = {
     messages,
     temperature: request.temperature ?? 0,
@@ -62,6 +66,7 @@ export function normaliseRequest(request: GenerateRequest): NormalisedRequest {
     seed: request.seed ?? null,
     purpose: request.purpose ?? 'unspecified',
     ...(request.logprobs ? { logprobs: true as const } : {}),
+    ...(firstSample > 0 ? { firstSample } : {}),
   };
   const { temperature, topP, maxTokens, stop, seed } = normalised;
   if (!(Number.isFinite(temperature) && temperature >= 0)) {
@@ -177,7 +182,7 @@ export class LlmClient implements LanguageModel {
     const completions =
       this.backend.doGenerateBatch && normalised.n > 1
         ? await this.sampleMany(normalised, warnings, request.signal)
-        : await Promise.all(Array.from({ length: normalised.n }, (_, i) => this.sample(normalised, i, request.signal)));
+        : await Promise.all(sampleIndices(normalised).map((i) => this.sample(normalised, i, request.signal)));
     const result: GenerateResult = {
       request: normalised,
       completions,
@@ -284,7 +289,7 @@ export class LlmClient implements LanguageModel {
     const results: Array<Completion | Promise<Completion>> = [];
     const missing: number[] = [];
     const keys: Array<string | null> = [];
-    for (let i = 0; i < request.n; i++) {
+    for (const i of sampleIndices(request)) {
       const key = this.cache ? cacheKey({ ...this.keyIdentity(), request, sampleIndex: i }) : null;
       keys.push(key);
       if (key) {
@@ -302,12 +307,13 @@ export class LlmClient implements LanguageModel {
       results.push(null as unknown as Completion); // filled below
       missing.push(i);
     }
+    const first = request.firstSample ?? 0;
     if (missing.length === 1) {
-      results[missing[0]!] = this.sample(request, missing[0]!, signal);
+      results[missing[0]! - first] = this.sample(request, missing[0]!, signal);
     } else if (missing.length > 1) {
       const batch = this.liveBatch(request, missing, signal);
       for (const [j, i] of missing.entries()) {
-        const key = keys[i];
+        const key = keys[i - first];
         const flight = batch.then((b) => {
           const completion = b.completions[j]!;
           if (key) this.store(key, { provider: this.provider, model: this.model, sampleIndex: i }, completion);
@@ -320,7 +326,7 @@ export class LlmClient implements LanguageModel {
             () => this.inflight.delete(key),
           );
         }
-        results[i] = flight;
+        results[i - first] = flight;
       }
       batch.then(
         (b) => warnings.push(...(b.warnings ?? [])),
@@ -470,4 +476,10 @@ function replayed(stored: CachedSample, sampleIndex: number): Completion {
 /** Served by an identical call already running: costs nothing live, so it counts as a hit. */
 function shared(c: Completion, sampleIndex: number): Completion {
   return { ...c, usage: { ...c.usage }, latencySeconds: 0, cacheHit: true, sampleIndex };
+}
+
+/** The sample indices a request asks for: firstSample … firstSample + n − 1. */
+function sampleIndices(request: NormalisedRequest): number[] {
+  const first = request.firstSample ?? 0;
+  return Array.from({ length: request.n }, (_, i) => first + i);
 }

@@ -37,6 +37,12 @@ export interface GenerateRequest extends SamplingOptions {
   prompt?: string;
   /** Number of independent samples (self-consistency). Default 1. */
   n?: number;
+  /**
+   * Index of the first sample: the call draws samples firstSample … firstSample + n − 1. Drawing
+   * in rounds (adaptive self-consistency) continues where the last round stopped, with the same
+   * per-sample seeds and cache keys as one call for all of them. Default 0.
+   */
+  firstSample?: number;
   /** What the call is for, e.g. `toc.rac` or `ve.verifying-question`; recorded in traces. */
   purpose?: string;
   signal?: AbortSignal;
@@ -88,6 +94,8 @@ export interface NormalisedRequest {
   purpose: string;
   /** Present (true) only when log-probabilities were asked for, so older cache keys stay valid. */
   logprobs?: true;
+  /** First sample index, present only when > 0 (not part of the key: each sample's index is). */
+  firstSample?: number;
 }
 
 /** What a provider returns for one sample. */

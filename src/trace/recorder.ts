@@ -144,7 +144,15 @@ function toCallRecord(index: number, result: GenerateResult): LlmCallRecord {
     index,
     purpose: r.purpose,
     messages: r.messages,
-    params: { temperature: r.temperature, topP: r.topP, maxTokens: r.maxTokens, stop: r.stop, n: r.n, seed: r.seed },
+    params: {
+      temperature: r.temperature,
+      topP: r.topP,
+      maxTokens: r.maxTokens,
+      stop: r.stop,
+      n: r.n,
+      seed: r.seed,
+      ...(r.firstSample ? { firstSample: r.firstSample } : {}),
+    },
     completions: result.completions.map((c) => ({
       text: c.text,
       finishReason: c.finishReason,

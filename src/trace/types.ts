@@ -21,7 +21,16 @@ export interface LlmCallRecord {
   /** What the call was for, e.g. `toc.rac`, `toc.verify`, `ve.edit.answer`. */
   purpose: string;
   messages: ChatMessage[];
-  params: { temperature: number; topP: number; maxTokens: number; stop: string[]; n: number; seed: number | null };
+  params: {
+    temperature: number;
+    topP: number;
+    maxTokens: number;
+    stop: string[];
+    n: number;
+    seed: number | null;
+    /** Index of the first sample when not 0 (a later round of adaptive self-consistency). */
+    firstSample?: number;
+  };
   completions: Array<{
     text: string;
     finishReason: string;
@@ -184,6 +193,8 @@ export interface VeDecisions {
   consistencyMode?: 'vote' | 'logprob';
   /** logprob mode: answer (normalised) → probability-weighted votes, scaled to n so `threshold` applies. */
   weightedVotes?: Record<string, number>;
+  /** `adaptive: true`: samples drawn of the budget, and whether the vote settled early. */
+  adaptive?: AdaptiveSampling;
   threshold: number;
   edited: boolean;
   edits: Array<{
@@ -247,6 +258,15 @@ export interface SelfConsistencyDecisions {
   votes: Record<string, number>;
   majorityAnswer: string;
   consistency: number;
+  /** `adaptive: true`: samples drawn of the budget, and whether the vote settled early. */
+  adaptive?: AdaptiveSampling;
+}
+
+/** Adaptive self-consistency (option `adaptive`): the budget n, the samples drawn, early stop. */
+export interface AdaptiveSampling {
+  budget: number;
+  drawn: number;
+  stoppedEarly: boolean;
 }
 
 export interface BaselineDecisions {

@@ -96,6 +96,24 @@ describe('LlmClient with a provider that batches samples', () => {
     replay.close();
   });
 
+  it('firstSample continues the sample indices (seeds, cache keys) of an earlier call', async () => {
+    const backend = new BatchingDouble();
+    const client = new LlmClient(backend, { cache: { path: join(dir, 'first.sqlite') } });
+    const all = await client.generate(request);
+    const later = await client.generate({ ...request, n: 2, firstSample: 2 });
+    expect(later.completions.map((c) => [c.sampleIndex, c.text, c.cacheHit])).toEqual([
+      [2, 'Q #102', true],
+      [3, 'Q #103', true],
+    ]);
+    const fresh = await client.generate({ ...request, n: 3, firstSample: 4 });
+    expect(backend.batches).toEqual([[0, 1, 2, 3], [4, 5, 6]]);
+    expect(fresh.completions.map((c) => c.text)).toEqual(['Q #104', 'Q #105', 'Q #106']);
+    expect(all.request.firstSample).toBeUndefined();
+    expect(fresh.request.firstSample).toBe(4);
+    await expect(client.generate({ ...request, firstSample: -1 })).rejects.toThrow(/firstSample=-1/);
+    client.close();
+  });
+
   it('shares one in-flight batch between identical concurrent requests', async () => {
     const backend = new BatchingDouble();
     backend.delayMs = 20;

@@ -1,8 +1,9 @@
 import type { Example } from '../../datasets/types';
 import { TraceRecorder } from '../../trace/recorder';
+import { sampleAdaptively } from '../common/adaptive';
 import { callLlm, DEMO_STOPS } from '../common/llm';
 import { selectDemos } from '../common/context';
-import { readCotSample } from '../common/outputs';
+import { readCotSample, type CotSample } from '../common/outputs';
 import { resolveTask } from '../common/task';
 import { majorityVote, medoidVote } from '../common/vote';
 import type { Pipeline, PipelineContext, PipelineOutput } from '../types';
@@ -25,7 +26,7 @@ export class CotScPipeline implements Pipeline {
     rec.options = { ...o };
     const task = resolveTask(o.answerStyle, example);
     const demos = await selectDemos(rec, ctx, this.name, example, o.nShots, 'cot-sc.demos');
-    const { texts } = await callLlm(rec, ctx, {
+    const request = {
       purpose: 'cot-sc.sample',
       messages: cotPrompt(task, demos, example.question),
       n: o.n,
@@ -34,8 +35,22 @@ export class CotScPipeline implements Pipeline {
       maxTokens: o.maxTokens,
       stop: DEMO_STOPS,
       ...(o.seed !== undefined ? { seed: o.seed } : {}),
-    });
-    const samples = texts.map((t, i) => readCotSample(rec, task, t, 'cot-sc.sample', i));
+    };
+    const adaptive = o.adaptive && task !== 'long';
+    if (o.adaptive && !adaptive) {
+      rec.warn('cot-sc.adaptive', 'adaptive stopping needs exact-match votes; long answers are chosen by medoid', `all ${o.n} samples`);
+    }
+    // Each round's samples are read right after its call, so parse failures point at that call.
+    const samples: CotSample[] = [];
+    const read = (texts: string[], first: number) =>
+      texts.map((t, j) => {
+        const sample = readCotSample(rec, task, t, 'cot-sc.sample', first + j);
+        samples.push(sample);
+        return sample.answer;
+      });
+    const drawn = adaptive
+      ? await sampleAdaptively(rec, ctx, request, read)
+      : { decision: undefined, answers: read((await callLlm(rec, ctx, request)).texts, 0) };
     const vote = (task === 'long' ? medoidVote : majorityVote)(samples.map((s) => s.answer));
     let answer = vote.answer;
     if (vote.winnerIndex < 0) {
@@ -49,6 +64,7 @@ export class CotScPipeline implements Pipeline {
         votes: vote.votes,
         majorityAnswer: answer,
         consistency: vote.consistency,
+        ...(drawn.decision ? { adaptive: drawn.decision } : {}),
       },
       answer,
       task === 'long' ? undefined : answer,

@@ -49,5 +49,9 @@ export const cotScOptionsSchema = z.strictObject({
   maxTokens: maxTokens(256, 'each chain of thought'),
   answerStyle: answerStyleSchema,
   seed,
+  adaptive: z
+    .boolean()
+    .default(false)
+    .describe('draw the samples in rounds and stop once the majority cannot change (short answers; off: the paper’s fixed n)'),
 });
 export type CotScOptions = z.infer<typeof cotScOptionsSchema>;

@@ -14,9 +14,10 @@ import { AmbiqaError } from '../../errors';
 import { TraceRecorder } from '../../trace/recorder';
 import type { VeDecisions } from '../../trace/types';
 import { cotPrompt, cotWithRationalePrompt } from '../baselines/prompts';
+import { sampleAdaptively } from '../common/adaptive';
 import { checkAborted, requireEmbedder, requireRetriever, selectDemos } from '../common/context';
 import { callLlm, DEMO_STOPS } from '../common/llm';
-import { readCotSample } from '../common/outputs';
+import { readCotSample, type CotSample } from '../common/outputs';
 import { CachingEmbedder } from '../common/retrieval';
 import { resolveTask } from '../common/task';
 import { dot, splitSentences } from '../common/text';
@@ -52,7 +53,7 @@ export class VerifyEditPipeline implements Pipeline {
 
     // 1. Self-consistency samples.
     const demos = await selectDemos(rec, ctx, this.name, example, o.nShots, 've.demos');
-    const { texts, logprobs } = await callLlm(rec, ctx, {
+    const request = {
       purpose: 've.cot',
       messages: cotPrompt(task, demos, example.question),
       n: o.n,
@@ -61,8 +62,29 @@ export class VerifyEditPipeline implements Pipeline {
       stop: DEMO_STOPS,
       ...(o.consistency === 'logprob' ? { logprobs: true } : {}),
       ...sampling,
-    });
-    const samples = texts.map((t, i) => readCotSample(rec, task, t, 've.cot', i));
+    };
+    // Each round's samples are read right after its call, so parse failures point at that call.
+    const samples: CotSample[] = [];
+    const read = (texts: string[], first: number) =>
+      texts.map((t, j) => {
+        const sample = readCotSample(rec, task, t, 've.cot', first + j);
+        samples.push(sample);
+        return sample.answer;
+      });
+    // Adaptive stopping reasons about vote counts; probability-weighted votes draw the full budget.
+    const adaptive = o.adaptive && o.consistency === 'vote';
+    if (o.adaptive && !adaptive) rec.warn('ve.adaptive', 'adaptive stopping needs consistency: vote', `all ${o.n} samples`);
+    let logprobs: Array<number | undefined>;
+    let adaptiveDecision: VeDecisions['adaptive'];
+    if (adaptive) {
+      const drawn = await sampleAdaptively(rec, ctx, request, read, threshold);
+      logprobs = drawn.logprobs;
+      adaptiveDecision = drawn.decision;
+    } else {
+      const r = await callLlm(rec, ctx, request);
+      read(r.texts, 0);
+      logprobs = r.logprobs;
+    }
     const answers = samples.map((s) => s.answer);
     const known = logprobs.filter((lp): lp is number => lp !== undefined && Number.isFinite(lp));
     let consistencyMode: 'vote' | 'logprob' = o.consistency;
@@ -81,6 +103,7 @@ export class VerifyEditPipeline implements Pipeline {
       consistency: vote.consistency,
       consistencyMode,
       ...(weighted ? { weightedVotes: weighted.weightedVotes } : {}),
+      ...(adaptiveDecision ? { adaptive: adaptiveDecision } : {}),
       threshold,
       edited: false,
       edits: [],

@@ -32,6 +32,12 @@ export const verifyEditOptionsSchema = z
     finalMaxTokens: maxTokens(64, 'the re-answer from the edited rationale'),
     answerStyle: z.enum(['auto', 'short', 'fact']).default('auto').describe('short QA or FEVER labels (auto: by dataset)'),
     seed,
+    adaptive: z
+      .boolean()
+      .default(false)
+      .describe(
+        'draw the chains in rounds and stop once neither the majority nor the edit decision can change (consistency: vote; off: the paper’s fixed n)',
+      ),
   })
   .superRefine((o, ctx) => {
     if (o.threshold !== undefined && o.threshold > o.n) {

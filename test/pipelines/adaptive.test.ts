@@ -1,0 +1,128 @@
+import { describe, expect, it } from 'vitest';
+import { majoritySettled } from '../../src/pipelines/common/adaptive';
+import { createPipeline } from '../../src/pipelines/registry';
+import { VerifyEditPipeline } from '../../src/pipelines/verify-edit';
+import { verifyEditOptionsSchema } from '../../src/pipelines/verify-edit/options';
+import type { SelfConsistencyDecisions, VeDecisions } from '../../src/trace/types';
+import { asqaExample, FakeEmbedder, FakeRetriever, fixedDemos, hotpotExample, passage, scriptedLlm } from './fakes';
+
+/** Adaptive self-consistency (`adaptive: true`): rounds of samples, stopped once the vote is settled. */
+describe('majoritySettled', () => {
+  it('is settled only when the leader is ahead by more than the votes left', () => {
+    expect(majoritySettled(['a', 'a', 'a'], 2)).toBe(true); // 3 > 0 + 2
+    expect(majoritySettled(['a', 'a', 'b'], 2)).toBe(false); // 2 ≤ 1 + 2
+    expect(majoritySettled(['a', 'a', 'b', 'a'], 1)).toBe(true); // 3 > 1 + 1
+    // A tie would go to the answer seen first: not settled while one is possible.
+    expect(majoritySettled(['a', 'a', 'b', 'b'], 1)).toBe(false);
+    expect(majoritySettled(['a', 'b'], 0)).toBe(true);
+    // Answers compare normalised; abstentions vote for nobody.
+    expect(majoritySettled(['The Paris', 'paris.', null], 1)).toBe(true);
+    expect(majoritySettled([null, null, null], 2)).toBe(false);
+  });
+
+  it('with a threshold, also waits until the edit decision cannot change', () => {
+    // 2 votes, 3 left: 2 ≥ threshold 2 and 2 > 0 + ... no: 2 ≤ 0 + 3, not settled anyway.
+    expect(majoritySettled(['a', 'a'], 3, 2)).toBe(false);
+    // Winner fixed (3 > 0 + 2) and 3 ≥ threshold 3.
+    expect(majoritySettled(['a', 'a', 'a'], 2, 3)).toBe(true);
+    // Winner fixed (3 > 0 + 2) but 3 < threshold 4 and 3 + 2 ≥ 4: the edit decision may change.
+    expect(majoritySettled(['a', 'a', 'a'], 2, 4)).toBe(false);
+    // 1 vote each of three answers + 0 left: always settled.
+    expect(majoritySettled(['a', 'b', 'c'], 0, 3)).toBe(true);
+  });
+});
+
+const sample = (answer: string) => `Because. So the answer is: ${answer}`;
+
+async function cotSc(options: Record<string, unknown>, answers: string[], example = hotpotExample('h', 'Where is the Louvre?')) {
+  const { llm, provider } = scriptedLlm({ 'cot-sc.sample': (_r, i) => sample(answers[i]!) });
+  const out = await createPipeline('cot-sc', { nShots: 0, n: 5, ...options }).answer(example, { llm, demos: fixedDemos() });
+  return { out, d: out.trace.decisions as SelfConsistencyDecisions, provider };
+}
+
+describe('CoT-SC with adaptive: true', () => {
+  it('stops after a unanimous first round and answers as the fixed budget does', async () => {
+    const answers = ['Paris', 'Paris', 'Paris', 'Lyon', 'Lyon'];
+    const fixed = await cotSc({}, answers);
+    const adaptive = await cotSc({ adaptive: true }, answers);
+    expect(fixed.provider.received).toHaveLength(5);
+    expect(adaptive.provider.received.map((r) => r.sampleIndex)).toEqual([0, 1, 2]);
+    expect(adaptive.out.answer).toBe(fixed.out.answer);
+    expect(adaptive.d.adaptive).toEqual({ budget: 5, drawn: 3, stoppedEarly: true });
+    expect(fixed.d.adaptive).toBeUndefined();
+    expect(adaptive.d.samples).toHaveLength(3);
+  });
+
+  it('draws one more sample per round, continuing the sample indices (seeds), until settled', async () => {
+    const answers = ['Paris', 'Lyon', 'Paris', 'Paris', 'Lyon'];
+    const adaptive = await cotSc({ adaptive: true, seed: 40 }, answers);
+    // Round 1: samples 0-2 (Paris 2, Lyon 1; 2 left: open). Round 2: sample 3 → Paris 3 > 1 + 1.
+    expect(adaptive.provider.received.map((r) => r.sampleIndex)).toEqual([0, 1, 2, 3]);
+    expect(adaptive.out.trace.llmCalls).toHaveLength(2);
+    expect(adaptive.out.trace.llmCalls[1]!.params).toMatchObject({ n: 1, firstSample: 3, seed: 40 });
+    expect(adaptive.out.answer).toBe('Paris');
+    expect(adaptive.d.adaptive).toEqual({ budget: 5, drawn: 4, stoppedEarly: true });
+  });
+
+  it('draws the whole budget when the vote stays open', async () => {
+    const answers = ['Paris', 'Lyon', 'Nice', 'Lyon', 'Paris'];
+    const fixed = await cotSc({}, answers);
+    const adaptive = await cotSc({ adaptive: true }, answers);
+    expect(adaptive.provider.received).toHaveLength(5);
+    expect(adaptive.out.answer).toBe(fixed.out.answer);
+    expect(adaptive.d.adaptive).toEqual({ budget: 5, drawn: 5, stoppedEarly: false });
+  });
+
+  it('on long-form answers (medoid, not votes) draws the full budget and says why', async () => {
+    const answers = ['Paris is the capital.', 'Paris is the capital.', 'Paris is the capital.', 'Lyon.', 'Nice.'];
+    const { out, provider } = await cotSc({ adaptive: true }, answers, asqaExample('a', 'Where is the Louvre?'));
+    expect(provider.received).toHaveLength(5);
+    expect(out.trace.warnings!.map((w) => w.purpose)).toContain('cot-sc.adaptive');
+  });
+});
+
+describe('Verify-and-Edit with adaptive: true', () => {
+  const corpus = [passage('p1', 'Louvre', 'The Louvre is a museum in Paris.')];
+  const run = async (options: Record<string, unknown>, answers: string[]) => {
+    const { llm, provider } = scriptedLlm({
+      've.cot': (_r, i) => `The Louvre is in Paris. So the answer is: ${answers[i]}.`,
+      've.verifying-question': 'Where is the Louvre?',
+      've.verifying-answer': 'The Louvre is in Paris.',
+      've.answer': 'So the answer is: Paris.',
+    });
+    const ctx = { llm, retriever: new FakeRetriever(corpus), embedder: new FakeEmbedder(), demos: fixedDemos() };
+    const out = await new VerifyEditPipeline(verifyEditOptionsSchema.parse({ nShots: 0, ...options })).answer(hotpotExample('h', 'Where is the Louvre?'), ctx);
+    const cot = provider.received.filter((r) => r.request.purpose === 've.cot').map((r) => r.sampleIndex);
+    return { out, d: out.trace.decisions as VeDecisions, cot };
+  };
+
+  it('keeps the answer without editing once the majority reaches the threshold and cannot lose', async () => {
+    const answers = ['Paris', 'Paris', 'Lyon', 'Paris', 'Lyon'];
+    const fixed = await run({}, answers);
+    const adaptive = await run({ adaptive: true }, answers);
+    expect(fixed.cot).toEqual([0, 1, 2, 3, 4]);
+    expect(adaptive.cot).toEqual([0, 1, 2, 3]);
+    expect(adaptive.d.edited).toBe(fixed.d.edited);
+    expect(adaptive.d.edited).toBe(false);
+    expect(adaptive.out.answer).toBe(fixed.out.answer);
+    expect(adaptive.d.adaptive).toEqual({ budget: 5, drawn: 4, stoppedEarly: true });
+  });
+
+  it('edits, as the fixed budget does, once the threshold is out of reach', async () => {
+    // Threshold 4 of 5: after Paris, Lyon, Nice, Rome the leader (1) + 1 left < 4 — but the
+    // winner is not settled (1 ≤ 1 + 1), so the last sample is drawn too.
+    const answers = ['Paris', 'Lyon', 'Nice', 'Rome', 'Paris'];
+    const fixed = await run({ threshold: 4 }, answers);
+    const adaptive = await run({ threshold: 4, adaptive: true }, answers);
+    expect(adaptive.d.edited).toBe(true);
+    expect(adaptive.d.edited).toBe(fixed.d.edited);
+    expect(adaptive.d.majorityAnswer).toBe(fixed.d.majorityAnswer);
+    expect(adaptive.cot).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  it('ignores adaptive with logprob consistency and records why', async () => {
+    const { out, cot } = await run({ adaptive: true, consistency: 'logprob' }, ['Paris', 'Paris', 'Paris', 'Paris', 'Paris']);
+    expect(cot).toHaveLength(5);
+    expect(out.trace.warnings!.map((w) => w.purpose)).toContain('ve.adaptive');
+  });
+});
