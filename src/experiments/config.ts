@@ -91,6 +91,8 @@ const trackingSchema = z.strictObject({
   experiment: z.string().min(1).default('ambiqa'),
   /** false: write the run dir only. */
   enabled: z.boolean().default(true),
+  /** false: do not send each question's trace to MLflow Tracing (traces.jsonl is still written and uploaded). */
+  traces: z.boolean().default(true),
   /** Extra tags for the run. */
   tags: z.record(z.string(), z.string()).default({}),
 });
@@ -117,7 +119,7 @@ export const experimentFileSchema = z.strictObject({
    * `embedded` (default), `embedded:<file.gguf>`, `openai:<model>`, `qa-onnx:<folder>`, `none`.
    */
   reader: z.string().min(1).optional(),
-  tracking: trackingSchema.default({ experiment: 'ambiqa', enabled: true, tags: {} }),
+  tracking: trackingSchema.default({ experiment: 'ambiqa', enabled: true, traces: true, tags: {} }),
   /** Examples answered at once. LLM concurrency is the LLM layer's own limit. */
   concurrency: z.int().min(1).max(256).default(2),
   /** `ambiqa sweep`: dotted field path → values; the grid is their Cartesian product. */
@@ -150,7 +152,7 @@ export interface ExperimentConfig {
   reranker?: Record<string, unknown>;
   metrics: string[];
   reader?: string;
-  tracking: { experiment: string; enabled: boolean; tags: Record<string, string> };
+  tracking: { experiment: string; enabled: boolean; traces?: boolean; tags: Record<string, string> };
   concurrency: number;
   sweep?: Record<string, unknown[]>;
   shard?: string;

@@ -54,6 +54,7 @@ export interface RunTrackingRequest {
  */
 export class RunTrackingSession {
   private firstTrace: Trace | undefined;
+  private exportTraces = true;
 
   private constructor(
     readonly record: MlflowRecord | null,
@@ -94,13 +95,15 @@ export class RunTrackingSession {
     writeJson(request.recordPath, record);
     await guard(warn, 'log params to MLflow', () => tracker.logParams({ ...configParams(request.redacted), ...request.settings }));
     await guard(warn, 'log the dataset and description to MLflow', () => describeRunStart(tracker, request.redacted, request.examples ?? []));
-    return new RunTrackingSession(record, tracker, warn, request.figures ? { log: request.figures, dir: request.runDir } : undefined);
+    const session = new RunTrackingSession(record, tracker, warn, request.figures ? { log: request.figures, dir: request.runDir } : undefined);
+    session.exportTraces = config.tracking.traces !== false;
+    return session;
   }
 
   /** A finished question: its trace goes to MLflow Tracing in the background (batched). */
   logQuestion(trace: Trace, metrics: Record<string, number>): void {
     this.firstTrace ??= trace;
-    this.tracker?.logQuestionTrace?.({ trace, metrics });
+    if (this.exportTraces) this.tracker?.logQuestionTrace?.({ trace, metrics });
   }
 
   /** Logs the run's metrics, uploads the files that exist and sets the final status. */

@@ -503,6 +503,31 @@ export class MlflowClient {
     });
   }
 
+  /**
+   * Attach numeric feedback to an existing trace, all of a trace's values in one request
+   * (`POST /api/3.0/mlflow/traces`, which merges the assessments into the trace the OTLP spans
+   * created); `logFeedback` would take one request per value. The time fields must repeat the
+   * trace's own, since the server overwrites them.
+   */
+  async logTraceFeedback(request: { traceId: string; experimentId: string; startMs: number; endMs: number; values: Record<string, number>; source?: string }): Promise<void> {
+    const source = { source_type: 'CODE', source_id: request.source ?? 'ambiqa' };
+    await this.request('POST', 'mlflow/traces', {
+      api: '3.0',
+      body: {
+        trace: {
+          trace_info: {
+            trace_id: request.traceId,
+            trace_location: { type: 'MLFLOW_EXPERIMENT', mlflow_experiment: { experiment_id: request.experimentId } },
+            request_time: new Date(request.startMs).toISOString(),
+            execution_duration: `${Math.max(0, request.endMs - request.startMs) / 1000}s`,
+            state: 'OK',
+            assessments: Object.entries(request.values).map(([name, value]) => ({ assessment_name: name, trace_id: request.traceId, source, feedback: { value } })),
+          },
+        },
+      },
+    });
+  }
+
   /** Traces of an experiment, optionally only those linked to a run (one page, newest first). */
   async searchTraces(request: { experimentIds: string[]; runId?: string; maxResults?: number; pageToken?: string }): Promise<{ traces: TraceInfo[]; nextPageToken?: string }> {
     const res = await this.request<{ traces?: RawTraceInfo[]; next_page_token?: string }>('POST', 'mlflow/traces/search', {

@@ -305,7 +305,7 @@ export class SpanBuilder {
     });
   }
 
-  build(item: TraceExportItem, limits: FieldLimits = this.limits): { spans: ReadableSpan[]; truncatedFields: number } {
+  build(item: TraceExportItem, limits: FieldLimits = this.limits): { spans: ReadableSpan[]; truncatedFields: number; startMs: number; endMs: number } {
     const tracer = this.provider.getTracer('ambiqa');
     const plan = planSpans(item, limits);
     const started: Array<{ span: ReturnType<typeof tracer.startSpan>; ctx: Context }> = [];
@@ -328,7 +328,7 @@ export class SpanBuilder {
     for (let i = started.length - 1; i >= 0; i--) started[i].span.end(plan.spans[i].endMs);
     const spans = this.collector.spans;
     this.collector.spans = [];
-    return { spans, truncatedFields: plan.truncatedFields };
+    return { spans, truncatedFields: plan.truncatedFields, startMs: plan.spans[0].startMs, endMs: plan.spans[0].endMs };
   }
 }
 

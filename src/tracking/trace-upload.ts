@@ -51,17 +51,30 @@ export async function assertTracesSupported(client: MlflowClient): Promise<void>
   await check;
 }
 
+/** Spans, link and feedback, one after another (what `ambiqa sync` does). */
 export async function sendTraces(items: TraceExportItem[], target: TraceSendTarget): Promise<void> {
-  if (items.length === 0) return;
+  const { feedback } = await sendTraceSpans(items, target);
+  await feedback();
+}
+
+/**
+ * Spans and the link to the run; returns the feedback step to run next, which a live run lets
+ * overlap with its other end-of-run uploads (the metric values are also on each root span as
+ * `ambiqa.metric.*` attributes, so a failed feedback step loses nothing).
+ */
+export async function sendTraceSpans(items: TraceExportItem[], target: TraceSendTarget): Promise<{ feedback: () => Promise<void> }> {
+  if (items.length === 0) return { feedback: async () => {} };
   await assertTracesSupported(target.client);
   const limits = target.limits ?? DEFAULT_FIELD_LIMITS;
   const builder = new SpanBuilder(limits);
   const sender = new OtlpSender({ uri: target.client.uri, experimentId: target.experimentId, headers: target.client.requestHeaders });
   let truncated = 0;
+  const times = new Map<string, { startMs: number; endMs: number }>();
   try {
     const spans = items.flatMap((item) => {
       const built = builder.build(item);
       truncated += built.truncatedFields;
+      times.set(item.traceIdHex, { startMs: built.startMs, endMs: built.endMs });
       return built.spans;
     });
     try {
@@ -80,7 +93,7 @@ export async function sendTraces(items: TraceExportItem[], target: TraceSendTarg
     target.runId,
     items.map((i) => mlflowTraceId(i.traceIdHex)),
   );
-  await logAssessments(items, target);
+  return { feedback: () => logAssessments(items, times, target) };
 }
 
 async function sendShrinking(item: TraceExportItem, builder: SpanBuilder, sender: OtlpSender, limits: FieldLimits): Promise<number> {
@@ -97,17 +110,17 @@ async function sendShrinking(item: TraceExportItem, builder: SpanBuilder, sender
   }
 }
 
-async function logAssessments(items: TraceExportItem[], target: TraceSendTarget): Promise<void> {
-  const jobs: Array<() => Promise<void>> = [];
-  for (const item of items) {
-    for (const [name, value] of Object.entries(item.metrics)) {
-      if (!Number.isFinite(value)) continue;
-      jobs.push(() => target.client.logFeedback(mlflowTraceId(item.traceIdHex), name, value));
-    }
-  }
+/** Each question's metric values as feedback on its trace: one request per question. */
+async function logAssessments(items: TraceExportItem[], times: Map<string, { startMs: number; endMs: number }>, target: TraceSendTarget): Promise<void> {
+  const jobs = items
+    .map((item) => ({ item, values: Object.fromEntries(Object.entries(item.metrics).filter(([, v]) => Number.isFinite(v))) }))
+    .filter((j) => Object.keys(j.values).length > 0)
+    .map(({ item, values }) => () =>
+      target.client.logTraceFeedback({ traceId: mlflowTraceId(item.traceIdHex), experimentId: target.experimentId, ...times.get(item.traceIdHex)!, values }),
+    );
   let next = 0;
   const worker = async () => {
     while (next < jobs.length) await jobs[next++]();
   };
-  await Promise.all(Array.from({ length: Math.min(target.assessmentConcurrency ?? 8, jobs.length) }, worker));
+  await Promise.all(Array.from({ length: Math.min(target.assessmentConcurrency ?? 2, jobs.length) }, worker));
 }

@@ -17,7 +17,7 @@ import { sanitizeKey } from './limits';
 import { DEFAULT_FIELD_LIMITS, TracesUnsupportedError, traceIdFor, type TraceExportItem } from './otel-export';
 import { knownSecrets, redactBytes, redactSecrets, redactText } from './redact';
 import { resolvedPendingRun, syncDirectory } from './sync';
-import { sendTraces } from './trace-upload';
+import { sendTraceSpans } from './trace-upload';
 import type { DatasetInput } from './client';
 import type { ParamValue, QuestionTrace, RunStatus, RunTracker, StartRunOptions, Tracking } from './types';
 
@@ -38,7 +38,7 @@ export interface TrackingOptions {
   uri: string;
   /** Export each question's trace to MLflow Tracing (default true). */
   traces?: boolean;
-  /** Questions per OTLP request (default 32); a partial batch goes after `traceFlushMs`. */
+  /** Questions per OTLP request (default 10); a partial batch goes after `traceFlushMs`. */
   traceBatchSize?: number;
   traceFlushMs?: number;
   /** Reuse a configured client (tests, custom headers); made from `uri` otherwise. */
@@ -70,7 +70,7 @@ export class MlflowTracking implements Tracking {
     this.notify = options.notify ?? ((message) => console.error(message));
     this.traceOptions = {
       enabled: options.traces ?? true,
-      batchSize: options.traceBatchSize ?? 32,
+      batchSize: options.traceBatchSize ?? 10,
       flushMs: options.traceFlushMs ?? 1000,
       warned: { value: false },
     };
@@ -383,7 +383,13 @@ export class MlflowRunTracker implements RunTracker {
       async () => {
         if (this.tracesOff) return;
         try {
-          await sendTraces(items, { client: this.ctx.client, experimentId: this.experimentIdValue, runId: this.runId, notify: this.ctx.notify, limits: DEFAULT_FIELD_LIMITS });
+          const { feedback } = await sendTraceSpans(items, { client: this.ctx.client, experimentId: this.experimentIdValue, runId: this.runId, notify: this.ctx.notify, limits: DEFAULT_FIELD_LIMITS });
+          // Outside the queue: the feedback requests overlap with whatever the run logs next.
+          this.traceSends.push(
+            feedback().catch((error) =>
+              this.ctx.notify(`warning: could not attach metric feedback to ${items.length} MLflow trace(s) (${describeError(error).split('\n')[0]}); the values are on each trace's root span (ambiqa.metric.*) and in results.jsonl`),
+            ),
+          );
         } catch (error) {
           if (!(error instanceof TracesUnsupportedError)) throw error;
           // Not a reason to stop the run or buffer: the server will never take them. They are in traces.jsonl.
@@ -402,9 +408,17 @@ export class MlflowRunTracker implements RunTracker {
   /** Wait until every question handed to `logQuestionTrace` was sent or buffered. */
   async flushQuestionTraces(): Promise<void> {
     this.flushTraces();
-    const sends = this.traceSends;
-    this.traceSends = [];
-    await Promise.all(sends);
+    // Sends add their feedback steps to the list while they run: wait until it stays empty.
+    while (this.traceSends.length > 0) {
+      const sends = this.traceSends;
+      this.traceSends = [];
+      await Promise.all(sends);
+    }
+  }
+
+  /** Send what is collected now without waiting (the run is about to log its end; this overlaps with it). */
+  startFlushingQuestionTraces(): void {
+    this.flushTraces();
   }
 
   async finish(status: FinalStatus): Promise<void> {

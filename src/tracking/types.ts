@@ -41,6 +41,8 @@ export interface RunTracker {
    * the background (buffered for `ambiqa sync` while the server is down) and `finish` waits for them.
    */
   logQuestionTrace?(question: QuestionTrace): void;
+  /** Start sending the question traces collected so far, without waiting for them. */
+  startFlushingQuestionTraces?(): void;
   /** Datasets the run evaluated, for the run page's Datasets box. */
   logInputs?(datasets: DatasetInput[]): Promise<void>;
 }
