@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync, statSync } from 'node:fs';
 import type { Example } from '../datasets/types';
-import { defaultCatalog } from '../setup/catalog';
+import { defaultCatalog } from '../config/catalog';
 import type { Trace } from '../trace/types';
 import type { DatasetInput } from '../tracking/client';
 import type { RunTracker } from '../tracking/types';

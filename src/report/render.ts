@@ -5,7 +5,7 @@
  * server side, and the embedded trace data is JSON escaped for a script element and only ever
  * shown through `textContent`.
  */
-import { llmDisplayName } from '../setup/catalog';
+import { llmDisplayName } from '../config/catalog';
 import { stringify as toYaml } from 'yaml';
 import type { ExampleResult, RunMetrics } from '../run-files';
 import { escapeHtml, figureDivHtml, inlineScript, jsonForScript, plotlyJs } from '../plots/export';

@@ -1,7 +1,7 @@
 import { existsSync, rmSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { AmbiqaError } from '../errors';
-import type { ArchivePart, Catalog } from './catalog';
+import type { ArchivePart, Catalog } from '../config/catalog';
 import type { Fetcher } from './fetch';
 import { sha256File, verifiedSha256, writeStamp } from './hash';
 

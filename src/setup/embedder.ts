@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { ArchivePart, EmbedderFile } from './catalog';
+import type { ArchivePart, EmbedderFile } from '../config/catalog';
 import { type SetupContext, checksumError, dropDownloads, ensureArchive, modelsDir } from './context';
 import { extractConcatenated } from './extract';
 import { verifiedSha256, writeStamp } from './hash';

@@ -1,7 +1,7 @@
 import { closeSync, existsSync, mkdirSync, openSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { AmbiqaError } from '../errors';
-import { type LlmCatalogEntry, findLlm } from './catalog';
+import { type LlmCatalogEntry, findLlm } from '../config/catalog';
 import { type SetupContext, checksumError, describePart, dropDownloads, ensureArchive, modelsDir } from './context';
 import { extractConcatenated } from './extract';
 import { verifiedSha256, writeStamp } from './hash';

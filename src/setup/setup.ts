@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { cacheDir, venvDir } from '../config/paths';
 import { AmbiqaError, describeError } from '../errors';
-import { type Catalog, defaultCatalog } from './catalog';
+import { type Catalog, defaultCatalog } from '../config/catalog';
 import { type Reporter, type SetupContext, consoleReporter } from './context';
 import { type EmbedderManifestEntry, ensureEmbedder } from './embedder';
 import { type Fetcher, registryFetcher } from './fetch';

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import type { ArchivePart, Catalog, LlmCatalogEntry } from '../../src/setup/catalog';
+import type { ArchivePart, Catalog, LlmCatalogEntry } from '../../src/config/catalog';
 import type { Reporter } from '../../src/setup/context';
 import type { Fetcher } from '../../src/setup/fetch';
 

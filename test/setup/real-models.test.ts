@@ -5,7 +5,7 @@ import { env, pipeline } from '@huggingface/transformers';
 import { getLlama, LlamaCompletion } from 'node-llama-cpp';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../../src/config/paths';
-import { defaultCatalog, findLlm } from '../../src/setup/catalog';
+import { defaultCatalog, findLlm } from '../../src/config/catalog';
 import { sha256File } from '../../src/setup/hash';
 import { readModelManifest } from '../../src/config/models';
 import { runSetup } from '../../src/setup/setup';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeError } from '../../src/errors';
-import type { Catalog } from '../../src/setup/catalog';
+import type { Catalog } from '../../src/config/catalog';
 import { readRawModelManifest } from '../../src/config/models';
 import { type SetupOptions, runSetup } from '../../src/setup/setup';
 import { type FakeModel, fakeCatalog, fakeFetcher, memoryReporter, sha256 } from './fakes';

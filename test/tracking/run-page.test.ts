@@ -6,7 +6,7 @@ import { datasetInput, modelTags } from '../../src/experiments/run-page';
 import { stepsAreValues, sweepPointMetrics, sweepPointTags, sweepStep } from '../../src/experiments/sweep-charts';
 import type { ExperimentConfig } from '../../src/experiments/config';
 import type { RunMetrics } from '../../src/run-files';
-import { defaultCatalog, llmDisplayName } from '../../src/setup/catalog';
+import { defaultCatalog, llmDisplayName } from '../../src/config/catalog';
 import { followBrowsingServer } from '../../src/tracking/server';
 import { tempDir } from './helpers';
 

@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { cacheDir, venvDir } from '../../config/paths';
 import { AmbiqaError } from '../../errors';
-import { defaultCatalog } from '../../setup/catalog';
+import { defaultCatalog } from '../../config/catalog';
 import { readRawModelManifest } from '../../config/models';
 import { SETUP_PARTS, type SetupPart, runSetup } from '../../setup/setup';
 import { MLFLOW_VERSION } from '../../setup/venv';
