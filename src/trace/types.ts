@@ -160,7 +160,8 @@ export interface TocDecisions {
     /** The expansion repeated this few-shot demo's DQs instead of clarifying the question; no node was made. */
     copiedDemoId?: string;
   }>;
-  stopReason: 'max-nodes' | 'max-depth' | 'max-trials' | 'max-expansions' | 'queue-empty' | 'max-calls';
+  /** `unambiguous`: `earlyExit` found at most one distinct interpretation at the root and answered directly. */
+  stopReason: 'max-nodes' | 'max-depth' | 'max-trials' | 'max-expansions' | 'queue-empty' | 'max-calls' | 'unambiguous';
   /** Node ids given to the answer-generation prompt, in BFS order. */
   validNodeIds: number[];
   /** Passages given to the final prompt. */

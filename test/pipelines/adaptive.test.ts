@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { majoritySettled } from '../../src/pipelines/common/adaptive';
 import { createPipeline } from '../../src/pipelines/registry';
+import { TocPipeline } from '../../src/pipelines/toc';
+import { tocOptionsSchema } from '../../src/pipelines/toc/options';
 import { VerifyEditPipeline } from '../../src/pipelines/verify-edit';
 import { verifyEditOptionsSchema } from '../../src/pipelines/verify-edit/options';
-import type { SelfConsistencyDecisions, VeDecisions } from '../../src/trace/types';
+import type { SelfConsistencyDecisions, TocDecisions, VeDecisions } from '../../src/trace/types';
 import { asqaExample, FakeEmbedder, FakeRetriever, fixedDemos, hotpotExample, passage, scriptedLlm } from './fakes';
 
 /** Adaptive self-consistency (`adaptive: true`): rounds of samples, stopped once the vote is settled. */
@@ -124,5 +126,45 @@ describe('Verify-and-Edit with adaptive: true', () => {
     const { out, cot } = await run({ adaptive: true, consistency: 'logprob' }, ['Paris', 'Paris', 'Paris', 'Paris', 'Paris']);
     expect(cot).toHaveLength(5);
     expect(out.trace.warnings!.map((w) => w.purpose)).toContain('ve.adaptive');
+  });
+});
+
+describe('ToC with earlyExit: true', () => {
+  const corpus = [
+    passage('p1', 'Rupert Grint', 'Rupert Grint played Ron Weasley in the Harry Potter films.'),
+    passage('p2', 'Chris Rankin', 'Chris Rankin played Percy Weasley in the Harry Potter films.'),
+  ];
+  const AQ = 'Who played Ron Weasley in Harry Potter?';
+  const run = async (earlyExit: boolean, rac: string) => {
+    const { llm, provider } = scriptedLlm(
+      { 'toc.rac': rac, 'toc.answer': 'Answer: Rupert Grint played Ron Weasley.' },
+      { 'toc.verify': 0.9 },
+    );
+    const options = tocOptionsSchema.parse({ nShots: 1, poolSize: 5, nPassages: 2, reranker: 'none', earlyExit });
+    const out = await new TocPipeline(options).answer(asqaExample('q', AQ), { llm, retriever: new FakeRetriever(corpus), demos: fixedDemos() });
+    return { out, d: out.trace.decisions as TocDecisions, provider };
+  };
+  const oneReading = 'DQ 1: Who played Ron Weasley in the Harry Potter films?\nDA 1: Rupert Grint\nDQ 2: Which actor played Ron in the films?\nDA 2: rupert grint.';
+  const twoReadings = 'DQ 1: Who played Ron Weasley in the films?\nDA 1: Rupert Grint\nDQ 2: Who played Ron Weasley on stage?\nDA 2: Paul Thornley';
+
+  it('answers an unambiguous question from the root expansion: no verification, no tree, recorded', async () => {
+    const fixed = await run(false, oneReading);
+    const early = await run(true, oneReading);
+    expect(early.d.stopReason).toBe('unambiguous');
+    expect(early.out.trace.llmCalls.map((c) => c.purpose)).toEqual(['toc.rac', 'toc.answer']);
+    expect(early.provider.judged).toHaveLength(0);
+    expect(early.d.validNodeIds).toHaveLength(1);
+    expect(early.d.expansions).toEqual([expect.objectContaining({ nodeId: 0, reason: 'one interpretation: early exit' })]);
+    // The paper's method verifies and keeps expanding.
+    expect(fixed.provider.judged.length).toBeGreaterThan(0);
+    expect(fixed.out.trace.llmCalls.length).toBeGreaterThan(early.out.trace.llmCalls.length);
+    expect(fixed.d.stopReason).not.toBe('unambiguous');
+  });
+
+  it('changes nothing when the root finds two interpretations', async () => {
+    const fixed = await run(false, twoReadings);
+    const early = await run(true, twoReadings);
+    expect(early.d.stopReason).toBe(fixed.d.stopReason);
+    expect(early.out.trace.llmCalls.map((c) => c.purpose)).toEqual(fixed.out.trace.llmCalls.map((c) => c.purpose));
   });
 });

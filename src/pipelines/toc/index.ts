@@ -194,6 +194,29 @@ export class TocPipeline implements Pipeline {
         rec.parseFailure('toc.rac', `no DQ/DA pairs (${why})`, texts[0], 'expansion counted as failed');
       }
 
+      // earlyExit: a root expansion whose pairs all give one answer (or one pair) found no
+      // ambiguity to clarify; its pair goes straight to the answer, unverified, and the tree stops.
+      const interpretations = new Set(parsed.pairs.map((p) => normaliseAnswer(p.answer))).size;
+      if (o.earlyExit && node.id === 0 && parsed.pairs.length > 0 && interpretations <= 1) {
+        const pair = parsed.pairs[0]!;
+        nodes.push({
+          id: nodes.length,
+          parentId: 0,
+          depth: 1,
+          question: pair.question,
+          answer: pair.answer,
+          bfsOrder: nodes.length,
+          expanded: false,
+          verdict: null,
+          pruned: false,
+          unpruned: false,
+          createdByCallIndex: callIndex,
+        });
+        expansions.push({ nodeId: 0, llmCallIndex: callIndex, newChildren: 1, failed: false, reason: 'one interpretation: early exit' });
+        stopReason = 'unambiguous';
+        break;
+      }
+
       // Children, dedup, self-verification.
       let newValid = 0;
       let reason: string | undefined;

@@ -19,6 +19,12 @@ export const tocOptionsSchema = z
       .default(19)
       .describe('call budget per question, final answer included (the paper reports fewer than 20)'),
     pruning: z.boolean().default(true).describe('self-verification pruning on/off'),
+    earlyExit: z
+      .boolean()
+      .default(false)
+      .describe(
+        'answer directly, without the tree or verification, when the root expansion yields at most one distinct interpretation (off: the paper’s method)',
+      ),
     pruneThreshold: probabilityThreshold(0.5, 'keep a node when its self-verification P(true) is at least this (0.5 = the paper\'s True/False)'),
     unpruneFloor: probabilityThreshold(
       0.1,
