@@ -63,6 +63,10 @@ export const llmConfigSchema = z.strictObject({
    * (docs/llm.md, "Retries").
    */
   maxRetries: z.int().min(0).max(100).optional(),
+  /** First wait before a retry, doubled per retry of a call (a server's Retry-After wins). Default 0.5 s. */
+  backoffSeconds: z.number().positive().max(60).optional(),
+  /** Longest computed wait between retries. Default 30 s. */
+  maxBackoffSeconds: z.number().positive().max(600).optional(),
   /** Per-call timeout (default: 600 s embedded, 120 s openai-compatible). */
   timeoutSeconds: z.number().positive().optional(),
   /** The persistent cache: `{mode, path}`; a string is shorthand for `{path}`. */
@@ -154,6 +158,8 @@ export async function createLanguageModel(
     limiter: {
       maxConcurrency: c.maxConcurrency,
       ...(c.maxRetries !== undefined ? { maxRetries: c.maxRetries } : {}),
+      ...(c.backoffSeconds !== undefined ? { baseDelayMs: c.backoffSeconds * 1000 } : {}),
+      ...(c.maxBackoffSeconds !== undefined ? { maxDelayMs: c.maxBackoffSeconds * 1000 } : {}),
       timeoutMs: c.timeoutSeconds * 1000,
       ...(options.onRetry ? { onRetry: options.onRetry } : {}),
     },

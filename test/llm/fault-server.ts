@@ -43,6 +43,8 @@ export interface RecordedRequest {
   path: string;
   authorization: string | undefined;
   body: Record<string, unknown>;
+  /** What the server did with it (script or chaos draw). */
+  action?: FaultAction['kind'];
 }
 
 export interface FaultServer {
@@ -110,6 +112,7 @@ export async function startFaultServer(): Promise<FaultServer> {
     const token = authorization?.replace(/^Bearer\s+/i, '') ?? '';
     const action = state.script.shift() ?? (state.chaos ? draw(state.chaos) : { kind: 'ok' });
     if (state.chaos) state.injected[action.kind] = (state.injected[action.kind] ?? 0) + 1;
+    state.requests[state.requests.length - 1]!.action = action.kind;
     const chatBody = (text: string) => ({
       id: `chatcmpl-${state.requests.length}`,
       object: 'chat.completion',
