@@ -1,6 +1,6 @@
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, truncateSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { redactText } from '../common/secrets';
+import { redactText } from './secrets';
 
 /**
  * Durable JSON-lines files. A run appends one line per finished example and fsyncs it, so a

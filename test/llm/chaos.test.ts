@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run as runCommand } from '../../src/cli/commands/run';
-import { readJsonl } from '../../src/experiments/jsonl';
-import type { ExampleResult, RunMetrics } from '../../src/experiments/results';
+import { readJsonl } from '../../src/common/jsonl';
+import type { ExampleResult, RunMetrics } from '../../src/run-files';
 import { writeAsqa, writeYaml } from '../experiments/helpers/files';
 import { startFaultServer, type ChaosRates, type FaultServer } from './fault-server';
 
