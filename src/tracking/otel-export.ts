@@ -3,6 +3,7 @@ import { context as otelContext, trace as otelTrace, SpanKind, SpanStatusCode, T
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { BasicTracerProvider, type IdGenerator, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { AmbiqaError } from '../errors';
+import { MlflowHttpError, MlflowUnreachableError } from './client';
 import type { LlmCallRecord, RetrievalRecord, Trace } from '../trace/types';
 import { knownSecrets, redactText } from './redact';
 
@@ -342,14 +343,6 @@ export class TracesUnsupportedError extends AmbiqaError {
   }
 }
 
-/** The server did not answer or answered "try later": worth buffering for `ambiqa sync`. */
-export class TracesUnreachableError extends AmbiqaError {
-  constructor(readonly uri: string, reason: string) {
-    super(`MLflow OTLP endpoint at ${uri}/v1/traces is unreachable (${reason})`, 'traces are kept for `npx ambiqa sync <run dir>`');
-    this.name = 'TracesUnreachableError';
-  }
-}
-
 export class TraceTooLargeError extends AmbiqaError {
   constructor(readonly status: number) {
     super(`MLflow refused a trace batch as too large (HTTP ${status})`);
@@ -419,9 +412,11 @@ export class OtlpSender {
           'upgrade the tracking server (`pip install -U mlflow`); traces stay in the run directory (traces.jsonl)',
         );
       }
-      if (status === 429 || status >= 500) return new TracesUnreachableError(this.options.uri, `HTTP ${status}`);
-      return new AmbiqaError(`MLflow refused traces: HTTP ${status}: ${data.slice(0, 300)}`);
+      // 429/5xx are MLflow HTTP errors like any other endpoint's: transient ones are buffered for sync.
+      return new MlflowHttpError(status, `HTTP_${status}`, data.slice(0, 300), 'OTLP /v1/traces');
     }
-    return new TracesUnreachableError(this.options.uri, error instanceof Error ? error.message : String(error));
+    // No answer at all: the same error as every other request to a server that is down, so the
+    // tracker switches to its journal and `ambiqa sync` sends the batch later.
+    return new MlflowUnreachableError(this.options.uri, error instanceof Error ? error.message : String(error), { cause: error });
   }
 }

@@ -1,4 +1,5 @@
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
+import { connect, createServer as createTcpServer, type Socket } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MlflowClient } from '../../src/tracking/client';
@@ -181,6 +182,31 @@ async function proxy(target: string, behaviour: { version?: string; otlpStatus?:
   return { uri: `http://127.0.0.1:${listenPort}`, otlpBodies, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }
 
+/** A TCP relay to the real server that can be cut, to take MLflow "down" in the middle of a run. */
+async function relay(target: string): Promise<{ uri: string; cut(): Promise<void> }> {
+  const { hostname, port } = new URL(target);
+  const sockets = new Set<Socket>();
+  const server = createTcpServer((inbound) => {
+    const outbound = connect(Number(port), hostname);
+    for (const s of [inbound, outbound]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => undefined);
+    }
+    inbound.pipe(outbound).pipe(inbound);
+  });
+  const listenPort = await freePort();
+  await new Promise<void>((resolve) => server.listen(listenPort, '127.0.0.1', resolve));
+  return {
+    uri: `http://127.0.0.1:${listenPort}`,
+    cut: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const s of sockets) s.destroy();
+      }),
+  };
+}
+
 describe.skipIf(!uri)('question traces in MLflow Tracing (real server)', () => {
   const client = new MlflowClient(uri);
   const saved = process.env.OPENAI_API_KEY;
@@ -259,6 +285,27 @@ describe.skipIf(!uri)('question traces in MLflow Tracing (real server)', () => {
     expect(traces.map((t) => t.traceId).sort()).toEqual(['q1', 'q2'].map((q) => `tr-${traceIdFor(run.runId, q)}`).sort());
     expect(traces.every((t) => t.assessments.some((a) => a.name === 'str_em'))).toBe(true);
     expect((await syncDirectory(dir, { client, notify: () => {} })).alreadySynced).toBe(true);
+  }, 120_000);
+
+  it('keeps the traces of a server lost mid-run in the journal; sync sends them to the same run', async () => {
+    const dir = tempDir();
+    const link = await relay(uri);
+    const tracking = new ResilientTracking({ uri: link.uri, bufferDir: dir, notify: () => {} });
+    const run = await tracking.startRun({ experimentName: uniqueName('otel-midrun'), runName: 'mid-run' });
+    run.logQuestionTrace({ trace: sampleTrace('q1'), metrics: { str_em: 1 } });
+    await run.flushQuestionTraces();
+    await link.cut();
+    run.logQuestionTrace({ trace: sampleTrace('q2'), metrics: { str_em: 0 } });
+    await run.finish('FINISHED');
+    expect(run.state).toBe('buffered');
+    const traceOps = readJournal(dir).filter((o) => o.op === 'traces');
+    expect(traceOps.map((o) => (o.op === 'traces' ? o.count : 0))).toEqual([1]);
+    expect((await tracesOf(run.experimentId, run.runId)).map((t) => t.traceId)).toEqual([`tr-${traceIdFor(run.runId, 'q1')}`]);
+
+    await syncDirectory(dir, { client, notify: () => {} });
+    const traces = await tracesOf(run.experimentId, run.runId);
+    expect(traces.map((t) => t.traceId).sort()).toEqual(['q1', 'q2'].map((q) => `tr-${traceIdFor(run.runId, q)}`).sort());
+    expect((await client.getRun(run.runId)).info.status).toBe('FINISHED');
   }, 120_000);
 
   it('warns once and goes on when the server is too old or has a file store', async () => {
