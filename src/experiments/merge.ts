@@ -1,5 +1,5 @@
-import { mkdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { AmbiqaError } from '../errors';
 import type { Trace } from '../trace/types';
 import type { RunTracker } from '../tracking/types';
@@ -52,6 +52,7 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
   if (request.dirs.length === 0) throw new AmbiqaError('merge: no run directories given', 'pass the shards\' run dirs, e.g. artifacts/runs/toc-asqa.shard-*');
   const shards: ShardRun[] = request.dirs.map((d) => {
     const dir = resolve(d);
+    if (!existsSync(join(dir, runFiles.config))) throw notAShardDir(d, dir);
     const config = readResolvedConfig(join(dir, runFiles.config));
     return {
       dir,
@@ -189,4 +190,26 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
     await guard(warn, 'finish the merged run', () => parent.finish(complete ? 'FINISHED' : 'KILLED'));
   }
   return { dir, config, results, metrics, mlflow, missingShards };
+}
+
+/**
+ * Why `dir` is not a run to merge, and what probably is: `--shard i/N` appends `.shard-<i>of<N>`
+ * to the run name, so `run --name toc-s0 --shard 0/4` writes `toc-s0.shard-0of4`; and a glob
+ * that matched nothing (the shards are still on the machines that ran them) reaches us as is.
+ */
+function notAShardDir(given: string, dir: string): AmbiqaError {
+  const parent = dirname(dir);
+  const name = basename(dir);
+  const siblings = existsSync(parent) ? readdirSync(parent) : [];
+  const shardDirs = siblings.filter((n) => n.startsWith(`${name}.shard-`) && /\.shard-\d+of\d+$/.test(n));
+  if (shardDirs.length > 0) {
+    return new AmbiqaError(
+      `merge: ${given} is not a run directory`,
+      `a shard's run is named <name>.shard-<i>of<N>: did you mean ${shardDirs.map((n) => join(given, '..', n).replace(/^\.\//, '')).join(' ')}?`,
+    );
+  }
+  const hint = /[*?[]/.test(given)
+    ? 'nothing matched the pattern here: copy the shards\' run dirs to this machine first (e.g. rsync -a host:ambiqa/artifacts/runs/ artifacts/runs/), or run the shards on a shared artifacts volume (README, "Spreading a run over machines")'
+    : 'pass the run dirs that `ambiqa run --shard i/N` wrote (artifacts/runs/<name>.shard-<i>of<N>)';
+  return new AmbiqaError(`merge: ${given} is not a run directory (no ${runFiles.config})`, hint);
 }
