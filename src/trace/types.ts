@@ -231,6 +231,8 @@ export interface DivaDecisions {
   passageIds: string[];
   /** Per passage id: mean cosine similarity to the interpretations (the diversification ranking). */
   passageScores?: number[];
+  /** `earlyExit`: the model typed the question unambiguous; answered by RAG on it, unverified. */
+  earlyExit?: boolean;
 }
 
 export interface ComboDecisions {

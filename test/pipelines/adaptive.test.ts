@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { majoritySettled } from '../../src/pipelines/common/adaptive';
+import { DivaPipeline } from '../../src/pipelines/diva';
+import { divaOptionsSchema } from '../../src/pipelines/diva/options';
 import { createPipeline } from '../../src/pipelines/registry';
 import { TocPipeline } from '../../src/pipelines/toc';
 import { tocOptionsSchema } from '../../src/pipelines/toc/options';
 import { VerifyEditPipeline } from '../../src/pipelines/verify-edit';
 import { verifyEditOptionsSchema } from '../../src/pipelines/verify-edit/options';
-import type { SelfConsistencyDecisions, TocDecisions, VeDecisions } from '../../src/trace/types';
+import type { DivaDecisions, SelfConsistencyDecisions, TocDecisions, VeDecisions } from '../../src/trace/types';
 import { asqaExample, FakeEmbedder, FakeRetriever, fixedDemos, hotpotExample, passage, scriptedLlm } from './fakes';
 
 /** Adaptive self-consistency (`adaptive: true`): rounds of samples, stopped once the vote is settled. */
@@ -166,5 +168,39 @@ describe('ToC with earlyExit: true', () => {
     const early = await run(true, twoReadings);
     expect(early.d.stopReason).toBe(fixed.d.stopReason);
     expect(early.out.trace.llmCalls.map((c) => c.purpose)).toEqual(fixed.out.trace.llmCalls.map((c) => c.purpose));
+  });
+});
+
+describe('Diva with earlyExit: true', () => {
+  const corpus = [passage('w1', 'Rupert Grint', 'Rupert Grint played Ron Weasley in the Harry Potter films.')];
+  const AQ = 'Who played Ron Weasley in the Harry Potter films?';
+  const run = async (earlyExit: boolean, diversify: string) => {
+    const { llm, provider } = scriptedLlm(
+      { 'diva.diversify': diversify, 'diva.generate.rag': 'Rupert Grint.', 'diva.generate.closed-book': 'Someone.' },
+      { 'diva.verify': 0.8 },
+    );
+    const ctx = { llm, retriever: new FakeRetriever(corpus), embedder: new FakeEmbedder(), demos: fixedDemos() };
+    const out = await new DivaPipeline(divaOptionsSchema.parse({ nShots: 1, nPassages: 1, earlyExit })).answer(asqaExample('q', AQ), ctx);
+    return { out, d: out.trace.decisions as DivaDecisions, provider };
+  };
+  const unambiguous = 'Ambiguity type: None\nReason: Only one Ron Weasley.\nInterpretations:\n1. Who played Ron in the films?\n2. Who was the actor of Ron?';
+  const ambiguous = 'Ambiguity type: Subject\nReason: Several brothers.\nInterpretations:\n1. Who played Ron Weasley?\n2. Who played Percy Weasley?';
+
+  it("answers a question typed 'none' by RAG on the question, without verification", async () => {
+    const fixed = await run(false, unambiguous);
+    const early = await run(true, unambiguous);
+    expect(early.d.earlyExit).toBe(true);
+    expect(early.d.interpretations).toEqual([AQ]);
+    expect(early.provider.judged).toHaveLength(0);
+    expect(early.d.route).toBe('rag');
+    expect(early.out.output).toBe('Rupert Grint.');
+    expect(fixed.provider.judged).toHaveLength(2);
+    expect(fixed.d.earlyExit).toBeUndefined();
+  });
+
+  it('runs the paper method on a question typed ambiguous', async () => {
+    const early = await run(true, ambiguous);
+    expect(early.d.earlyExit).toBeUndefined();
+    expect(early.provider.judged).toHaveLength(2);
   });
 });

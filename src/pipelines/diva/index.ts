@@ -89,6 +89,10 @@ export class DivaPipeline implements Pipeline {
       found = found.slice(0, -1);
     }
     let interpretations = found.slice(0, o.maxInterpretations);
+    // earlyExit: the model itself typed the question unambiguous (a parsed 'none', not the
+    // fallback of an unreadable reply), so there is nothing to diversify or verify.
+    const earlyExit = o.earlyExit && parsed.type === 'none';
+    if (earlyExit) interpretations = [example.question];
     if (interpretations.length === 0) {
       rec.parseFailure('diva.diversify', 'no interpretations', div.texts[0], 'the question itself as the only interpretation');
       interpretations = [example.question];
@@ -106,7 +110,7 @@ export class DivaPipeline implements Pipeline {
     // 2. Verify: does the passage set answer each interpretation?
     const verdicts: boolean[] = [];
     const pAnswered: number[] = [];
-    if (!o.verification) {
+    if (!o.verification || earlyExit) {
       verdicts.push(...interpretations.map(() => passages.length > 0));
     } else if (passages.length === 0) {
       // Nothing to judge: every interpretation is unanswered without asking the model.
@@ -148,7 +152,8 @@ export class DivaPipeline implements Pipeline {
       ambiguityReason: parsed.reason,
       interpretations,
       verdicts,
-      ...(o.verification ? { pAnswered } : {}),
+      ...(o.verification && !earlyExit ? { pAnswered } : {}),
+      ...(earlyExit ? { earlyExit: true } : {}),
       usefulness: label,
       route,
       passageIds: passages.map((p) => p.id),

@@ -13,6 +13,12 @@ export const divaOptionsSchema = z.strictObject({
     'an interpretation counts as answered by the passages when the judge gives P(yes) at least this; none answered → Useless → closed-book',
   ),
   adaptive: z.boolean().default(true).describe('adaptive generation on/off (off: always RAG)'),
+  earlyExit: z
+    .boolean()
+    .default(false)
+    .describe(
+      "a question the model types 'none' (unambiguous) is answered by RAG on the question itself, without interpretations or verification (off: the paper's method)",
+    ),
   diversifyExample: z.boolean().default(true).describe('show the worked example in the diversification prompt'),
   nShots: nShots(5),
   temperature: temperature(0.3, 'the answer'),
