@@ -62,7 +62,7 @@ export const registry: ConfigRegistry = {
   defaultReader: defaultReaderSpec,
   checkReader: (spec, checkFiles) => checkReaderSpec(spec, checkFiles),
   defaultMetrics,
-  requiresRetriever: (name) => retrievalPipelines.has(name as never),
+  requiresRetriever: (name) => (retrievalPipelines as ReadonlySet<string>).has(name),
 };
 
 export function createComposer(options: { notify?: (message: string) => void } = {}): Composer {
@@ -94,8 +94,8 @@ export function createComposer(options: { notify?: (message: string) => void } =
     if (!llm) {
       llm =
         config.llm.provider === 'scripted'
-          ? Promise.resolve(createScriptedLanguageModel(scriptedLlmSchema.parse(config.llm), defaultCachePath()))
-          : createLanguageModel(config.llm as never);
+          ? Promise.resolve(createScriptedLanguageModel(config.llm, defaultCachePath()))
+          : createLanguageModel(config.llm);
       llms.set(key, llm);
     }
     return llm;
@@ -144,13 +144,13 @@ export function createComposer(options: { notify?: (message: string) => void } =
         const key = JSON.stringify([corpusPath ?? null, retrieverConfig]);
         let retriever = retrievers.get(key);
         if (!retriever) {
-          retriever = createRetriever(retrieverConfig as never, getCorpus(corpusPath), context.embedder ? { embedder: context.embedder } : {});
+          retriever = createRetriever(retrieverConfig, getCorpus(corpusPath), context.embedder ? { embedder: context.embedder } : {});
           retrievers.set(key, retriever);
         }
         // Leak control: the same index, seen by each question without its own annotated passages.
         context.retriever = withExclusion(await retriever, getCorpus(corpusPath), exclude);
       }
-      if (config.reranker) context.reranker = createReranker(config.reranker as never, context.embedder ? { embedder: context.embedder } : {});
+      if (config.reranker) context.reranker = createReranker(config.reranker, context.embedder ? { embedder: context.embedder } : {});
 
       if (nShots > 0) {
         // Demos: a separate pool file when given, else the whole evaluation file, leave-one-out

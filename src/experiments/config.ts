@@ -7,6 +7,9 @@ import { dataDir, projectRoot } from '../config/paths';
 import { datasetNames, defaultDatasetFiles } from '../datasets/index';
 import type { DatasetName } from '../datasets/types';
 import { AmbiqaError } from '../errors';
+import type { LlmConfig, LlmConfigInput } from '../llm/config';
+import type { PipelineOptionsInput } from '../pipelines/registry';
+import type { RerankerConfig, RerankerConfigInput, RetrieverConfig, RetrieverConfigInput } from '../retrieval/factory';
 import type { PipelineName } from '../trace/types';
 import { readYamlMapping } from '../common/yaml';
 import { formatIssues } from '../common/zod-issues';
@@ -130,33 +133,50 @@ export const experimentFileSchema = z.strictObject({
 
 export type ExperimentFile = z.infer<typeof experimentFileSchema>;
 
-/** A config after overrides, defaults and path resolution: what a run records in `config.yaml`. */
-export interface ExperimentConfig {
-  name: string;
-  description?: string;
-  dataset: {
-    name: DatasetName;
-    /** Absolute path of the evaluation file. */
-    path: string;
-    split: string;
-    sample?: number;
-    seed: number;
-    limit?: number;
-    demos?: string;
-    ids?: string;
-  };
-  pipeline: { name: PipelineName; options: Record<string, unknown> };
-  llm: Record<string, unknown> & { provider?: string };
-  /** `exclude`: `none`, or `own` (a question's own annotated passages never reach its results). */
-  retriever?: Record<string, unknown> & { corpus?: string; exclude?: 'none' | 'own' };
-  reranker?: Record<string, unknown>;
-  metrics: string[];
-  reader?: string;
-  tracking: { experiment: string; enabled: boolean; traces?: boolean; tags: Record<string, string> };
-  concurrency: number;
-  sweep?: Record<string, unknown[]>;
-  shard?: string;
-}
+type Resolved<T, K extends keyof T, R> = Omit<T, K> & R;
+
+/**
+ * A config after overrides, defaults and path resolution: what a run records in `config.yaml`.
+ * Derived from the schemas: the file's own schema, with each part replaced by the output of the
+ * schema of the module that owns it (LLM, retriever, reranker).
+ */
+export type ExperimentConfig = Resolved<
+  ExperimentFile,
+  'name' | 'dataset' | 'pipeline' | 'llm' | 'retriever' | 'reranker' | 'metrics',
+  {
+    name: string;
+    /** `path` is absolute once resolved (as are `demos` and `ids`). */
+    dataset: Resolved<ExperimentFile['dataset'], 'path', { path: string }>;
+    pipeline: { name: PipelineName; options: Record<string, unknown> };
+    llm: LlmConfig | ScriptedLlmConfig;
+    /** `exclude`: `none`, or `own` (a question's own annotated passages never reach its results). */
+    retriever?: RetrieverConfig & { corpus?: string; exclude: 'none' | 'own' };
+    reranker?: RerankerConfig;
+    metrics: string[];
+  }
+>;
+
+export type ScriptedLlmConfig = z.output<typeof scriptedLlmSchema>;
+
+/** The `pipeline:` section a user writes: the name picks the options type. */
+export type PipelineSectionInput = {
+  [N in PipelineName]: { name: N; options?: PipelineOptionsInput<N> };
+}[PipelineName];
+
+/**
+ * What a user writes (a YAML file, or an object in a notebook): `z.input` of the schemas, so
+ * fields with defaults are optional and a notebook gets completion and type errors per pipeline.
+ */
+export type ExperimentInput = Resolved<
+  z.input<typeof experimentFileSchema>,
+  'pipeline' | 'llm' | 'retriever' | 'reranker',
+  {
+    pipeline: PipelineSectionInput;
+    llm?: LlmConfigInput | z.input<typeof scriptedLlmSchema>;
+    retriever?: RetrieverConfigInput | (Exclude<RetrieverConfigInput, string> & { corpus?: string; exclude?: 'none' | 'own' });
+    reranker?: RerankerConfigInput;
+  }
+>;
 
 export interface LoadOptions {
   overrides?: Override[];
@@ -215,14 +235,14 @@ export function resolveExperimentConfig(
     else problems.push(...formatIssues(r.error.issues, { prefix: ['pipeline', 'options'], schema: optionsSchema, input: file.pipeline.options }));
   }
 
-  let llm: Record<string, unknown> = file.llm;
+  let llm = file.llm as ExperimentConfig['llm'];
   if (llm.provider === 'scripted') {
     const r = scriptedLlmSchema.safeParse(llm);
     if (r.success) llm = r.data;
     else problems.push(...formatIssues(r.error.issues, { prefix: ['llm'], schema: scriptedLlmSchema, input: llm }));
   } else if (registry.llmConfigSchema) {
     const r = registry.llmConfigSchema.safeParse(llm);
-    if (r.success) llm = r.data as Record<string, unknown>;
+    if (r.success) llm = r.data as LlmConfig;
     else problems.push(...formatIssues(r.error.issues, { prefix: ['llm'], schema: registry.llmConfigSchema, input: llm }));
   }
 
@@ -233,10 +253,10 @@ export function resolveExperimentConfig(
     if (exclude !== 'none' && exclude !== 'own') {
       problems.push(`retriever.exclude: must be "none" or "own" (a question's own annotated passages never reach its results); got ${JSON.stringify(exclude)}`);
     }
-    let checked: Record<string, unknown> = rest;
+    let checked = rest as RetrieverConfig;
     if (registry.retrieverConfigSchema) {
       const r = registry.retrieverConfigSchema.safeParse(rest);
-      if (r.success) checked = r.data as Record<string, unknown>;
+      if (r.success) checked = r.data as RetrieverConfig;
       else problems.push(...formatIssues(r.error.issues, { prefix: ['retriever'], schema: registry.retrieverConfigSchema, input: rest }));
     }
     retriever = { ...checked, exclude: exclude === 'own' ? 'own' : 'none', ...(typeof corpus === 'string' ? { corpus: resolveProjectPath(corpus) } : {}) };
@@ -246,10 +266,10 @@ export function resolveExperimentConfig(
     problems.push(`retriever: pipeline ${file.pipeline.name} needs a retriever (e.g. \`retriever: bm25\`; types: bm25, dense, hybrid, multi-query)`);
   }
 
-  let reranker = file.reranker;
+  let reranker = file.reranker as RerankerConfig | undefined;
   if (reranker && registry.rerankerConfigSchema) {
     const r = registry.rerankerConfigSchema.safeParse(reranker);
-    if (r.success) reranker = r.data as Record<string, unknown>;
+    if (r.success) reranker = r.data as RerankerConfig;
     else problems.push(...formatIssues(r.error.issues, { prefix: ['reranker'], schema: registry.rerankerConfigSchema, input: reranker }));
   }
 
@@ -391,7 +411,7 @@ export function configFingerprint(config: ExperimentConfig): Record<string, unkn
   if (clone.retriever?.corpus) clone.retriever = { ...clone.retriever, corpus: basename(clone.retriever.corpus) };
   if (clone.llm && typeof clone.llm === 'object') {
     const { callLog: _l, cache: _k, ...llm } = clone.llm as Record<string, unknown>;
-    clone.llm = llm;
+    (clone as Record<string, unknown>).llm = llm;
   }
   return clone;
 }

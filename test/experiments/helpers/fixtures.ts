@@ -60,9 +60,10 @@ export function baseConfig(overrides: Partial<ExperimentConfig> = {}): Experimen
     name: 'unit',
     dataset: { name: 'hotpotqa-adversarial', path: '/data/sim_dev.json', split: 'dev', seed: 0 },
     pipeline: { name: 'closed-book', options: { nShots: 0 } },
-    llm: { provider: 'scripted', apiKey: 'sk-secret-123' },
+    // A key where no schema allows one: the runner must still keep it out of every sink.
+    llm: { provider: 'scripted', apiKey: 'sk-secret-123' } as unknown as ExperimentConfig['llm'],
     metrics: ['em'],
-    tracking: { experiment: 'unit-tests', enabled: true, tags: {} },
+    tracking: { experiment: 'unit-tests', enabled: true, traces: true, tags: {} },
     concurrency: 3,
     ...overrides,
   };

@@ -1,0 +1,31 @@
+// The package entry for `import … from 'ambiqa'` in ES modules. The library is loaded once,
+// through the CommonJS entry (tsx compiles the TypeScript sources on load); its names are listed
+// here because ES modules need them statically. test/library/entry.test.ts checks that this list
+// is exactly what src/index.ts exports.
+import { createRequire } from 'node:module';
+
+const lib = createRequire(import.meta.url)('./ambiqa.cjs');
+
+export const {
+  AmbiqaError, Bm25Retriever, CORRECTNESS_METRICS, ClosedBookPipeline, ComboPipeline, CotPipeline,
+  CotScPipeline, DenseRetriever, DivaPipeline, HybridRetriever, LlamaCppProvider, LlmClient,
+  MiniLmEmbedder, MultiQueryRetriever, NotebookProgress, OpenAICompatibleProvider, PRUNING_STAGES,
+  QUALITY_METRICS, ScriptedProvider, TocPipeline, VanillaRagPipeline, VerifyEditPipeline,
+  accuracyCoverageAuc, aggregate, answerCoverage, answerF1, artifactsDir, baseLayout,
+  bootstrapInterval, buildCorpus, buildReport, checkConfig, clarificationTreeFigure, colors,
+  commonMetric, consistencyKdeFigure, consistencyPoints, correctness, costPoints,
+  costQualityFigure, coverageCurve, coverageFigure, createLanguageModel, createPipeline,
+  createReranker, createRetriever, dataDir, datasetNames, defaultMetrics, disambigF1, drScore,
+  exactMatch, examplesDir, exportFigures, figurePageHtml, findOption, gaussianKde,
+  goldDqsFromExamples, inStage, kdeCurve, layoutTree, linspace, llmCallRows, loadCorpus,
+  loadDataset, loadRun, loadSweep, majorityVotes, maxOverGolds, mean, metricNames, metricOf,
+  noDataAnnotation, nodeCapFigure, nodeCapPoints, nodeStatus, parseCoverage, parsePipelineOptions,
+  perQuestionUsage, pickMetric, pipelineNames, pipelineOf, pipelineOptionsSchemas, plotlyText,
+  projectRoot, pruningEffect, pruningEffectFigure, readCoverageFile, resultRows, resume, rougeL,
+  rougeLsum, run, runRows, sampleStd, saveCorpus, score, scoreExample, scottBandwidth, setupPlotly,
+  show, showTable, showTrace, showTree, strEm, strHit, sweep, thresholdAblationFigure,
+  thresholdAblationFromSweep, thresholdAblationFromTraces, toDataFrame, tocAblationFigure,
+  tocAblationPoints, tocNodeRows, tocTrace, tokenF1, truncate, unloadModels, wrapForHover,
+  writeFigureHtml, writeReport
+} = lib;
+export default lib;

@@ -1,0 +1,276 @@
+/**
+ * Experiments in the caller's own process: what `import { run } from 'ambiqa'` does in a
+ * notebook kernel or a script. The same validation, run directory, resume and MLflow logging as
+ * `ambiqa run` / `ambiqa sweep`, but no child process: one composer per process keeps the
+ * loaded models (the embedded GGUF, MiniLM, indexes), so a kernel loads the embedded model once
+ * and every later cell reuses it.
+ *
+ * Interrupts: while a run is in progress, SIGINT (a kernel interrupt, Ctrl-C in a script) stops
+ * it cleanly — in-flight questions are abandoned, what is done is written — and the process
+ * stays alive. Running the same call again resumes it. A second run of the same directory waits
+ * for the stopping one to settle first, so two sessions never write one run dir.
+ */
+import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { AmbiqaError } from '../errors';
+import { loadDataset } from '../datasets/index';
+import type { RunTracker } from '../tracking/types';
+import { loadRun, loadSweep, type LoadedRun, type LoadedSweep } from '../report/load';
+import { runsDir, sweepsDir, runFiles, type ExampleResult, type MetricAggregate } from '../run-files';
+import { aggregateResults, createScorer } from './bindings';
+import { createComposer, type Composer } from './compose';
+import { configFingerprint, diffConfigs, readResolvedConfig, resolveExperimentConfig, type ExperimentConfig, type ExperimentInput } from './config';
+import type { ProgressSink } from './progress';
+import { createReader, parseReaderSpec } from './reader';
+import { checkRunDir, runStarted } from './run-dir';
+import { runExperiment, type RunOutcome } from './runner';
+import { checkSweepDir, planSweep, runSweep, type SweepOutcome } from './sweep';
+
+let shared: Composer | undefined;
+
+/** The process's composer: models, corpora and the LLM cache stay loaded between calls. */
+export function sharedComposer(): Composer {
+  return (shared ??= createComposer());
+}
+
+/** Unload the models and stop a local MLflow server (the next call loads them again). */
+export async function closeSession(): Promise<void> {
+  const c = shared;
+  shared = undefined;
+  await c?.close();
+}
+
+export interface SessionRunOptions {
+  /** Run name (the folder under artifacts/runs); default: the config's `name`, else the pipeline's. */
+  name?: string;
+  /** Answer only the first N selected questions. */
+  limit?: number;
+  /**
+   * What to do with an existing run dir of the same name. `auto` (default): resume it when it was
+   * started with the same config (a re-run cell finishes an interrupted run, or replays a
+   * finished one), refuse when the config differs. `resume`: always resume. `fresh`: remove it and
+   * start again (the LLM cache still replays every call made before).
+   */
+  existing?: 'auto' | 'resume' | 'fresh';
+  /** Live progress (notebooks get one that updates in place). Default: none. */
+  progress?: ProgressSink | ((label: string) => ProgressSink);
+  /** Stop the run (besides SIGINT). */
+  signal?: AbortSignal;
+  /** Log to MLflow (default: the config's `tracking.enabled`). */
+  tracking?: boolean;
+  /** Warnings (MLflow trouble, repaired files). Default: stderr. */
+  warn?: (message: string) => void;
+}
+
+export interface SessionRun extends LoadedRun {
+  status: RunOutcome['status'];
+  /** Questions answered by this call (not replayed from an earlier session). */
+  answeredNow: number;
+}
+
+/** Validate a config object as `ambiqa run` validates a YAML file (same messages, same defaults). */
+export function resolveConfig(input: ExperimentInput, options: Pick<SessionRunOptions, 'name' | 'limit' | 'tracking'> = {}): ExperimentConfig {
+  const raw = { ...(input as Record<string, unknown>) };
+  if (options.tracking !== undefined) raw.tracking = { ...((raw.tracking as Record<string, unknown> | undefined) ?? {}), enabled: options.tracking };
+  const defaultName = options.name ?? (typeof raw.name === 'string' ? raw.name : undefined) ?? String((raw.pipeline as { name?: unknown } | undefined)?.name ?? 'run');
+  return resolveExperimentConfig(raw, sharedComposer().registry, {
+    source: `config ${defaultName}`,
+    defaultName,
+    ...(options.name !== undefined ? { name: options.name } : {}),
+    ...(options.limit !== undefined ? { limit: options.limit } : {}),
+  });
+}
+
+const active = new Map<string, Promise<unknown>>();
+
+/** One session per directory at a time; a new call waits for a stopping one. */
+async function exclusive<T>(dir: string, body: () => Promise<T>): Promise<T> {
+  const before = active.get(dir);
+  if (before) await before.catch(() => undefined);
+  const current = body();
+  active.set(dir, current);
+  try {
+    return await current;
+  } finally {
+    if (active.get(dir) === current) active.delete(dir);
+  }
+}
+
+/** An AbortSignal that fires on SIGINT (and on `outer`) without ending the process. */
+function interruptible(outer?: AbortSignal): { signal: AbortSignal; dispose(): void } {
+  const controller = new AbortController();
+  const onSigint = () => controller.abort(new AmbiqaError('interrupted (SIGINT)', 'run the same call again to resume'));
+  const onOuter = () => controller.abort(outer?.reason);
+  if (outer?.aborted) onOuter();
+  outer?.addEventListener('abort', onOuter, { once: true });
+  process.on('SIGINT', onSigint);
+  return {
+    signal: controller.signal,
+    dispose() {
+      process.off('SIGINT', onSigint);
+      outer?.removeEventListener('abort', onOuter);
+    },
+  };
+}
+
+function sinkFor(progress: SessionRunOptions['progress'], label: string): ProgressSink | undefined {
+  return typeof progress === 'function' ? progress(label) : progress;
+}
+
+async function logFigures(dir: string, tracker: RunTracker): Promise<void> {
+  await (await import('../report/run-figures')).logRunFigures(dir, tracker);
+}
+
+/** Whether an existing run dir is to be resumed, per `existing`. */
+function resumeExisting(config: ExperimentConfig, runDir: string, existing: NonNullable<SessionRunOptions['existing']>): boolean {
+  if (!runStarted(runDir)) return false;
+  if (existing === 'fresh') {
+    rmSync(runDir, { recursive: true, force: true });
+    return false;
+  }
+  if (existing === 'auto') {
+    const saved = readResolvedConfig(join(runDir, runFiles.config));
+    const differences = diffConfigs(configFingerprint(saved), configFingerprint(config));
+    if (differences.length > 0) {
+      throw new AmbiqaError(
+        `run ${config.name} exists with a different config (${differences.join(', ')})`,
+        "pass { existing: 'fresh' } to start it again, or another { name }",
+      );
+    }
+  }
+  return true;
+}
+
+/** Run one experiment in this process and return its run directory's contents. */
+export async function runInProcess(input: ExperimentInput, options: SessionRunOptions = {}): Promise<SessionRun> {
+  const config = resolveConfig(input, options);
+  const runDir = join(runsDir(), config.name);
+  return exclusive(runDir, async () => {
+    const resume = resumeExisting(config, runDir, options.existing ?? 'auto');
+    checkRunDir(runDir, resume);
+    const composer = sharedComposer();
+    const interrupt = interruptible(options.signal);
+    try {
+      const components = await composer.components(config);
+      const progress = sinkFor(options.progress, config.name);
+      const outcome = await runExperiment({
+        config,
+        runDir,
+        resume,
+        components,
+        tracking: composer.tracking(),
+        tags: composer.tags(config),
+        figures: logFigures,
+        ...(progress ? { progress } : {}),
+        signal: interrupt.signal,
+        ...(options.warn ? { warn: options.warn } : {}),
+      });
+      return { ...loadRun(runDir), status: outcome.status, answeredNow: outcome.answeredNow };
+    } finally {
+      interrupt.dispose();
+    }
+  });
+}
+
+/** Finish (or extend) a run by name or directory, with the config it was started with. */
+export async function resumeInProcess(nameOrDir: string, options: Omit<SessionRunOptions, 'existing' | 'name'> = {}): Promise<SessionRun> {
+  const dir = existsSync(join(nameOrDir, runFiles.config)) ? nameOrDir : join(runsDir(), nameOrDir);
+  if (!runStarted(dir)) throw new AmbiqaError(`no run to resume at ${dir}`, 'pass a run name (artifacts/runs/<name>) or a run directory');
+  const saved = readResolvedConfig(join(dir, runFiles.config));
+  const { shard: _shard, ...rest } = saved;
+  return runInProcess(rest as unknown as ExperimentInput, { ...options, name: saved.name, existing: 'resume' });
+}
+
+export interface SessionSweepOptions extends Omit<SessionRunOptions, 'existing'> {
+  /** `fresh`: remove an existing sweep dir first; `resume` (default): finish it. */
+  existing?: 'resume' | 'fresh';
+  /** Printed lines (the plan, the summary). Default: stdout. */
+  log?: (line: string) => void;
+}
+
+export interface SessionSweep extends LoadedSweep {
+  status: SweepOutcome['status'];
+  summary: string;
+}
+
+/** Run a sweep (the config's `sweep:` grid) in this process, sharing models across its points. */
+export async function sweepInProcess(input: ExperimentInput, options: SessionSweepOptions = {}): Promise<SessionSweep> {
+  const composer = sharedComposer();
+  const raw = { ...(input as Record<string, unknown>) };
+  if (options.tracking !== undefined) raw.tracking = { ...((raw.tracking as Record<string, unknown> | undefined) ?? {}), enabled: options.tracking };
+  const defaultName = options.name ?? (typeof raw.name === 'string' ? raw.name : 'sweep');
+  const request = {
+    raw,
+    source: `config ${defaultName}`,
+    registry: composer.registry,
+    options: { defaultName, ...(options.name !== undefined ? { name: options.name } : {}), ...(options.limit !== undefined ? { limit: options.limit } : {}) },
+    sweepDir: (name: string) => join(sweepsDir(), name),
+  };
+  const plan = planSweep(request);
+  return exclusive(plan.dir, async () => {
+    if (options.existing === 'fresh') rmSync(plan.dir, { recursive: true, force: true });
+    const resume = existsSync(plan.dir);
+    checkSweepDir(plan.dir, resume);
+    const interrupt = interruptible(options.signal);
+    try {
+      const outcome = await runSweep({
+        ...request,
+        resume,
+        components: (config) => composer.components(config),
+        tracking: composer.tracking(),
+        tags: composer.tags(plan.base),
+        figures: logFigures,
+        ...(options.progress ? { progress: (label: string) => sinkFor(options.progress, label)! } : {}),
+        signal: interrupt.signal,
+        ...(options.warn ? { warn: options.warn } : {}),
+        ...(options.log ? { log: options.log } : {}),
+      });
+      return { ...loadSweep(plan.dir), status: outcome.status, summary: outcome.summary };
+    } finally {
+      interrupt.dispose();
+    }
+  });
+}
+
+export interface ScoredRun {
+  dir: string;
+  metrics: string[];
+  /** Per-question metric values, keyed by question id. */
+  perQuestion: Map<string, Record<string, number>>;
+  /** Means with bootstrap 95% CIs over the answered questions. */
+  aggregate: Record<string, MetricAggregate>;
+  /** `metric.reader`, `metric.sentence_splitter` where used. */
+  settings: Record<string, string>;
+}
+
+/**
+ * Score a run's outputs again, from its directory, with the given metrics (default: those it
+ * was run with): what `ambiqa score` does for a run dir. Nothing is re-answered.
+ */
+export async function scoreRun(nameOrDir: string, options: { metrics?: string[] } = {}): Promise<ScoredRun> {
+  const dir = existsSync(join(nameOrDir, runFiles.config)) ? nameOrDir : join(runsDir(), nameOrDir);
+  const config = readResolvedConfig(join(dir, runFiles.config));
+  const run = loadRun(dir);
+  const metrics = options.metrics ?? config.metrics;
+  const examples = new Map(loadDataset(config.dataset.name, config.dataset.path, { split: config.dataset.split }).map((e) => [e.id, e]));
+  const readerMetricWanted = metrics.some((m) => m === 'd_f1' || m === 'dr');
+  const reader = readerMetricWanted && config.reader ? await createReader(parseReaderSpec(config.reader)) : undefined;
+  try {
+    const scorer = createScorer(config.dataset.name, metrics, reader ? { reader: reader.reader } : {});
+    const traces = new Map(run.traces.map((t) => [t.questionId, t]));
+    const perQuestion = new Map<string, Record<string, number>>();
+    const rescored: ExampleResult[] = [];
+    for (const r of run.results) {
+      if (r.error !== undefined) continue;
+      const example = examples.get(r.id);
+      if (!example) throw new AmbiqaError(`score ${dir}: question ${r.id} is not in ${config.dataset.path}`);
+      const trace = traces.get(r.id);
+      const values = await scorer.score(example, { output: r.output, ...(r.answer !== undefined ? { answer: r.answer } : {}), ...(trace ? { trace } : {}) });
+      perQuestion.set(r.id, values);
+      rescored.push({ ...r, metrics: values });
+    }
+    return { dir, metrics, perQuestion, aggregate: rescored.length > 0 ? aggregateResults(rescored) : {}, settings: scorer.settings };
+  } finally {
+    await reader?.close();
+  }
+}

@@ -1,0 +1,176 @@
+/**
+ * ambiqa's public entry: `import { run, loadRun, show } from 'ambiqa'` in a notebook, a script or
+ * another project that depends on this repository. Everything here is documented in
+ * docs/notebooks.md (the library section); anything not exported here is internal and may change.
+ *
+ *   experiments  run, sweep, resume, score; loadRun, loadSweep; the config types
+ *   pipelines    createPipeline, the pipeline classes and their option types
+ *   llm          createLanguageModel, LlmClient, ScriptedProvider (tests), the model contract
+ *   retrieval    corpora, createRetriever / createReranker, BM25, dense, hybrid, MiniLM
+ *   datasets     loadDataset and the example type
+ *   metrics      the papers' metrics (SQuAD EM/F1, STR-EM, ROUGE, D-F1, DR, AUC, AC@k)
+ *   figures      the plots built from run files, and their HTML/PNG export
+ *   reports      buildReport, writeReport
+ *   notebook     show, showTable, showTrace, showTree, toDataFrame, runRows, resultRows
+ */
+import type { ExperimentInput } from './experiments/config';
+import type { ProgressSink } from './experiments/progress';
+import {
+  closeSession,
+  resolveConfig,
+  resumeInProcess,
+  runInProcess,
+  scoreRun,
+  sweepInProcess,
+  type SessionRun,
+  type SessionRunOptions,
+  type SessionSweep,
+  type SessionSweepOptions,
+} from './experiments/session';
+import { defaultProgress } from './notebook/progress';
+
+// ---------------------------------------------------------------- experiments
+
+export type { ExperimentConfig, ExperimentInput, PipelineSectionInput } from './experiments/config';
+export type { SessionRun, SessionRunOptions, SessionSweep, SessionSweepOptions, ScoredRun } from './experiments/session';
+export type { ProgressSink, ProgressState } from './experiments/progress';
+
+type WithProgress<T> = Omit<T, 'progress'> & { progress?: ProgressSink | ((label: string) => ProgressSink) | false };
+
+function progressOption<T extends { progress?: unknown }>(options: T): SessionRunOptions['progress'] {
+  if (options.progress === false) return undefined;
+  return (options.progress as SessionRunOptions['progress']) ?? ((label: string) => defaultProgress(label) ?? { update() {}, finish() {} });
+}
+
+/**
+ * Run an experiment in this process: validate the config (same rules and messages as a YAML
+ * file), answer the questions, score them, write `artifacts/runs/<name>/` and log to MLflow.
+ * In a notebook the progress updates in place; a kernel interrupt stops the run cleanly and
+ * calling `run` again resumes it. Models stay loaded for the next call.
+ */
+export function run(config: ExperimentInput, options: WithProgress<SessionRunOptions> = {}): Promise<SessionRun> {
+  return runInProcess(config, { ...options, progress: progressOption(options) });
+}
+
+/** Run a config's `sweep:` grid as one parent and one run per point, sharing loaded models. */
+export function sweep(config: ExperimentInput, options: WithProgress<SessionSweepOptions> = {}): Promise<SessionSweep> {
+  return sweepInProcess(config, { ...options, progress: progressOption(options) });
+}
+
+/** Finish (or extend) a run by name or directory, with the config it was started with. */
+export function resume(nameOrDir: string, options: WithProgress<Omit<SessionRunOptions, 'existing' | 'name'>> = {}): Promise<SessionRun> {
+  return resumeInProcess(nameOrDir, { ...options, progress: progressOption(options) });
+}
+
+/** Score a run's outputs again (other metrics, another reader) without re-answering. */
+export const score = scoreRun;
+
+/** Check a config object without running it; returns the resolved config (defaults filled in). */
+export const checkConfig = resolveConfig;
+
+/** Unload the models this process loaded (the embedded LLM, MiniLM) and stop a local MLflow server. */
+export const unloadModels = closeSession;
+
+export { loadRun, loadSweep, type LoadedRun, type LoadedSweep } from './report/load';
+export type { ExampleResult, MetricAggregate, RunMetrics, Trace, TraceSummary } from './run-files';
+export { artifactsDir, dataDir, examplesDir, projectRoot } from './config/paths';
+export { AmbiqaError } from './errors';
+
+// ---------------------------------------------------------------- pipelines
+
+export {
+  createPipeline,
+  parsePipelineOptions,
+  pipelineNames,
+  pipelineOptionsSchemas,
+  ClosedBookPipeline,
+  VanillaRagPipeline,
+  CotPipeline,
+  CotScPipeline,
+  TocPipeline,
+  VerifyEditPipeline,
+  DivaPipeline,
+  ComboPipeline,
+  type Pipeline,
+  type PipelineContext,
+  type PipelineOutput,
+  type PipelineOptions,
+  type PipelineOptionsInput,
+} from './pipelines/index';
+export type { PipelineName } from './trace/types';
+
+// ---------------------------------------------------------------- llm
+
+export {
+  LlmClient,
+  createLanguageModel,
+  ScriptedProvider,
+  OpenAICompatibleProvider,
+  LlamaCppProvider,
+  type LanguageModel,
+  type LlmConfig,
+  type LlmConfigInput,
+  type GenerateRequest,
+  type GenerateResult,
+  type JudgeRequest,
+  type JudgeResult,
+  type UsageTotals,
+} from './llm/index';
+
+// ---------------------------------------------------------------- retrieval and data
+
+export {
+  loadCorpus,
+  saveCorpus,
+  buildCorpus,
+  createRetriever,
+  createReranker,
+  Bm25Retriever,
+  DenseRetriever,
+  HybridRetriever,
+  MultiQueryRetriever,
+  MiniLmEmbedder,
+  type Corpus,
+  type CorpusSource,
+  type Retriever,
+  type RetrieverConfig,
+  type RetrieverConfigInput,
+  type RerankerConfigInput,
+} from './retrieval/index';
+export type { Passage, ScoredPassage, Embedder, Reranker } from './retrieval/types';
+export { loadDataset, datasetNames, type DatasetName, type Example } from './datasets/index';
+
+// ---------------------------------------------------------------- metrics
+
+export {
+  exactMatch,
+  tokenF1,
+  maxOverGolds,
+  strEm,
+  strHit,
+  disambigF1,
+  drScore,
+  answerF1,
+  answerCoverage,
+  coverageCurve,
+  accuracyCoverageAuc,
+  bootstrapInterval,
+  scoreExample,
+  aggregate,
+  metricNames,
+  defaultMetrics,
+} from './metrics/index';
+export { rougeL, rougeLsum } from './metrics/rouge';
+
+// ---------------------------------------------------------------- figures and reports
+
+export * from './plots/index';
+export { exportFigures, writeFigureHtml, figurePageHtml } from './plots/export';
+export { buildReport, writeReport, type BuiltReport } from './report/build';
+
+// ---------------------------------------------------------------- notebook display
+
+export { show, showTable, showTrace, showTree, setupPlotly } from './notebook/display';
+export { toDataFrame } from './notebook/frame';
+export { runRows, resultRows, llmCallRows, tocNodeRows } from './notebook/records';
+export { NotebookProgress } from './notebook/progress';
