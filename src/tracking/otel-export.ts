@@ -5,7 +5,7 @@ import { BasicTracerProvider, type IdGenerator, type ReadableSpan, type SpanProc
 import { AmbiqaError } from '../errors';
 import { MlflowHttpError, MlflowUnreachableError } from './client';
 import type { LlmCallRecord, RetrievalRecord, Trace } from '../trace/types';
-import { knownSecrets, redactText } from './redact';
+import { knownSecrets, redactDeep, redactText } from './redact';
 
 /**
  * Each question's ambiqa `Trace` as one MLflow trace, sent as OpenTelemetry spans to the tracking
@@ -130,7 +130,10 @@ interface SpanPlan {
 export function planSpans(item: TraceExportItem, limits: FieldLimits = DEFAULT_FIELD_LIMITS): { spans: SpanPlan[]; truncatedFields: number } {
   const { trace } = item;
   const secrets = knownSecrets();
-  const clean = (value: unknown): string => redactText(typeof value === 'string' ? value : JSON.stringify(value ?? null), secrets);
+  // Structured values are redacted field by field before they become JSON (a secret holding a
+  // quote or backslash would not match inside the escaped text), and secret-named keys masked.
+  const clean = (value: unknown): string =>
+    typeof value === 'string' ? redactText(value, secrets) : JSON.stringify(redactDeep(value ?? null, { secrets, maskSecretKeys: true }));
   const endMs = item.endedAtMs;
   const totalMs = Math.max(1, Math.round((trace.summary?.seconds ?? 0) * 1000));
   const startMs = endMs - totalMs;

@@ -15,7 +15,7 @@ import {
 } from './journal';
 import { sanitizeKey } from './limits';
 import { DEFAULT_FIELD_LIMITS, TracesUnsupportedError, traceIdFor, type TraceExportItem } from './otel-export';
-import { knownSecrets, redactBytes, redactSecrets, redactText } from './redact';
+import { knownSecrets, redactBytes, redactDeep, redactSecrets, redactText } from './redact';
 import { resolvedPendingRun, syncDirectory } from './sync';
 import { sendTraceSpans } from './trace-upload';
 import type { DatasetInput } from './client';
@@ -486,8 +486,7 @@ export class MlflowRunTracker implements RunTracker {
 
 /** What goes into the journal: items with every string already redacted, as sent live. */
 function redactItems(items: TraceExportItem[]): TraceExportItem[] {
-  const secrets = knownSecrets();
-  return JSON.parse(redactText(JSON.stringify(items), secrets)) as TraceExportItem[];
+  return redactDeep(items, { secrets: knownSecrets() });
 }
 
 class NeedsJournal extends AmbiqaError {
