@@ -37,12 +37,20 @@ function answerShot(demo: Demo): Shot {
   };
 }
 
+/**
+ * The reminder closing the RAC turn. CHOICE: the demo turns hold only a question, the real turn
+ * passages and a question, and a small model then tends to skip the DQ/DA lines and answer
+ * directly ("Answer: Simon."); naming the expected first line right before it replies keeps it
+ * in the demos' format.
+ */
+export const RAC_FORMAT_REMINDER = 'Reply as in the examples: start with "DQ 1:", then "DA 1:", and so on.';
+
 /** Clarify `question` (a tree node) with the given passages. */
 export function racPrompt(demos: Demo[], question: string, passages: Passage[]): ChatMessage[] {
   return fewShot(
     RAC_INSTRUCTION,
     inPromptOrder(demos).map(clarifyingShot),
-    `Context:\n${formatContext(passages)}\n\nQuestion: ${question}`,
+    `Context:\n${formatContext(passages)}\n\nQuestion: ${question}\n\n${RAC_FORMAT_REMINDER}`,
   );
 }
 
