@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeFileAtomic } from '../common/jsonl';
 import { AmbiqaError } from '../errors';
 import type { RunTracker } from '../tracking/types';
 import { configToYaml, resolveExperimentConfig, type ConfigRegistry, type ExperimentConfig, type LoadOptions } from './config';
@@ -179,8 +180,9 @@ export async function runSweep(request: SweepRequest): Promise<SweepOutcome> {
 
   // ---------------------------------------------------------------- the summary
   const markdown = summaryMarkdown(plan.axes, rows);
-  writeFileSync(join(plan.dir, 'summary.md'), `# sweep ${plan.name}\n\n${markdown}`);
-  writeFileSync(join(plan.dir, 'summary.csv'), summaryCsv(plan.axes, rows));
+  // Through the run-dir writer, which masks known secrets like every other run file.
+  writeFileAtomic(join(plan.dir, 'summary.md'), `# sweep ${plan.name}\n\n${markdown}`);
+  writeFileAtomic(join(plan.dir, 'summary.csv'), summaryCsv(plan.axes, rows));
   writeJson(
     join(plan.dir, 'summary.json'),
     rows.map((r) => ({ label: r.point.label, values: r.point.values, status: r.status, runDir: r.runDir, metrics: r.metrics })),
