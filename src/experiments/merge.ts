@@ -134,6 +134,9 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
   const total = shards.reduce((s, x) => s + (x.state?.total ?? x.results.length), 0);
   const complete = missingShards.length === 0 && shards.every((s) => !s.state || s.state.status === 'FINISHED');
   const metrics = summariseRun(results, request.aggregate, { wallSeconds, total, status: complete ? 'FINISHED' : 'KILLED' });
+  // How the shards measured (D-F1 reader, splitter …): the same config gives the same settings.
+  const settings = Object.assign({}, ...shards.map((s) => readJson<RunMetrics>(join(s.dir, runFiles.metrics))?.settings ?? {})) as Record<string, string>;
+  if (Object.keys(settings).length > 0) metrics.settings = { ...settings, ...metrics.settings };
   writeJson(join(dir, runFiles.metrics), metrics);
   writeJson(join(dir, 'shards.json'), {
     count,
@@ -165,7 +168,7 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
       runUrl: tracking.runUrl(parent.experimentId, parent.runId),
     };
     writeJson(join(dir, runFiles.mlflow), mlflow);
-    await guard(warn, 'log params', () => parent.logParams(configParams(config)));
+    await guard(warn, 'log params', () => parent.logParams({ ...configParams(config), ...metrics.settings }));
     await guard(warn, 'log metrics', () => parent.logMetrics(metricsForMlflow(metrics)));
     for (const f of [runFiles.config, runFiles.metrics, runFiles.results, runFiles.traces, 'shards.json']) {
       await guard(warn, `upload ${f}`, () => parent.logArtifact(join(dir, f)));

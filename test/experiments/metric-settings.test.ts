@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
+import { run as mergeCommand } from '../../src/cli/commands/merge';
 import { run as runCommand } from '../../src/cli/commands/run';
 import { createComposer } from '../../src/experiments/compose';
 import { loadExperimentConfig } from '../../src/experiments/config';
@@ -96,6 +97,19 @@ describe('D-F1 and DR by default on ASQA, read by a fixed reader', () => {
     // The report states how the metrics were measured.
     const html = buildReport(run).html;
     expect(html).toContain('Measured with: <code>metric.reader</code> = llm-span-reader/span-v1 scripted:none; <code>metric.sentence_splitter</code> = punkt-english (nltk 3.8)');
+  });
+});
+
+describe('merged shards', () => {
+  it('keep how the metrics were measured', async () => {
+    const file = config('sharded', (c) => (c.reader = 'scripted:1990'));
+    for (const shard of ['0/2', '1/2']) expect(await runCommand([file, '--shard', shard])).toBe(0);
+    const runs = join(dir, 'artifacts', 'runs');
+    expect(await mergeCommand([join(runs, 'sharded.shard-0of2'), join(runs, 'sharded.shard-1of2'), '--name', 'sharded-merged'])).toBe(0);
+    const merged = JSON.parse(readFileSync(join(runs, 'sharded-merged', 'metrics.json'), 'utf8')) as RunMetrics;
+    expect(merged.n).toBe(3);
+    expect(merged.settings).toMatchObject({ 'metric.reader': 'llm-span-reader/span-v1 scripted:1990', 'metric.sentence_splitter': 'punkt-english (nltk 3.8)' });
+    expect(merged.metrics.d_f1.mean).toBeCloseTo(50 / 3, 6);
   });
 });
 
