@@ -205,19 +205,29 @@ describe('ToC tree search', () => {
     expect(d.answerPassageIds.slice().sort()).toEqual(['p4', 'p5']);
   });
 
-  it('stays under 20 LLM calls with the default options', async () => {
-    const scenarios: Array<Record<string, Responder | string>> = [
-      { 'toc.rac': freshPairs(3), 'toc.verify': 'True' },
-      { 'toc.rac': freshPairs(5), 'toc.verify': (r) => (/[02468]$/.test(lastField(r, 'Proposed answer')) ? 'True' : 'False') },
-      { 'toc.rac': freshPairs(5), 'toc.verify': 'False' },
-      { 'toc.rac': freshPairs(1), 'toc.verify': 'True' },
+  it('with the default options the tree, not the call budget, ends the search', async () => {
+    // Every 2nd DQ judged True: 10 valid nodes need ~20 judgments and ~5 expansions (26 calls),
+    // more than the old budget of 19 and well inside the default.
+    const scenarios: Array<[Record<string, Responder | string>, string]> = [
+      [{ 'toc.rac': freshPairs(3), 'toc.verify': 'True' }, 'max-nodes'],
+      [{ 'toc.rac': freshPairs(5), 'toc.verify': (r) => (/[02468]$/.test(lastField(r, 'Proposed answer')) ? 'True' : 'False') }, 'max-nodes'],
+      [{ 'toc.rac': freshPairs(4), 'toc.verify': (r) => (/[02468]$/.test(lastField(r, 'Proposed answer')) ? 'True' : 'False') }, 'max-nodes'],
+      [{ 'toc.rac': freshPairs(5), 'toc.verify': 'False' }, 'queue-empty'],
+      [{ 'toc.rac': freshPairs(1), 'toc.verify': 'True' }, 'max-depth'],
     ];
-    for (const routes of scenarios) {
+    for (const [routes, stop] of scenarios) {
       const { out, d } = await run(tocOptionsSchema.parse({ nShots: 1 }), routes);
-      expect(out.trace.summary.llmCalls).toBeLessThan(20);
+      expect(d.stopReason).toBe(stop);
+      expect(out.trace.summary.llmCalls).toBeLessThanOrEqual(tocOptionsSchema.parse({}).maxLlmCalls);
       expect(out.trace.llmCalls.at(-1)!.purpose).toBe('toc.answer');
-      expect(d.nodes.length).toBeGreaterThan(1);
     }
+  });
+
+  it('a small call budget stops the search and leaves room for the answer', async () => {
+    const { out, d } = await run(options({ maxLlmCalls: 6, maxNodes: 100 }), { 'toc.rac': freshPairs(3), 'toc.verify': 'True' });
+    expect(d.stopReason).toBe('max-calls');
+    expect(out.trace.summary.llmCalls).toBeLessThanOrEqual(6);
+    expect(out.trace.llmCalls.at(-1)!.purpose).toBe('toc.answer');
   });
 
   it('uses the paper temperatures: 0.7 for expansions, 0 for the answer and verification', async () => {
@@ -328,9 +338,9 @@ describe('ToC graded self-verification', () => {
 
   it('rejects thresholds outside [0, 1] naming the option', async () => {
     const { parsePipelineOptions } = await import('../../src/pipelines/registry');
-    expect(() => parsePipelineOptions('toc', { pruneThreshold: 1.5 })).toThrow(/option pruneThreshold: must be in \[0, 1\]/);
-    expect(() => parsePipelineOptions('toc', { unpruneFloor: -0.1 })).toThrow(/option unpruneFloor: must be in \[0, 1\]/);
-    expect(() => parsePipelineOptions('toc', { pruneThreshold: 'high' })).toThrow(/option pruneThreshold: must be a probability threshold/);
+    expect(() => parsePipelineOptions('toc', { pruneThreshold: 1.5 })).toThrow(/pipeline toc: options\.pruneThreshold: must be ≤ 1 \(got 1\.5\)/);
+    expect(() => parsePipelineOptions('toc', { unpruneFloor: -0.1 })).toThrow(/options\.unpruneFloor: must be ≥ 0 \(got -0\.1\)/);
+    expect(() => parsePipelineOptions('toc', { pruneThreshold: 'high' })).toThrow(/options\.pruneThreshold: expected number/);
   });
 
   it('draws evidence from every retrieved passage, not only those shown in the prompt', async () => {

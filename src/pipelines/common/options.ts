@@ -20,13 +20,7 @@ export const rerankerChoice = z
 
 /**
  * A probability threshold on a graded judgment, in [0, 1] (0.5 reproduces a paper's argmax over
- * two labels). Out-of-range values fail validation with a message the registry prefixes with
- * the option's name (`pipeline toc: option pruneThreshold: …`).
+ * two labels). Out-of-range values fail validation naming the option
+ * (`pipeline toc: options.pruneThreshold: must be ≤ 1 (got 1.5)`).
  */
-export const probabilityThreshold = (def: number, what: string) =>
-  z
-    .number({ error: 'must be a probability threshold: a number in [0, 1]' })
-    .min(0, { error: 'must be in [0, 1] (a probability threshold); got a negative number' })
-    .max(1, { error: 'must be in [0, 1] (a probability threshold); got a number above 1' })
-    .default(def)
-    .describe(what);
+export const probabilityThreshold = (def: number, what: string) => z.number().min(0).max(1).default(def).describe(what);

@@ -16,8 +16,10 @@ export const tocOptionsSchema = z
       .int()
       .min(2)
       .max(1000)
-      .default(19)
-      .describe('call budget per question, final answer included (the paper reports fewer than 20)'),
+      .default(50)
+      .describe(
+        'safety budget of LLM calls per question (expansions, judgments and the answer); high enough that maxNodes, maxTrials or maxExpansions end the search, as in the paper (docs/pipelines.md)',
+      ),
     pruning: z.boolean().default(true).describe('self-verification pruning on/off'),
     earlyExit: z
       .boolean()
