@@ -48,6 +48,16 @@ describe('the metric registry', () => {
     }
   });
 
+  it('is the table of docs/metrics.md: a row per registered metric, naming its family file', () => {
+    const doc = readFileSync(join(__dirname, '../../docs/metrics.md'), 'utf8');
+    const files: Record<string, string> = { squad: 'squad.ts', 'str-em': 'str-em.ts', rouge: 'rouge.ts', 'disambig-f1': 'disambig-f1.ts', dr: 'dr.ts', fever: 'fever.ts', calibration: 'calibration.ts' };
+    for (const name of metricNames) {
+      const row = doc.split('\n').find((l) => l.startsWith('|') && l.includes(`(\`${name}\`)`));
+      expect(row, `docs/metrics.md has no row for ${name}`).toBeDefined();
+      expect(row, name).toContain(`\`${files[familyOf(name)!.family]}\``);
+    }
+  });
+
   it('derives per-dataset metrics, defaults, and what needs a reader or the splitter', () => {
     expect(defaultMetrics('asqa')).toEqual(['str_em', 'str_hit', 'rougeLsum', 'rougeL', 'd_f1', 'dr']);
     expect(defaultMetrics('fever')).toEqual(['accuracy']);
