@@ -24,7 +24,7 @@
  * over the chosen matching), `decision_evidentiality` (mean).
  */
 import type { JudgeMode } from '../llm/types';
-import type { MethodDecisions, Trace } from '../trace/types';
+import type { MethodDecisions, TocDecisions, Trace } from '../trace/types';
 
 export type RunJudgeMode = JudgeMode | 'mixed' | 'none';
 
@@ -59,7 +59,7 @@ function shares(values: string[], prefix: string, all: readonly string[] = []): 
   return out;
 }
 
-const TOC_STOP_REASONS = ['max-nodes', 'max-depth', 'max-trials', 'max-expansions', 'queue-empty', 'max-calls'] as const;
+const TOC_STOP_REASONS: ReadonlyArray<TocDecisions['stopReason']> = ['max-nodes', 'max-depth', 'max-trials', 'max-expansions', 'queue-empty', 'max-calls', 'unambiguous'];
 const DIVA_ROUTES = ['rag', 'closed-book'] as const;
 const DIVA_LABELS = ['Useful', 'PartialUseful', 'Useless'] as const;
 
