@@ -16,7 +16,8 @@ import { anySignal, raceAbort, sleep, throwIfAborted } from './abort';
  * - **Circuit breaker**. When `breakerThreshold` attempts in a row fail across the whole run, with
  *   no success in between, the endpoint is down, not unlucky: the breaker opens and calls fail at
  *   once (so the runner stops after a few failed questions instead of every call waiting through
- *   its backoff). After `breakerCooldownMs` one attempt is let through; a success closes it.
+ *   its backoff). After `breakerCooldownMs` attempts go out again: a success closes the breaker,
+ *   a failure (the streak is still over the threshold) opens it for another period.
  * - A fixed `maxRetries` replaces the adaptive limit for those who want the old behaviour.
  */
 export interface RetryPolicyOptions {

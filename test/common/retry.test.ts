@@ -30,9 +30,13 @@ describe('the retry policy', () => {
     policy.recordFailure();
     expect(policy.isOpen()).toBe(true);
     now = 1001;
-    expect(policy.isOpen()).toBe(false); // one attempt may probe
+    expect(policy.isOpen()).toBe(false); // attempts may go out again…
+    policy.recordFailure();
+    expect(policy.isOpen()).toBe(true); // …and one more failure reopens it
+    now = 2002;
     policy.recordSuccess();
     expect(policy.failureStreak).toBe(0);
+    expect(policy.isOpen()).toBe(false);
   });
 });
 

@@ -217,5 +217,13 @@ describe('limiter against a fault-injecting OpenAI-compatible server', () => {
     expect(r.completions[0]!.text).toBe('fine');
     expect(events[0]!.message).toContain(`'{"error":"overloaded"}'`);
   });
+
+  it('retries a judgment whose reply is cut mid-body or truncated, like a generation', async () => {
+    server.script = [{ kind: 'cut' }, { kind: 'truncated' }, { kind: 'ok', text: 'Yes' }, { kind: 'ok', text: 'Yes' }];
+    const events: RetryEvent[] = [];
+    const r = await client({}, events).judge({ prompt: 'Is it?', labels: ['Yes', 'No'] });
+    expect(r.label).toBe('Yes');
+    expect(events.map((e) => e.kind)).toEqual(['connection', 'server']);
+  });
 });
 

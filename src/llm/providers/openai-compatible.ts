@@ -310,6 +310,11 @@ export class OpenAICompatibleProvider implements LanguageModelProvider {
         ...(hint ? { hint } : {}),
       });
     }
+    // A socket that dropped while a body was read (undici's "terminated") is a reset too.
+    const code = errorCode(error);
+    if (code && /^(ECONNRESET|EPIPE|UND_ERR_SOCKET|UND_ERR_CLOSED)$/.test(code)) {
+      return new LlmRequestError(`the connection to ${url} broke while reading a reply (${code})`, { kind: 'connection', retryable: true });
+    }
     const message = scrub(error instanceof Error ? error.message : String(error));
     return new LlmRequestError(`request to ${url} failed: ${message}`, {
       kind: 'other',
