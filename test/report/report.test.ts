@@ -120,7 +120,7 @@ describe('HTML report', () => {
     const out = writeReport(buildReport(dir), join(tmp, 'report.html'));
     const { page } = await browser.open(out);
     const headings = await page.locator('h2').allTextContents();
-    expect(headings).toEqual(['Metrics', 'Usage', 'Figures', 'Examples', 'Config']);
+    expect(headings).toEqual(['Metrics', 'Decisions', 'Usage', 'Figures', 'Examples', 'Config']);
     // metricsOf() in the fixtures gives CI = mean ± 5.
     const emRow = page.locator('table.metrics tr', { hasText: 'em' }).first();
     expect(await emRow.locator('td').allTextContents()).toEqual(['em', '50.0', '[45.0, 55.0]', '4']);
@@ -175,7 +175,9 @@ describe('gold answers and ToC figures', () => {
     expect(report.notes).toEqual([]);
     expect(report.figures.figures.map((f) => f.name)).toEqual(['clarification-tree', 'pruning-effect']);
     const pruning = report.figures.figures[1].figure;
-    expect(pruning.data[0].y).toEqual([50, 50, 100]);
+    // The judge-rejected node is its own group (Answer-F1 0 for "Brazil"), beside the kept ones.
+    expect(pruning.data[0].x).toEqual(['no pruning', 'dedup only', 'self-verification', 'pruned']);
+    expect(pruning.data[0].y).toEqual([50, 50, 100, 0]);
     expect(report.html).toContain('Who won in 2022? → Argentina');
   });
 });
