@@ -40,8 +40,6 @@ async function usage(): Promise<string> {
   return lines.join('\n');
 }
 
-let streamsMasked = false;
-
 /**
  * `--limit -1` → `--limit=-1`. parseArgs refuses a value that starts with a dash ("argument is
  * ambiguous", three lines about `--limit=-XYZ`); joined, the value reaches the command's own
@@ -66,10 +64,7 @@ export function attachNegativeValues(argv: string[]): string[] {
 export async function main(argv: string[]): Promise<number> {
   // Before anything prints: every known secret (environment keys, the key the LLM provider
   // reads, URL passwords) is masked in stdout and stderr.
-  if (!streamsMasked) {
-    redactStandardStreams();
-    streamsMasked = true;
-  }
+  redactStandardStreams();
   const [name, ...rest] = argv;
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     console.log(await usage());

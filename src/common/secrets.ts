@@ -173,11 +173,16 @@ export function redactBytes(data: Buffer, secrets: string[] = knownSecrets()): {
 
 /**
  * Mask known secrets in everything this process writes to stdout and stderr (the CLI installs
- * it first thing): error messages, progress lines, warnings from any library. Returns a function
+ * it first thing, and a tslab kernel when it loads the notebook helpers): error messages,
+ * progress lines, warnings from any library. Returns a function
  * that restores the streams. A secret split across two writes is not caught; every line the
  * project prints is one write.
  */
+let restoreStreams: (() => void) | null = null;
+
 export function redactStandardStreams(): () => void {
+  // Once per process: wrapping twice would only mask twice.
+  if (restoreStreams) return restoreStreams;
   const restore: Array<() => void> = [];
   for (const stream of [process.stdout, process.stderr]) {
     const original = stream.write;
@@ -192,7 +197,9 @@ export function redactStandardStreams(): () => void {
       stream.write = original;
     });
   }
-  return () => {
+  restoreStreams = () => {
     for (const f of restore) f();
+    restoreStreams = null;
   };
+  return restoreStreams;
 }

@@ -12,7 +12,7 @@ import { projectRoot } from '../config/paths';
 import { escapeHtml, figureDivHtml, inlineScript, plotlyJs } from '../plots/export';
 import { clarificationTreeFigure } from '../plots/tree';
 import type { Figure } from '../plots/types';
-import { redactText } from '../common/secrets';
+import { redactStandardStreams, redactText } from '../common/secrets';
 import type { Trace } from '../trace/types';
 import { frameRows, isDataFrame, type DataFrameLike } from './frame';
 import { llmCallRows, tocNodeRows } from './records';
@@ -21,6 +21,9 @@ import { llmCallRows, tocNodeRows } from './records';
 export interface DisplaySink {
   html(html: string): void;
 }
+
+// In a kernel, what the process prints is saved in the notebook: mask it as the CLI does.
+if ((globalThis as { __tslab__?: unknown }).__tslab__ !== undefined) redactStandardStreams();
 
 let sink: DisplaySink | undefined;
 let plotlySent = false;

@@ -10,6 +10,7 @@ import {
   redactText,
   registerKeyOfConfig,
   registerSecret,
+  redactStandardStreams,
   registerUrlCredentials,
 } from '../../src/common/secrets';
 import { createComposer } from '../../src/experiments/compose';
@@ -62,6 +63,29 @@ describe('the secret registry', () => {
     }
     expect(shown.join('')).not.toContain(KEY);
     expect(shown.join('')).toContain(REDACTED);
+  });
+});
+
+describe('stdout and stderr', () => {
+  it('are masked once installed (strings and bytes), and restored after', () => {
+    registerSecret(KEY);
+    const seen: string[] = [];
+    const original = process.stderr.write;
+    process.stderr.write = ((chunk: string | Uint8Array) => {
+      seen.push(Buffer.from(chunk).toString('utf8'));
+      return true;
+    }) as typeof process.stderr.write;
+    try {
+      const restore = redactStandardStreams();
+      expect(redactStandardStreams()).toBe(restore); // once per process
+      process.stderr.write(`warning: ${KEY}\n`);
+      process.stderr.write(Buffer.from(`bytes ${KEY}\n`));
+      restore();
+      process.stderr.write(`after ${KEY}\n`);
+    } finally {
+      process.stderr.write = original;
+    }
+    expect(seen).toEqual([`warning: ${REDACTED}\n`, `bytes ${REDACTED}\n`, `after ${KEY}\n`]);
   });
 });
 
