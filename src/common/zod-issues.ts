@@ -28,7 +28,11 @@ export function fieldPath(path: readonly PropertyKey[]): string {
   return out || '(top level)';
 }
 
+/** zod's own wording; anything else is a message the schema's author wrote, which wins. */
+const ZOD_DEFAULT = /^(Too (big|small)|Invalid|Unrecognized key)/;
+
 function describeIssue(issue: z.core.$ZodIssue, schema?: z.ZodType, input?: unknown): string {
+  if (issue.code !== 'unrecognized_keys' && issue.message && !ZOD_DEFAULT.test(issue.message)) return issue.message;
   switch (issue.code) {
     case 'invalid_value':
       return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}${got(valueAt(input, issue.path))}`;

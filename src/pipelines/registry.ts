@@ -64,6 +64,11 @@ export function pipelineOptionsSchema(name: string): z.ZodType | undefined {
   return isPipelineName(name) ? pipelineOptionsSchemas[name] : undefined;
 }
 
+/** `maxNodes: must be ≥ 1` → `option maxNodes: must be ≥ 1`; unknown fields read as they are. */
+function optionLine(line: string): string {
+  return line.startsWith('(top level): ') ? line.slice('(top level): '.length) : `option ${line}`;
+}
+
 /** Validate and fill a pipeline's options; an AmbiqaError names every bad option. */
 export function parsePipelineOptions<N extends PipelineName>(name: N, options: unknown = {}): PipelineOptions<N> {
   const schema = pipelineOptionsSchemas[name] as z.ZodType;
@@ -71,7 +76,7 @@ export function parsePipelineOptions<N extends PipelineName>(name: N, options: u
   if (!result.success) {
     const allowed = Object.keys((schema as unknown as { shape: Record<string, unknown> }).shape ?? {}).join(', ');
     throw new AmbiqaError(
-      `pipeline ${name}: ${formatIssues(result.error.issues, { prefix: ['options'], schema, input: options ?? {} }).join('; ')}`,
+      `pipeline ${name}: ${formatIssues(result.error.issues, { schema, input: options ?? {} }).map(optionLine).join('; ')}`,
       `allowed options: ${allowed}`,
     );
   }

@@ -59,7 +59,7 @@ describe('shipped experiment configs', () => {
     raw.sweep = { 'pipeline.options.pruneThreshold': [0.5, 1.5] };
     expect(() =>
       planSweep({ raw, source: file, registry, options: { defaultName: 'x', checkFiles: false }, sweepDir: (n) => `/tmp/${n}` }),
-    ).toThrow(/pipeline\.options\.pruneThreshold: must be ≤ 1/);
+    ).toThrow(/pipeline\.options\.pruneThreshold: must be (≤ 1|in \[0, 1\])/);
   });
 });
 

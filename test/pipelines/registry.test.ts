@@ -50,13 +50,13 @@ describe('pipeline registry', () => {
 
   it('names the option that is out of range', () => {
     const e = errorOf(() => createPipeline('toc', { maxNodes: 0 }));
-    expect(e.message).toMatch(/^pipeline toc: options\.maxNodes: /);
+    expect(e.message).toMatch(/^pipeline toc: option maxNodes: /);
     expect(e.message).toMatch(/>=1|≥ ?1/);
     expect(e.hint).toMatch(/maxDepth/);
-    expect(errorOf(() => createPipeline('verify-edit', { n: 3, threshold: 4 })).message).toMatch(/options\.threshold: threshold \(4\) must be ≤ n \(3\)/);
-    expect(errorOf(() => createPipeline('toc', { poolSize: 3, nPassages: 5 })).message).toMatch(/options\.poolSize/);
-    expect(errorOf(() => createPipeline('diva', { temperature: -1 })).message).toMatch(/options\.temperature/);
-    expect(errorOf(() => createPipeline('toc', { maxDepth: 1.5 })).message).toMatch(/options\.maxDepth/);
+    expect(errorOf(() => createPipeline('verify-edit', { n: 3, threshold: 4 })).message).toMatch(/option threshold: threshold \(4\) must be ≤ n \(3\)/);
+    expect(errorOf(() => createPipeline('toc', { poolSize: 3, nPassages: 5 })).message).toMatch(/option poolSize/);
+    expect(errorOf(() => createPipeline('diva', { temperature: -1 })).message).toMatch(/option temperature/);
+    expect(errorOf(() => createPipeline('toc', { maxDepth: 1.5 })).message).toMatch(/option maxDepth/);
   });
 
   it('rejects unknown options and unknown pipelines', () => {
