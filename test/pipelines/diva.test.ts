@@ -162,7 +162,7 @@ describe('Diva', () => {
 
     it('rejects a verifyThreshold outside [0, 1], naming the option', async () => {
       const { parsePipelineOptions } = await import('../../src/pipelines/registry');
-      expect(() => parsePipelineOptions('diva', { verifyThreshold: 2 })).toThrow(/pipeline diva: options\.verifyThreshold: must be ≤ 1/);
+      expect(() => parsePipelineOptions('diva', { verifyThreshold: 2 })).toThrow(/pipeline diva: options?[ .]verifyThreshold: must be ≤ 1/);
     });
 
     it('long-form generation demos show DQ/DA pairs before the long answer, as RAC does', async () => {

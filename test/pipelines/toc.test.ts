@@ -338,9 +338,9 @@ describe('ToC graded self-verification', () => {
 
   it('rejects thresholds outside [0, 1] naming the option', async () => {
     const { parsePipelineOptions } = await import('../../src/pipelines/registry');
-    expect(() => parsePipelineOptions('toc', { pruneThreshold: 1.5 })).toThrow(/pipeline toc: options\.pruneThreshold: must be ≤ 1 \(got 1\.5\)/);
-    expect(() => parsePipelineOptions('toc', { unpruneFloor: -0.1 })).toThrow(/options\.unpruneFloor: must be ≥ 0 \(got -0\.1\)/);
-    expect(() => parsePipelineOptions('toc', { pruneThreshold: 'high' })).toThrow(/options\.pruneThreshold: expected number/);
+    expect(() => parsePipelineOptions('toc', { pruneThreshold: 1.5 })).toThrow(/pipeline toc: options?[ .]pruneThreshold: must be ≤ 1 \(got 1\.5\)/);
+    expect(() => parsePipelineOptions('toc', { unpruneFloor: -0.1 })).toThrow(/options?[ .]unpruneFloor: must be ≥ 0 \(got -0\.1\)/);
+    expect(() => parsePipelineOptions('toc', { pruneThreshold: 'high' })).toThrow(/options?[ .]pruneThreshold: expected number/);
   });
 
   it('draws evidence from every retrieved passage, not only those shown in the prompt', async () => {

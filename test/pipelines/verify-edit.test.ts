@@ -210,7 +210,7 @@ describe('Verify-and-Edit', () => {
 
     it('rejects another consistency mode, naming the option', async () => {
       const { parsePipelineOptions } = await import('../../src/pipelines/registry');
-      expect(() => parsePipelineOptions('verify-edit', { consistency: 'majority' })).toThrow(/options\.consistency: must be one of "vote", "logprob"/);
+      expect(() => parsePipelineOptions('verify-edit', { consistency: 'majority' })).toThrow(/options?[ .]consistency: must be one of "vote", "logprob"/);
     });
   });
 });
