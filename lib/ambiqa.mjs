@@ -18,14 +18,14 @@ export const {
   createReranker, createRetriever, dataDir, datasetNames, defaultMetrics, disambigF1, drScore,
   exactMatch, examplesDir, exportFigures, figurePageHtml, findOption, gaussianKde,
   goldDqsFromExamples, inStage, kdeCurve, layoutTree, linspace, llmCallRows, loadCorpus,
-  loadDataset, loadRun, loadSweep, majorityVotes, maxOverGolds, mean, metricNames, metricOf,
-  noDataAnnotation, nodeCapFigure, nodeCapPoints, nodeStatus, parseCoverage, parsePipelineOptions,
-  perQuestionUsage, pickMetric, pipelineNames, pipelineOf, pipelineOptionsSchemas, plotlyText,
-  projectRoot, pruningEffect, pruningEffectFigure, readCoverageFile, resultRows, resume, rougeL,
-  rougeLsum, run, runRows, sampleStd, saveCorpus, score, scoreExample, scottBandwidth, setupPlotly,
-  show, showTable, showTrace, showTree, strEm, strHit, sweep, thresholdAblationFigure,
-  thresholdAblationFromSweep, thresholdAblationFromTraces, toDataFrame, tocAblationFigure,
-  tocAblationPoints, tocNodeRows, tocTrace, tokenF1, truncate, unloadModels, wrapForHover,
-  writeFigureHtml, writeReport
+  loadDataset, loadRun, loadSweep, majorityVotes, maxOverGolds, mean, measureCoverage, metricNames,
+  metricOf, noDataAnnotation, nodeCapFigure, nodeCapPoints, nodeStatus, parseCoverage,
+  parsePipelineOptions, perQuestionUsage, pickMetric, pipelineNames, pipelineOf,
+  pipelineOptionsSchemas, plotlyText, projectRoot, pruningEffect, pruningEffectFigure,
+  readAsqaCoverageItems, readCoverageFile, resultRows, resume, rougeL, rougeLsum, run, runRows,
+  sampleStd, saveCorpus, score, scoreExample, scottBandwidth, setupPlotly, show, showTable,
+  showTrace, showTree, strEm, strHit, sweep, thresholdAblationFigure, thresholdAblationFromSweep,
+  thresholdAblationFromTraces, toDataFrame, tocAblationFigure, tocAblationPoints, tocNodeRows,
+  tocTrace, tokenF1, truncate, unloadModels, wrapForHover, writeFigureHtml, writeReport
 } = lib;
 export default lib;

@@ -138,6 +138,7 @@ export {
   type RerankerConfigInput,
 } from './retrieval/index';
 export type { Passage, ScoredPassage, Embedder, Reranker } from './retrieval/types';
+export { measureCoverage, readAsqaCoverageItems, type CoverageResult } from './retrieval/coverage';
 export { loadDataset, datasetNames, type DatasetName, type Example } from './datasets/index';
 
 // ---------------------------------------------------------------- metrics

@@ -2,5 +2,4 @@
 export * from './display';
 export * from './records';
 export * from './frame';
-export * from './experiment';
 export { registerKernel, executeNotebook, jupyterEnv, jupyterPrefix, KERNEL_NAME } from './kernel';

@@ -9,7 +9,7 @@
  * kernel through `registerKernel()` here (or scripts/jupyter-kernel.sh, which calls it).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { basename, delimiter, join, resolve } from 'node:path';
 import { projectRoot } from '../config/paths';
 import { AmbiqaError } from '../errors';
@@ -74,12 +74,34 @@ export function registerKernel(options: { prefix?: string; root?: string } = {})
   if (!existsSync(tslab)) {
     throw new AmbiqaError(`tslab not found at ${tslab}`, 'run `npm install` in the repository (tslab is a dependency of ambiqa)');
   }
+  linkSelf(root);
   const dir = join(prefix, 'share', 'jupyter', 'kernels', KERNEL_NAME);
   mkdirSync(dir, { recursive: true });
   const kernelJson = join(dir, 'kernel.json');
   const text = JSON.stringify(kernelSpec(root, tslab), null, 2) + '\n';
   if (!existsSync(kernelJson) || readFileSync(kernelJson, 'utf8') !== text) writeFileSync(kernelJson, text);
   return { name: KERNEL_NAME, prefix, jupyterPath: join(prefix, 'share', 'jupyter'), kernelJson, root };
+}
+
+/**
+ * Notebooks `import … from 'ambiqa'`. tslab type-checks cells with Node10 module resolution,
+ * which knows neither `exports` nor a package's own name, so it looks for
+ * `<root>/node_modules/ambiqa`: a link to the repository itself, as npm makes for a `file:`
+ * dependency. Its `types` and `main` then lead to src/index.ts and lib/ambiqa.cjs.
+ */
+export function linkSelf(root: string): void {
+  const link = join(root, 'node_modules', 'ambiqa');
+  try {
+    if (realpathSync(link) === realpathSync(root)) return;
+    rmSync(link, { force: true, recursive: false });
+  } catch {
+    /* missing or dangling: (re)create it */
+    rmSync(link, { force: true });
+  }
+  if (!existsSync(join(root, 'node_modules'))) {
+    throw new AmbiqaError(`no node_modules in ${root}`, 'run `npm ci` in the repository first');
+  }
+  symlinkSync(root, link, 'dir');
 }
 
 /** Environment for Jupyter processes that should see the project kernel. */

@@ -176,7 +176,8 @@ export function readPassageRows(path: string): RawPassageRow[] {
       section: (obj.section as string | undefined) || undefined,
       text,
       source: (obj.source as string | undefined) || undefined,
-      ...(annotated?.length ? { annotatedFor: annotated as string[] } : {}),
+      // Typed explicitly: tslab compiles non-strictly, where `unknown` is not narrowed by the check above.
+      ...((annotated as string[] | undefined)?.length ? { annotatedFor: annotated as string[] } : {}),
     });
   });
   return rows;

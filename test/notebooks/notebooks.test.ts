@@ -59,6 +59,10 @@ describe('committed notebooks', () => {
         expect(c.outputs, `${name}: outputs are not committed`).toEqual([]);
         expect(c.execution_count ?? null).toBeNull();
       }
+      // The library is imported by name only, never by a path into src/.
+      const code = nb.cells.filter((c) => c.cell_type === 'code').map((c) => [c.source].flat().join('')).join('\n');
+      expect(code, `${name}: imports only from 'ambiqa'`).not.toMatch(/from '\.{0,2}\/?src\//);
+      expect(code, `${name}: runs in the kernel, not through the CLI`).not.toMatch(/InNotebook\(|spawn\(|bin\/ambiqa/);
       // Exactly one cell configures the LLM: the one to change for real endpoints.
       const llmCells = nb.cells.filter((c) => c.cell_type === 'code' && /^const llm\b/m.test([c.source].flat().join('')));
       expect(llmCells.length, `${name}: one LLM config cell`).toBeLessThanOrEqual(1);
@@ -85,10 +89,10 @@ describe.skipIf(!hasJupyter)('notebooks execute headless (nbconvert, tslab kerne
     if (uri) env.MLFLOW_TRACKING_URI = uri;
   });
 
-  it('imports ./src from a notebook that lives outside the repository', async () => {
+  it("imports from 'ambiqa' in a notebook that lives outside the repository", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ambiqa-nb-elsewhere-'));
     const nb = tinyNotebook(join(dir, 'elsewhere.ipynb'), [
-      "import { gaussianKde } from './src/plots/kde';\nconsole.log('density', gaussianKde([0, 1]).density(0).toFixed(6));\nconsole.log('cwd', process.cwd());",
+      "import { gaussianKde } from 'ambiqa';\nconsole.log('density', gaussianKde([0, 1]).density(0).toFixed(6));\nconsole.log('cwd', process.cwd());",
     ]);
     const r = await executeNotebook(nb, { outDir: out, registration: reg, env });
     expect(r.log).not.toMatch(/Error/);
