@@ -10,7 +10,10 @@
  *   and replaced by a stated fallback; `Trace.parseFailures`).
  * - `decision_fallback_rate`: share of graded judgments that fell back to parsing text because the
  *   provider gave no probabilities (`judge.mode = text`).
- * - `decision_p_yes_<purpose>`: mean P(labels[0]) of each judge (e.g. `decision_p_yes_toc_verify`).
+ * - `decision_p_yes_<purpose>`: mean P(labels[0]) of each judge as the judge gave it, i.e. raw
+ *   (e.g. `decision_p_yes_toc_verify`); with `judgeCalibration: content-free` also
+ *   `decision_p_cal_<purpose>`, the mean calibrated P the pipeline thresholded, and the judge's
+ *   prior appears as `decision_p_yes_<purpose>_prior` (its content-free judgments).
  * - `judgeMode` (a run param `judge_mode`): probability | text | mixed, or none without judgments.
  * ToC: `decision_prune_rate` (share of verified nodes the judge rejected), `decision_unpruned_rate`
  * (share of those rejected nodes restored by un-pruning), `decision_unprune_blocked_rate`,
@@ -72,6 +75,7 @@ export function decisionStatistics(traces: readonly Trace[]): DecisionStatistics
   let calls = 0;
   let parseFailures = 0;
   const pByPurpose = new Map<string, number[]>();
+  const pCalByPurpose = new Map<string, number[]>();
   const modes = new Set<JudgeMode>();
   let judgments = 0;
   let textJudgments = 0;
@@ -86,12 +90,20 @@ export function decisionStatistics(traces: readonly Trace[]): DecisionStatistics
       const list = pByPurpose.get(c.purpose) ?? [];
       list.push(c.judge.p);
       pByPurpose.set(c.purpose, list);
+      if (c.judge.calibration) {
+        const cal = pCalByPurpose.get(c.purpose) ?? [];
+        cal.push(c.judge.calibration.p);
+        pCalByPurpose.set(c.purpose, cal);
+      }
     }
   }
   metrics.decision_parse_failure_rate = calls === 0 ? 0 : parseFailures / calls;
   metrics.decision_fallback_rate = judgments === 0 ? 0 : textJudgments / judgments;
   for (const [purpose, ps] of [...pByPurpose].sort(([a], [b]) => a.localeCompare(b))) {
     metrics[`decision_p_yes_${metricSafe(purpose)}`] = mean(ps);
+  }
+  for (const [purpose, ps] of [...pCalByPurpose].sort(([a], [b]) => a.localeCompare(b))) {
+    metrics[`decision_p_cal_${metricSafe(purpose)}`] = mean(ps);
   }
   const judgeMode: RunJudgeMode = modes.size === 0 ? 'none' : modes.size > 1 ? 'mixed' : [...modes][0];
 

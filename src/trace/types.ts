@@ -55,6 +55,20 @@ export interface LlmCallRecord {
     labelMass: number;
     /** Text mode: the reply named none of the labels. */
     unparsed?: boolean;
+    /**
+     * Set when the pipeline calibrated this judgment (`judgeCalibration: content-free`): the label
+     * prior read from the content-free prompt (call `priorCallIndex`), the calibrated
+     * probabilities and calibrated P(labels[0]) the pipeline thresholded. `applied: false` when
+     * the prior could not be divided out (text mode, a zero prior): then `p` is the raw P.
+     */
+    calibration?: {
+      method: 'content-free';
+      priorCallIndex: number;
+      prior: number[];
+      probabilities: number[];
+      p: number;
+      applied: boolean;
+    };
   };
 }
 
@@ -125,8 +139,15 @@ export interface TocNode {
    * the node is the root or was never verified.
    */
   verdict: boolean | null;
-  /** P(true) from the self-verification judge (0/1 when the judge fell back to text). */
+  /**
+   * P(true) the verdict thresholded: from the self-verification judge (0/1 when it fell back to
+   * text), calibrated when `judgeCalibration` is on.
+   */
   pTrue?: number;
+  /** With `judgeCalibration`: P(true) as the judge gave it, before calibration. */
+  pTrueRaw?: number;
+  /** With `judgeCalibration`: P(true) on the content-free prompt (the judge's prior). */
+  pTruePrior?: number;
   /** Un-pruning would have restored this node, but the judge rejected it below `unpruneFloor`. */
   unpruneBlocked?: boolean;
   /** Pruned by self-verification (after un-pruning was applied). */
@@ -224,8 +245,15 @@ export interface DivaDecisions {
   interpretations: string[];
   /** One per interpretation: do the passages answer it? (P(yes) ≥ `verifyThreshold`.) */
   verdicts: boolean[];
-  /** One per interpretation: P(yes) from the verification judge (absent when verification was off). */
+  /**
+   * One per interpretation: P(yes) from the verification judge, calibrated when
+   * `judgeCalibration` is on (absent when verification was off).
+   */
   pAnswered?: number[];
+  /** With `judgeCalibration`: P(yes) per interpretation as the judge gave it. */
+  pAnsweredRaw?: number[];
+  /** With `judgeCalibration`: P(yes) per interpretation on the content-free prompt. */
+  pAnsweredPrior?: number[];
   usefulness: DivaUsefulness;
   route: 'rag' | 'closed-book';
   passageIds: string[];

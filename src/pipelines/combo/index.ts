@@ -52,10 +52,10 @@ export class ComboPipeline implements Pipeline {
     const embedder = needsEmbedder ? new CachingEmbedder(requireEmbedder(ctx, this.name, 'embedding-based scorers')) : null;
     const evidentiality =
       this.scorers.evidentiality ??
-      (o.evidentialityScorer === 'embedding' ? new EmbeddingEvidentialityScorer(embedder!) : new LlmEvidentialityScorer());
+      (o.evidentialityScorer === 'embedding' ? new EmbeddingEvidentialityScorer(embedder!) : new LlmEvidentialityScorer(o.judgeCalibration));
     const consistency =
       this.scorers.consistency ??
-      (o.consistencyScorer === 'embedding' ? new EmbeddingConsistencyScorer(embedder!) : new LlmConsistencyScorer());
+      (o.consistencyScorer === 'embedding' ? new EmbeddingConsistencyScorer(embedder!) : new LlmConsistencyScorer(o.judgeCalibration));
 
     const rec = new TraceRecorder(this.name, example, ctx.llm);
     rec.options = { ...o };

@@ -6,7 +6,7 @@
  */
 import { formatPassage, type Embedder, type Passage } from '../../retrieval/types';
 import type { TraceRecorder } from '../../trace/recorder';
-import { judgeLlm } from '../common/llm';
+import { CONTENT_FREE, contentFreePassage, judgeCalibrated, type JudgeCalibration } from '../common/judge';
 import { dot } from '../common/text';
 import type { PipelineContext } from '../types';
 import { consistencyPrompt, evidentialityPrompt } from './prompts';
@@ -37,30 +37,53 @@ export interface ConsistencyScorer {
  * probabilities) scores 0.5, uninformative, and is counted as a parse failure — never read as a
  * number ("No, passage 1 …" is No, not a score of 1).
  */
-async function judge(env: ScorerEnv, purpose: string, prompt: string): Promise<number> {
-  const v = await judgeLlm(env.rec, env.ctx, { purpose, prompt, labels: ['Yes', 'No'], fallback: '0.5 (uninformative)' });
+async function judge(env: ScorerEnv, purpose: string, prompt: string, contentFree: string, calibration: JudgeCalibration): Promise<number> {
+  const v = await judgeCalibrated(env.rec, env.ctx, {
+    purpose,
+    prompt,
+    contentFree: () => ({ prompt: contentFree }),
+    labels: ['Yes', 'No'],
+    calibration,
+    fallback: '0.5 (uninformative)',
+  });
   return v.unparsed ? 0.5 : v.p;
 }
 
 export class LlmEvidentialityScorer implements EvidentialityScorer {
-  readonly name = 'llm-judge';
+  readonly name: string;
+
+  /** `calibration`: contextual calibration of the judge (`judgeCalibration`; common/judge.ts). */
+  constructor(private readonly calibration: JudgeCalibration = 'none') {
+    this.name = calibration === 'none' ? 'llm-judge' : `llm-judge:${calibration}`;
+  }
 
   async score(question: string, retrieved: Passage[], env: ScorerEnv): Promise<number[]> {
     const out: number[] = [];
-    for (const p of retrieved) out.push(await judge(env, 'combo.evidentiality', evidentialityPrompt(question, p)));
+    // Content-free twin: question and passage replaced by the placeholder.
+    const contentFree = evidentialityPrompt(CONTENT_FREE, contentFreePassage());
+    for (const p of retrieved) {
+      out.push(await judge(env, 'combo.evidentiality', evidentialityPrompt(question, p), contentFree, this.calibration));
+    }
     return out;
   }
 }
 
 export class LlmConsistencyScorer implements ConsistencyScorer {
-  readonly name = 'llm-judge';
+  readonly name: string;
+
+  constructor(private readonly calibration: JudgeCalibration = 'none') {
+    this.name = calibration === 'none' ? 'llm-judge' : `llm-judge:${calibration}`;
+  }
 
   async score(question: string, retrieved: Passage[], generated: string[], env: ScorerEnv, skipRows?: boolean[]): Promise<number[][]> {
     const out: number[][] = [];
+    const contentFree = consistencyPrompt(CONTENT_FREE, contentFreePassage(), CONTENT_FREE);
     for (const [i, rp] of retrieved.entries()) {
       const row: number[] = [];
       for (const lp of generated) {
-        row.push(skipRows?.[i] ? 0 : await judge(env, 'combo.consistency', consistencyPrompt(question, rp, lp)));
+        row.push(
+          skipRows?.[i] ? 0 : await judge(env, 'combo.consistency', consistencyPrompt(question, rp, lp), contentFree, this.calibration),
+        );
       }
       out.push(row);
     }

@@ -15,7 +15,8 @@ import type { Passage, Retriever, ScoredPassage } from '../../retrieval/types';
 import { TraceRecorder } from '../../trace/recorder';
 import type { AmbiguityType, DivaDecisions, DivaUsefulness } from '../../trace/types';
 import { checkAborted, requireEmbedder, requireRetriever, selectDemos } from '../common/context';
-import { callLlm, DEMO_STOPS, judgeLlm } from '../common/llm';
+import { CONTENT_FREE, contentFreePassage, judgeCalibrated } from '../common/judge';
+import { callLlm, DEMO_STOPS } from '../common/llm';
 import { readFinalAnswer } from '../common/outputs';
 import { CachingEmbedder } from '../common/retrieval';
 import { resolveTask } from '../common/task';
@@ -110,6 +111,8 @@ export class DivaPipeline implements Pipeline {
     // 2. Verify: does the passage set answer each interpretation?
     const verdicts: boolean[] = [];
     const pAnswered: number[] = [];
+    const pAnsweredRaw: number[] = [];
+    const pAnsweredPrior: number[] = [];
     if (!o.verification || earlyExit) {
       verdicts.push(...interpretations.map(() => passages.length > 0));
     } else if (passages.length === 0) {
@@ -119,13 +122,20 @@ export class DivaPipeline implements Pipeline {
     } else {
       for (const interpretation of interpretations) {
         checkAborted(ctx);
-        const v = await judgeLlm(rec, ctx, {
+        const v = await judgeCalibrated(rec, ctx, {
           purpose: 'diva.verify',
           messages: verifyPrompt(interpretation, passages),
+          // Content-free twin: the interpretation and every passage replaced, the passage count kept.
+          contentFree: () => ({ messages: verifyPrompt(CONTENT_FREE, passages.map((_, i) => contentFreePassage(i))) }),
           labels: ['Yes', 'No'],
+          calibration: o.judgeCalibration,
           fallback: 'No (not answered)',
         });
         pAnswered.push(v.p);
+        if (v.pPrior !== undefined) {
+          pAnsweredRaw.push(v.pRaw);
+          pAnsweredPrior.push(v.pPrior);
+        }
         verdicts.push(v.p >= o.verifyThreshold);
       }
     }
@@ -153,6 +163,7 @@ export class DivaPipeline implements Pipeline {
       interpretations,
       verdicts,
       ...(o.verification && !earlyExit ? { pAnswered } : {}),
+      ...(pAnsweredPrior.length > 0 ? { pAnsweredRaw, pAnsweredPrior } : {}),
       ...(earlyExit ? { earlyExit: true } : {}),
       usefulness: label,
       route,

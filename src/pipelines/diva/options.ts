@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { judgeCalibrationSchema } from '../common/judge';
 import { maxTokens, nShots, probabilityThreshold, seed, temperature, topP } from '../common/options';
 import { answerStyleSchema } from '../common/task';
 
@@ -12,6 +13,7 @@ export const divaOptionsSchema = z.strictObject({
     0.5,
     'an interpretation counts as answered by the passages when the judge gives P(yes) at least this; none answered → Useless → closed-book',
   ),
+  judgeCalibration: judgeCalibrationSchema,
   adaptive: z.boolean().default(true).describe('adaptive generation on/off (off: always RAG)'),
   earlyExit: z
     .boolean()

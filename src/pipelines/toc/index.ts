@@ -20,7 +20,8 @@ import { TraceRecorder } from '../../trace/recorder';
 import type { TocDecisions, TocNode } from '../../trace/types';
 import { passageHasAnswer } from '../common/answers';
 import { checkAborted, requireRetriever, selectDemos } from '../common/context';
-import { callLlm, DEMO_STOPS, judgeLlm } from '../common/llm';
+import { CONTENT_FREE, contentFreePassage, judgeCalibrated } from '../common/judge';
+import { callLlm, DEMO_STOPS } from '../common/llm';
 import { CachingEmbedder, chooseReranker, retrieveAndRerank, uniquePassages } from '../common/retrieval';
 import { normaliseAnswer, normaliseQuestion } from '../common/text';
 import { parseDisambiguations, parseLongAnswer } from '../parsing';
@@ -262,14 +263,21 @@ export class TocPipeline implements Pipeline {
           }
           // The released code keeps a node only when "True" appears; an unreadable text reply
           // is likewise P(true) = 0, but counted as a parse failure.
-          const v = await judgeLlm(rec, ctx, {
+          const v = await judgeCalibrated(rec, ctx, {
             purpose: 'toc.verify',
             messages: verifyPrompt(example.question, child.answer!, evidence),
+            // Content-free twin: question, answer and passage replaced (no passage stays no passage).
+            contentFree: () => ({ messages: verifyPrompt(CONTENT_FREE, CONTENT_FREE, evidence ? contentFreePassage() : null) }),
             labels: ['True', 'False'],
+            calibration: o.judgeCalibration,
             fallback: 'False (pruned)',
           });
           child.verifyCallIndex = v.callIndex;
           child.pTrue = v.p;
+          if (v.pPrior !== undefined) {
+            child.pTrueRaw = v.pRaw;
+            child.pTruePrior = v.pPrior;
+          }
           child.verdict = v.p >= o.pruneThreshold;
           child.pruned = !child.verdict;
         }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { judgeCalibrationSchema } from '../common/judge';
 import { maxTokens, nShots, probabilityThreshold, rerankerChoice, seed, temperature, topP } from '../common/options';
 
 /**
@@ -28,6 +29,7 @@ export const tocOptionsSchema = z
         'answer directly, without the tree or verification, when the root expansion yields at most one distinct interpretation (off: the paper’s method)',
       ),
     pruneThreshold: probabilityThreshold(0.5, 'keep a node when its self-verification P(true) is at least this (0.5 = the paper\'s True/False)'),
+    judgeCalibration: judgeCalibrationSchema,
     unpruneFloor: probabilityThreshold(
       0.1,
       'un-pruning never restores a node whose P(true) is below this (a confident rejection); text-mode verdicts carry no confidence and are exempt',
