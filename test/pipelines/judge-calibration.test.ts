@@ -11,6 +11,12 @@ import type { PipelineContext } from '../../src/pipelines/types';
 import { decisionStatistics } from '../../src/metrics/decisions';
 import type { NormalisedJudgeRequest } from '../../src/llm/types';
 import type { ComboDecisions, DivaDecisions, TocDecisions } from '../../src/trace/types';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import YAML from 'yaml';
+import { planSweep } from '../../src/experiments/sweep';
+import { registry } from '../../src/experiments/compose';
+import { projectRoot } from '../../src/config/paths';
 import { asqaExample, FakeEmbedder, FakeRetriever, fixedDemos, judgeField, lastField, passage, promptOf, scriptedLlm } from './fakes';
 
 /** Two-label contextual calibration written out, to check the implementation against. */
@@ -164,6 +170,18 @@ describe('ToC with judgeCalibration', () => {
       );
       expect(parsePipelineOptions(name, { judgeCalibration: 'content-free' })).toMatchObject({ judgeCalibration: 'content-free' });
     }
+  });
+});
+
+describe('judgeCalibration as a sweep axis', () => {
+  const file = join(projectRoot, 'experiments', 'ablation-toc-judge-calibration.yaml');
+  const plan = (raw: Record<string, unknown>) =>
+    planSweep({ raw, source: file, registry, options: { defaultName: 'x', checkFiles: false }, sweepDir: (n) => `/tmp/${n}` });
+
+  it('the shipped ablation sweeps none against content-free, and a bad value is refused naming the option', () => {
+    const raw = YAML.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+    expect(plan(raw).points).toHaveLength(2);
+    expect(() => plan({ ...raw, sweep: { 'pipeline.options.judgeCalibration': ['none', 'platt'] } })).toThrow(/pipeline\.options\.judgeCalibration/);
   });
 });
 
