@@ -9,8 +9,8 @@
  * kernel through `registerKernel()` here (or scripts/jupyter-kernel.sh, which calls it).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { basename, delimiter, join, resolve } from 'node:path';
+import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { basename, delimiter, join, resolve, sep } from 'node:path';
 import { projectRoot } from '../config/paths';
 import { AmbiqaError } from '../errors';
 
@@ -91,6 +91,19 @@ export function registerKernel(options: { prefix?: string; root?: string } = {})
  */
 export function linkSelf(root: string): void {
   const link = join(root, 'node_modules', 'ambiqa');
+  const modules = join(root, 'node_modules');
+  // A node_modules shared with other checkouts (a symlink out of the repository) is not ours to
+  // change: the link would flip between checkouts. Say so; the shared link stays as it is.
+  if (existsSync(modules) && lstatSync(modules).isSymbolicLink() && !realpathSync(modules).startsWith(realpathSync(root) + sep)) {
+    let target = '(none)';
+    try {
+      target = realpathSync(link);
+    } catch {
+      /* no link yet */
+    }
+    if (target !== realpathSync(root)) process.stderr.write(`note: ${modules} is shared (a symlink); not linking node_modules/ambiqa to ${root} (it points to ${target})\n`);
+    return;
+  }
   try {
     if (realpathSync(link) === realpathSync(root)) return;
     rmSync(link, { force: true, recursive: false });
