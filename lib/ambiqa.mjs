@@ -15,7 +15,7 @@ export const {
   bootstrapInterval, buildCorpus, buildReport, checkConfig, clarificationTreeFigure, colors,
   commonMetric, consistencyKdeFigure, consistencyPoints, correctness, costPoints,
   costQualityFigure, coverageCurve, coverageFigure, createLanguageModel, createPipeline,
-  createReranker, createRetriever, dataDir, datasetNames, defaultMetrics, disambigF1, drScore,
+  createReranker, createRetriever, dataDir, datasetNames, decisionStatistics, defaultMetrics, disambigF1, drScore,
   exactMatch, examplesDir, exportFigures, figurePageHtml, findOption, gaussianKde,
   goldDqsFromExamples, inStage, kdeCurve, layoutTree, linspace, llmCallRows, loadCorpus,
   loadDataset, loadRun, loadSweep, majorityVotes, maxOverGolds, mean, measureCoverage, metricNames,

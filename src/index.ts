@@ -160,6 +160,8 @@ export {
   aggregate,
   metricNames,
   defaultMetrics,
+  decisionStatistics,
+  type DecisionStatistics,
 } from './metrics/index';
 export { rougeL, rougeLsum } from './metrics/rouge';
 

@@ -56,6 +56,7 @@ export { FeverAccuracy, feverFamily, normalizeFeverLabel } from './fever';
 export { accuracyCoverageAuc, calibrationFamily, accuracyCoverageCurve, type AccuracyCoverageOptions, type CoveragePoint, type TieRule } from './calibration';
 export { bootstrapInterval, bootstrapMean, percentile, type BootstrapOptions } from './bootstrap';
 export { aggregate, scoreExample, type ExampleScores, type Prediction, type ScoreOptions } from './example';
+export { decisionStatistics, type DecisionStatistics, type RunJudgeMode } from './decisions';
 
 /** The ONNX QA reader loads transformers.js; import it lazily: `await import('./qa-onnx-reader')`. */
 export type { OnnxQaReader, OnnxQaReaderOptions } from './qa-onnx-reader';
