@@ -148,6 +148,23 @@ describe('ToC with judgeCalibration', () => {
     expect(s.metrics.decision_prune_rate).toBe(0.5);
   });
 
+  it('reserves the prior judgment in the call budget', async () => {
+    // Budget 5: the RAC call, then each verification needs itself (+ its prior) + the answer.
+    const verified = async (judgeCalibration: 'none' | 'content-free') => {
+      const { llm } = scriptedLlm(
+        { 'toc.rac': [...ANSWERS.map((a, i) => `DQ ${i + 1}: Who played Weasley ${i + 1}?\nDA ${i + 1}: ${a}`), 'Answer: x'].join('\n'), 'toc.answer': 'Answer: y' },
+        { 'toc.verify': 0.9, 'toc.verify.prior': 0.5 },
+      );
+      const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), demos: fixedDemos() };
+      const opts = tocOptionsSchema.parse({ nShots: 1, poolSize: 2, nPassages: 2, reranker: 'none', maxTrials: 1, maxDepth: 1, maxLlmCalls: 5, judgeCalibration });
+      const out = await new TocPipeline(opts).answer(asqaExample('q1', AQ), ctx);
+      expect(out.trace.llmCalls.length).toBeLessThanOrEqual(5);
+      return (out.trace.decisions as TocDecisions).nodes.filter((n) => n.verdict !== null).length;
+    };
+    expect(await verified('none')).toBe(3);
+    expect(await verified('content-free')).toBe(1);
+  });
+
   it('leaves a text-mode judgment (no probabilities) as it was', async () => {
     const { llm } = scriptedLlm({
       'toc.rac': 'DQ 1: Who played Ron?\nDA 1: Rupert Grint\nAnswer: x',

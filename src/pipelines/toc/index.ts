@@ -250,7 +250,9 @@ export class TocPipeline implements Pipeline {
           continue;
         }
         if (o.pruning) {
-          if (rec.callCount + 2 > o.maxLlmCalls) {
+          // The judgment (plus its content-free prior when calibrating) and the final answer must fit.
+          const judgeCalls = o.judgeCalibration === 'none' ? 1 : 2;
+          if (rec.callCount + judgeCalls + 1 > o.maxLlmCalls) {
             child.skipped = 'max-calls';
             nodes.push(child);
             reason = 'call budget reached before verification';
