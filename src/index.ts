@@ -83,6 +83,10 @@ export {
   parsePipelineOptions,
   pipelineNames,
   pipelineOptionsSchemas,
+  definePipeline,
+  registerPipeline,
+  pipelineEntries,
+  describePipelines,
   ClosedBookPipeline,
   VanillaRagPipeline,
   CotPipeline,
@@ -96,8 +100,14 @@ export {
   type PipelineOutput,
   type PipelineOptions,
   type PipelineOptionsInput,
+  type PipelineEntry,
+  type PipelineNeeds,
+  type BuiltinPipelineName,
+  type RegisteredPipelineOptions,
 } from './pipelines/index';
 export type { PipelineName } from './trace/types';
+/** For pipelines defined outside ambiqa: records every LLM call and builds the trace a pipeline returns. */
+export { TraceRecorder } from './trace/recorder';
 
 // ---------------------------------------------------------------- llm
 

@@ -11,7 +11,12 @@ import {
   type ScoreOptions,
 } from '../metrics/index';
 import { defaultSentenceSplitter, type SentenceSplitter } from '../metrics/sentences';
-import { createPipeline as createRegisteredPipeline, pipelineNames as registeredPipelineNames, pipelineOptionsSchema as registeredOptionsSchema } from '../pipelines/registry';
+import {
+  createPipeline as createRegisteredPipeline,
+  pipelineNames as registeredPipelineNames,
+  pipelineNeeds,
+  pipelineOptionsSchema as registeredOptionsSchema,
+} from '../pipelines/registry';
 import type { Pipeline } from '../pipelines/types';
 import type { MethodDecisions, PipelineName, Trace } from '../trace/types';
 import type { ExampleResult, MetricAggregate } from '../run-files';
@@ -29,8 +34,10 @@ export function createPipeline(name: PipelineName, options: Record<string, unkno
   return createRegisteredPipeline(name, options);
 }
 
-/** Pipelines that cannot run without a retriever (checked before any model loads). */
-export const retrievalPipelines: ReadonlySet<PipelineName> = new Set(['vanilla-rag', 'toc', 'verify-edit', 'diva', 'combo']);
+/** A pipeline that cannot run without a retriever (its registry entry's `needs`; checked before any model loads). */
+export const requiresRetriever = (name: PipelineName): boolean => pipelineNeeds(name)?.retriever ?? false;
+/** A pipeline that compares sentences with the MiniLM embedder (its registry entry's `needs`). */
+export const requiresEmbedder = (name: PipelineName): boolean => pipelineNeeds(name)?.embedder ?? false;
 
 export const metricNames: readonly string[] = allMetricNames;
 export const defaultMetrics = (dataset: DatasetName): string[] => metricDefaults(dataset);

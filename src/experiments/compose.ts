@@ -24,7 +24,8 @@ import {
   pipelineNames,
   pipelineOptionsSchema,
   readerMetrics,
-  retrievalPipelines,
+  requiresEmbedder,
+  requiresRetriever,
 } from './bindings';
 import { scriptedLlmSchema, type ConfigRegistry, type ExperimentConfig } from './config';
 import { collectProvenance, provenanceTags, type Provenance } from './provenance';
@@ -62,7 +63,7 @@ export const registry: ConfigRegistry = {
   defaultReader: defaultReaderSpec,
   checkReader: (spec, checkFiles) => checkReaderSpec(spec, checkFiles),
   defaultMetrics,
-  requiresRetriever: (name) => (retrievalPipelines as ReadonlySet<string>).has(name),
+  requiresRetriever,
 };
 
 export function createComposer(options: { notify?: (message: string) => void } = {}): Composer {
@@ -231,13 +232,14 @@ export function createComposer(options: { notify?: (message: string) => void } =
   };
 }
 
-/** Runs that need the MiniLM embedder: kNN demos, dense retrieval, embedding rerankers, and pipelines that compare sentences. */
+/** Runs that need the MiniLM embedder: kNN demos, dense retrieval, embedding rerankers, and pipelines whose registry entry says so. */
 function needsEmbedder(config: ExperimentConfig): boolean {
+  // A pipeline without an nShots option takes no demos (as components() reads it), so no kNN.
   const nShots = config.pipeline.options.nShots;
-  if (typeof nShots !== 'number' || nShots > 0) return true;
+  if (typeof nShots === 'number' && nShots > 0) return true;
   if (config.retriever && config.retriever.type !== 'bm25') return true;
   if (config.reranker && config.reranker.type !== 'none') return true;
-  return ['verify-edit', 'diva', 'combo', 'toc'].includes(config.pipeline.name);
+  return requiresEmbedder(config.pipeline.name);
 }
 
 function readIds(path: string): string[] {

@@ -8,7 +8,7 @@ import { datasetNames, defaultDatasetFiles } from '../datasets/index';
 import type { DatasetName } from '../datasets/types';
 import { AmbiqaError } from '../errors';
 import type { LlmConfig, LlmConfigInput } from '../llm/config';
-import type { PipelineOptionsInput } from '../pipelines/registry';
+import type { BuiltinPipelineName, PipelineOptionsInput, RegisteredPipelineOptions } from '../pipelines/registry';
 import type { RerankerConfig, RerankerConfigInput, RetrieverConfig, RetrieverConfigInput } from '../retrieval/factory';
 import type { PipelineName } from '../trace/types';
 import { readYamlMapping } from '../common/yaml';
@@ -159,9 +159,10 @@ export type ExperimentConfig = Resolved<
 export type ScriptedLlmConfig = z.output<typeof scriptedLlmSchema>;
 
 /** The `pipeline:` section a user writes: the name picks the options type. */
+type PipelineInputs = { [N in BuiltinPipelineName]: PipelineOptionsInput<N> } & RegisteredPipelineOptions;
 export type PipelineSectionInput = {
-  [N in PipelineName]: { name: N; options?: PipelineOptionsInput<N> };
-}[PipelineName];
+  [N in keyof PipelineInputs]: { name: N; options?: PipelineInputs[N] };
+}[keyof PipelineInputs];
 
 /**
  * What a user writes (a YAML file, or an object in a notebook): `z.input` of the schemas, so

@@ -7,9 +7,18 @@ export {
   pipelineNames,
   pipelineOptionsSchema,
   pipelineOptionsSchemas,
+  builtinPipelines,
+  describePipelines,
+  pipelineEntries,
+  pipelineEntry,
+  pipelineNeeds,
+  registerPipeline,
+  type BuiltinPipelineName,
   type PipelineOptions,
   type PipelineOptionsInput,
+  type RegisteredPipelineOptions,
 } from './registry';
+export { definePipeline, type PipelineEntry, type PipelineNeeds } from './entry';
 export type { Demo, DemoSelectOptions, DemoSelector, Pipeline, PipelineContext, PipelineOutput } from './types';
 export { buildDemoPool, demoFromExample, FixedDemoSelector, KnnDemoSelector } from './demos';
 export { ClosedBookPipeline } from './baselines/closed-book';

@@ -1,67 +1,116 @@
 /**
- * Every pipeline by name: its options schema (zod, with defaults and ranges) and a factory.
- * The experiment runner validates `pipeline.options` against `pipelineOptionsSchemas[name]`
- * before any model call, then calls `createPipeline(name, options)`.
+ * Every pipeline by name. Each pipeline folder exports its entry (`definePipeline`, see
+ * entry.ts); this file lists them, one line each, and everything else derives from the list:
+ * `pipelineNames`, the options schemas, the `BuiltinPipelineName` type, what a pipeline needs
+ * from the run (retriever, embedder: checked by the experiment config before any model loads),
+ * `ambiqa run --help` and the docs' table. Pipelines defined outside this repository (a notebook,
+ * another project) join with `registerPipeline(entry)`; the runner, `score` and the report then
+ * accept them by name like the built-in ones.
  */
 import { formatIssues } from '../common/zod-issues';
 import type { z } from 'zod';
 import { AmbiqaError } from '../errors';
-import type { PipelineName } from '../trace/types';
-import { ClosedBookPipeline } from './baselines/closed-book';
-import { CotPipeline } from './baselines/cot';
-import { CotScPipeline } from './baselines/cot-sc';
-import {
-  closedBookOptionsSchema,
-  cotOptionsSchema,
-  cotScOptionsSchema,
-  vanillaRagOptionsSchema,
-} from './baselines/options';
-import { VanillaRagPipeline } from './baselines/vanilla-rag';
-import { ComboPipeline } from './combo';
-import { comboOptionsSchema } from './combo/options';
-import { DivaPipeline } from './diva';
-import { divaOptionsSchema } from './diva/options';
-import { TocPipeline } from './toc';
-import { tocOptionsSchema } from './toc/options';
+import { closedBookEntry, cotEntry, cotScEntry, vanillaRagEntry } from './baselines/entry';
+import { comboEntry } from './combo/entry';
+import { divaEntry } from './diva/entry';
+import type { PipelineEntry, PipelineNeeds } from './entry';
+import { tocEntry } from './toc/entry';
 import type { Pipeline } from './types';
-import { VerifyEditPipeline } from './verify-edit';
-import { verifyEditOptionsSchema } from './verify-edit/options';
+import { verifyEditEntry } from './verify-edit/entry';
 
-export const pipelineNames = [
-  'closed-book',
-  'vanilla-rag',
-  'cot',
-  'cot-sc',
-  'toc',
-  'verify-edit',
-  'diva',
-  'combo',
-] as const satisfies readonly PipelineName[];
+/** The pipelines shipped with ambiqa: adding one is its folder plus one line here. */
+export const builtinPipelines = [
+  closedBookEntry,
+  vanillaRagEntry,
+  cotEntry,
+  cotScEntry,
+  tocEntry,
+  verifyEditEntry,
+  divaEntry,
+  comboEntry,
+] as const;
 
-export const pipelineOptionsSchemas = {
-  'closed-book': closedBookOptionsSchema,
-  'vanilla-rag': vanillaRagOptionsSchema,
-  cot: cotOptionsSchema,
-  'cot-sc': cotScOptionsSchema,
-  toc: tocOptionsSchema,
-  'verify-edit': verifyEditOptionsSchema,
-  diva: divaOptionsSchema,
-  combo: comboOptionsSchema,
-} satisfies Record<PipelineName, z.ZodType>;
+type BuiltinEntry = (typeof builtinPipelines)[number];
+export type BuiltinPipelineName = BuiltinEntry['name'];
+type EntryNamed<N extends BuiltinPipelineName> = Extract<BuiltinEntry, { name: N }>;
 
-type Schemas = typeof pipelineOptionsSchemas;
+/** The options schema of each built-in pipeline, by name (derived from the entries). */
+export const pipelineOptionsSchemas = Object.fromEntries(builtinPipelines.map((e) => [e.name, e.optionsSchema])) as {
+  [N in BuiltinPipelineName]: EntryNamed<N>['optionsSchema'];
+};
+
 /** What a caller may pass (every field optional where it has a default). */
-export type PipelineOptionsInput<N extends PipelineName> = z.input<Schemas[N]>;
+export type PipelineOptionsInput<N extends BuiltinPipelineName> = z.input<EntryNamed<N>['optionsSchema']>;
 /** The resolved options, every default filled in. */
-export type PipelineOptions<N extends PipelineName> = z.output<Schemas[N]>;
+export type PipelineOptions<N extends BuiltinPipelineName> = z.output<EntryNamed<N>['optionsSchema']>;
 
-export function isPipelineName(name: string): name is PipelineName {
-  return (pipelineNames as readonly string[]).includes(name);
+/**
+ * Options of pipelines registered from outside, for typed configs. Augment it where the pipeline
+ * is defined: `declare module 'ambiqa' { interface RegisteredPipelineOptions { toy: { shout?: boolean } } }`.
+ * Without it, a registered pipeline still runs; its config is then checked at run time only.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface RegisteredPipelineOptions {}
+
+const entries = new Map<string, PipelineEntry>(builtinPipelines.map((e) => [e.name, e as PipelineEntry]));
+const names: string[] = builtinPipelines.map((e) => e.name);
+
+/** Every registered name, built-in first, in registration order (a live list: registration appends). */
+export const pipelineNames: readonly string[] = names;
+
+const NAME_PATTERN = /^[a-z0-9][a-z0-9._-]*$/;
+
+/**
+ * Add a pipeline defined outside src/pipelines. Registering a name again replaces the earlier
+ * entry (re-running a notebook cell); a built-in name is refused, so a typo cannot silently
+ * replace ToC in a run that is compared with published numbers.
+ */
+export function registerPipeline<N extends string, S extends z.ZodType>(entry: PipelineEntry<N, S>): PipelineEntry<N, S> {
+  const name = entry.name;
+  if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
+    throw new AmbiqaError(
+      `registerPipeline: invalid pipeline name ${JSON.stringify(name)}`,
+      'use lower-case letters, digits, ".", "_" or "-" (it becomes part of run directory names)',
+    );
+  }
+  if (builtinPipelines.some((e) => e.name === name)) {
+    throw new AmbiqaError(`registerPipeline: ${JSON.stringify(name)} is a built-in pipeline`, 'choose another name for your pipeline');
+  }
+  if (typeof entry.create !== 'function' || typeof entry.optionsSchema?.safeParse !== 'function') {
+    throw new AmbiqaError(`registerPipeline: pipeline ${name} needs an optionsSchema (zod) and a create(options) function`);
+  }
+  if (!entries.has(name)) names.push(name);
+  entries.set(name, entry as unknown as PipelineEntry);
+  return entry;
+}
+
+/** Every entry, built-in and registered, in `pipelineNames` order. */
+export function pipelineEntries(): PipelineEntry[] {
+  return names.map((n) => entries.get(n)!);
+}
+
+export function pipelineEntry(name: string): PipelineEntry | undefined {
+  return entries.get(name);
+}
+
+export function isPipelineName(name: string): boolean {
+  return entries.has(name);
+}
+
+/** What a pipeline needs from the run; undefined for an unknown name. */
+export function pipelineNeeds(name: string): PipelineNeeds | undefined {
+  return entries.get(name)?.needs;
 }
 
 /** The options schema of a pipeline, or undefined for an unknown name. */
 export function pipelineOptionsSchema(name: string): z.ZodType | undefined {
-  return isPipelineName(name) ? pipelineOptionsSchemas[name] : undefined;
+  return entries.get(name)?.optionsSchema;
+}
+
+function requireEntry(name: string): PipelineEntry {
+  const entry = entries.get(name);
+  if (!entry) throw new AmbiqaError(`unknown pipeline ${JSON.stringify(name)}`, `choose one of: ${names.join(', ')}`);
+  return entry;
 }
 
 /** `maxNodes: must be ≥ 1` → `option maxNodes: must be ≥ 1`; unknown fields read as they are. */
@@ -70,8 +119,10 @@ function optionLine(line: string): string {
 }
 
 /** Validate and fill a pipeline's options; an AmbiqaError names every bad option. */
-export function parsePipelineOptions<N extends PipelineName>(name: N, options: unknown = {}): PipelineOptions<N> {
-  const schema = pipelineOptionsSchemas[name] as z.ZodType;
+export function parsePipelineOptions<N extends BuiltinPipelineName>(name: N, options?: unknown): PipelineOptions<N>;
+export function parsePipelineOptions(name: string, options?: unknown): Record<string, unknown>;
+export function parsePipelineOptions(name: string, options: unknown = {}): unknown {
+  const schema = requireEntry(name).optionsSchema;
   const result = schema.safeParse(options ?? {});
   if (!result.success) {
     const allowed = Object.keys((schema as unknown as { shape: Record<string, unknown> }).shape ?? {}).join(', ');
@@ -80,37 +131,24 @@ export function parsePipelineOptions<N extends PipelineName>(name: N, options: u
       `allowed options: ${allowed}`,
     );
   }
-  return result.data as PipelineOptions<N>;
+  return result.data;
 }
 
 /** Build a pipeline from its name and (unvalidated) options. */
-export function createPipeline<N extends PipelineName>(name: N, options?: PipelineOptionsInput<N> | Record<string, unknown>): Pipeline;
+export function createPipeline<N extends BuiltinPipelineName>(name: N, options?: PipelineOptionsInput<N> | Record<string, unknown>): Pipeline;
 export function createPipeline(name: string, options?: unknown): Pipeline;
 export function createPipeline(name: string, options: unknown = {}): Pipeline {
-  if (!isPipelineName(name)) {
-    throw new AmbiqaError(`unknown pipeline ${JSON.stringify(name)}`, `choose one of: ${pipelineNames.join(', ')}`);
-  }
-  switch (name) {
-    case 'closed-book':
-      return new ClosedBookPipeline(parsePipelineOptions(name, options));
-    case 'vanilla-rag':
-      return new VanillaRagPipeline(parsePipelineOptions(name, options));
-    case 'cot':
-      return new CotPipeline(parsePipelineOptions(name, options));
-    case 'cot-sc':
-      return new CotScPipeline(parsePipelineOptions(name, options));
-    case 'toc':
-      return new TocPipeline(parsePipelineOptions(name, options));
-    case 'verify-edit':
-      return new VerifyEditPipeline(parsePipelineOptions(name, options));
-    case 'diva':
-      return new DivaPipeline(parsePipelineOptions(name, options));
-    case 'combo':
-      return new ComboPipeline(parsePipelineOptions(name, options));
-  }
+  const entry = requireEntry(name);
+  return entry.create(parsePipelineOptions(name, options));
 }
 
 /** Every option's default, for docs and `--help` output. */
-export function defaultPipelineOptions(name: PipelineName): Record<string, unknown> {
+export function defaultPipelineOptions(name: string): Record<string, unknown> {
   return parsePipelineOptions(name, {}) as Record<string, unknown>;
+}
+
+/** One line per pipeline (`name  description`), for `--help` and error hints. */
+export function describePipelines(): string[] {
+  const width = Math.max(...names.map((n) => n.length));
+  return pipelineEntries().map((e) => `${e.name.padEnd(width)}  ${e.description}`);
 }

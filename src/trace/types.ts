@@ -5,15 +5,12 @@
  */
 import type { ChatMessage, JudgeMode } from '../llm/types';
 
-export type PipelineName =
-  | 'closed-book'
-  | 'vanilla-rag'
-  | 'cot'
-  | 'cot-sc'
-  | 'toc'
-  | 'verify-edit'
-  | 'diva'
-  | 'combo';
+/**
+ * A registered pipeline name. The trace sits below the pipelines, so it cannot name them: the
+ * list (and the literal union `BuiltinPipelineName`) lives in src/pipelines/registry.ts, where
+ * pipelines defined outside this repository can also be registered.
+ */
+export type PipelineName = string;
 
 export interface LlmCallRecord {
   /** Position in the question's call sequence (0-based). */

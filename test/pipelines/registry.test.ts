@@ -24,7 +24,7 @@ describe('pipeline registry', () => {
     for (const name of pipelineNames) {
       const p = createPipeline(name, {});
       expect(p.name).toBe(name);
-      expect(pipelineOptionsSchema(name)).toBe(pipelineOptionsSchemas[name]);
+      expect(pipelineOptionsSchema(name)).toBe(pipelineOptionsSchemas[name as keyof typeof pipelineOptionsSchemas]);
     }
     expect(pipelineOptionsSchema('nope')).toBeUndefined();
   });

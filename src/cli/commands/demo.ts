@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { artifactsDir, examplesDir, projectRoot } from '../../config/paths';
 import { AmbiqaError } from '../../errors';
+import { pipelineNames } from '../../pipelines/registry';
 import { buildCorpus, type CorpusSource } from '../../retrieval/corpus-builder';
 import { saveCorpus } from '../../retrieval/corpus';
 import { run as runExperimentCommand } from './run';
@@ -19,7 +20,7 @@ options:
   --data FILE       an ASQA-format file (default: examples/asqa-mini.json, shipped with the repo);
                     e.g. ../shared/data/asqa/ASQA_dev.json with --limit 5
   --limit N         answer only the first N questions
-  --pipeline NAME   another pipeline instead of toc (closed-book, vanilla-rag, diva, combo, ...)
+  --pipeline NAME   another pipeline instead of toc (${pipelineNames.join(', ')})
   --set path=value  override any field of experiments/demo.yaml (repeatable)
   --no-tracking     do not log to MLflow
   -h, --help        this help`;

@@ -7,6 +7,7 @@ import { createComposer } from '../../experiments/compose';
 import { parseOverride } from '../../experiments/overrides';
 import { ProgressBar } from '../../experiments/progress';
 import { checkRunDir, runExperiment } from '../../experiments/runner';
+import { describePipelines } from '../../pipelines/registry';
 import { runsDir } from '../../run-files';
 import { describeOutcome, interruptSignal, parsePositiveInt } from '../../experiments/cli-support';
 
@@ -35,6 +36,13 @@ Ctrl-C stops cleanly (what is done is kept; the MLflow run is marked KILLED); ru
 command with --resume to finish. With MLflow unreachable the run completes and keeps the
 MLflow operations in the run dir for \`ambiqa sync\`.`;
 
+/** The usage text with the registered pipelines (pipeline.name), listed from the registry. */
+function help(): string {
+  return `${usage}\n\npipelines (pipeline.name; options in docs/pipelines.md):\n${describePipelines()
+    .map((line) => `  ${line}`)
+    .join('\n')}`;
+}
+
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -51,7 +59,7 @@ export async function run(argv: string[]): Promise<number> {
     },
   });
   if (values.help) {
-    console.log(usage);
+    console.log(help());
     return 0;
   }
   if (positionals.length !== 1) throw new AmbiqaError('ambiqa run: expected one config file', 'e.g. `npx ambiqa run experiments/toc-asqa.yaml`');

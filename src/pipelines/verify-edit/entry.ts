@@ -1,0 +1,11 @@
+import { definePipeline } from '../entry';
+import { VerifyEditPipeline } from './index';
+import { verifyEditOptionsSchema } from './options';
+
+export const verifyEditEntry = definePipeline({
+  name: 'verify-edit',
+  description: 'Verify-and-Edit: CoT-SC, and low-consistency answers edited against retrieved evidence',
+  optionsSchema: verifyEditOptionsSchema,
+  needs: { retriever: true, embedder: true },
+  create: (options) => new VerifyEditPipeline(options),
+});

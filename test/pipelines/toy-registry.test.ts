@@ -1,0 +1,126 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  buildReport,
+  checkConfig,
+  definePipeline,
+  examplesDir,
+  pipelineNames,
+  registerPipeline,
+  run,
+  score,
+  TraceRecorder,
+  unloadModels,
+  type ExperimentInput,
+  type Pipeline,
+  type PipelineContext,
+} from '../../src/index';
+
+/**
+ * Issue 13 "one place per extension": a pipeline defined here, outside src/pipelines, joins the
+ * registry with one call and then runs like a built-in one through the public entry: an
+ * in-process `run` (scripted model, no MLflow), `score` from the run directory, and the report.
+ */
+
+// What a notebook writes: an options schema, a pipeline returning its answer and a trace, an entry.
+const toyOptionsSchema = z.strictObject({
+  prefix: z.string().default('').describe('text put before the model reply'),
+  maxTokens: z.int().min(1).max(64).default(16),
+});
+
+class ToyPipeline implements Pipeline {
+  readonly name = 'toy-echo';
+  constructor(readonly options: z.output<typeof toyOptionsSchema>) {}
+  async answer(example: Parameters<Pipeline['answer']>[0], ctx: PipelineContext) {
+    const rec = new TraceRecorder(this.name, example, ctx.llm);
+    rec.options = { ...this.options };
+    const result = await rec.llm.generate({ purpose: 'toy.answer', prompt: `Answer briefly: ${example.question}`, maxTokens: this.options.maxTokens, temperature: 0 });
+    const output = `${this.options.prefix}${result.completions[0]!.text.trim()}`;
+    return { output, trace: rec.finish({ kind: 'baseline', passageIds: [] }, output) };
+  }
+}
+
+const toyEntry = definePipeline({
+  name: 'toy-echo',
+  description: 'test pipeline: one call, the reply with a prefix',
+  optionsSchema: toyOptionsSchema,
+  needs: { retriever: false, embedder: false },
+  create: (options) => new ToyPipeline(options),
+});
+
+const dir = mkdtempSync(join(tmpdir(), 'ambiqa-toy-registry-'));
+const before = { artifacts: process.env.AMBIQA_ARTIFACTS_DIR, tracking: process.env.AMBIQA_TRACKING };
+
+// The reply names two of the three World Cup winners of the first mini-ASQA question, and none of the others' answers.
+const REPLY = 'Argentina and Spain';
+
+function config(options: Record<string, unknown>, extra: Partial<ExperimentInput> = {}): ExperimentInput {
+  return {
+    dataset: { name: 'asqa', path: join(examplesDir, 'asqa-mini.json') },
+    // A registered name has no compile-time options type unless RegisteredPipelineOptions is augmented.
+    pipeline: { name: 'toy-echo', options } as unknown as ExperimentInput['pipeline'],
+    llm: { provider: 'scripted', replies: { 'toy.answer': REPLY }, model: 'scripted-toy', cache: join(dir, 'llm-cache.sqlite') },
+    metrics: ['str_em'],
+    tracking: { enabled: false },
+    concurrency: 1,
+    ...extra,
+  };
+}
+
+beforeAll(() => {
+  process.env.AMBIQA_ARTIFACTS_DIR = join(dir, 'artifacts');
+  process.env.AMBIQA_TRACKING = 'off';
+});
+afterAll(async () => {
+  await unloadModels();
+  for (const [k, v] of [['AMBIQA_ARTIFACTS_DIR', before.artifacts], ['AMBIQA_TRACKING', before.tracking]] as const) {
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
+  }
+});
+
+describe('a pipeline registered from outside src/pipelines', () => {
+  it('is unknown until registered, then listed and its options checked like a built-in one', () => {
+    expect(() => checkConfig(config({}))).toThrow(/pipeline\.name: unknown pipeline "toy-echo"/);
+    registerPipeline(toyEntry);
+    expect(pipelineNames).toContain('toy-echo');
+    expect(() => checkConfig(config({ prefix: 3 }))).toThrow(/pipeline\.options\.prefix/);
+    expect(() => checkConfig(config({ shout: true }))).toThrow(/shout/);
+    expect(checkConfig(config({ prefix: '> ' })).pipeline).toEqual({ name: 'toy-echo', options: { prefix: '> ', maxTokens: 16 } });
+  });
+
+  it('refuses a built-in name and a name unfit for a run directory', () => {
+    expect(() => registerPipeline({ ...toyEntry, name: 'toc' })).toThrow(/"toc" is a built-in pipeline/);
+    expect(() => registerPipeline({ ...toyEntry, name: 'Toy Echo' })).toThrow(/invalid pipeline name "Toy Echo"/);
+  });
+
+  it('runs through run, score and the report', async () => {
+    registerPipeline(toyEntry);
+    const done = await run(config({ prefix: 'Toy: ' }), { name: 'toy-run' });
+    expect(done.status).toBe('FINISHED');
+
+    // results.jsonl holds the toy's answers: the scripted reply behind the configured prefix.
+    const lines = readFileSync(join(done.dir, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string; output: string; metrics: Record<string, number> });
+    expect(lines).toHaveLength(6);
+    for (const line of lines) expect(line.output).toBe(`Toy: ${REPLY}`);
+    // STR-EM: the share of a question's interpretations whose short answer appears in the output.
+    const byId = new Map(lines.map((l) => [l.id, l.metrics.str_em]));
+    expect(byId.get('demo-worldcup')).toBeCloseTo((2 / 3) * 100, 6);
+    for (const [id, value] of byId) if (id !== 'demo-worldcup') expect(value).toBe(0);
+    expect(done.traces.every((t) => t.pipeline === 'toy-echo' && t.llmCalls.length === 1 && t.llmCalls[0]!.purpose === 'toy.answer')).toBe(true);
+
+    // score: re-scored from the run directory, with another metric too.
+    const scored = await score('toy-run', { metrics: ['str_em', 'rougeLsum'] });
+    expect(scored.perQuestion.get('demo-worldcup')!.str_em).toBeCloseTo((2 / 3) * 100, 6);
+    expect(scored.aggregate.str_em!.mean).toBeCloseTo(((2 / 3) * 100) / 6, 6);
+    expect(scored.aggregate.rougeLsum!.mean).toBeGreaterThan(0);
+
+    // The report names the pipeline and shows its answers.
+    const report = buildReport(done.dir);
+    expect(report.html).toContain('toy-echo');
+    expect(report.html).toContain(`Toy: ${REPLY}`);
+  });
+});
