@@ -1,6 +1,11 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AmbiqaError } from '../../src/errors';
+import { createComposer } from '../../src/experiments/compose';
 import {
+  builtinPipelines,
+  describePipelines,
   createPipeline,
   defaultPipelineOptions,
   parsePipelineOptions,
@@ -71,5 +76,29 @@ describe('pipeline registry', () => {
       const once = parsePipelineOptions(name, {});
       expect(parsePipelineOptions(name, once)).toEqual(once);
     }
+  });
+
+  it('is the table of docs/pipelines.md: one row per built-in entry, with its needs', () => {
+    const doc = readFileSync(join(__dirname, '../../docs/pipelines.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('## The pipelines'), doc.indexOf('## Adding a pipeline'));
+    const rows = section.split('\n').filter((l) => /^\| `/.test(l));
+    expect(rows.map((r) => /^\| `([^`]+)`/.exec(r)![1])).toEqual([...pipelineNames]);
+    for (const entry of builtinPipelines) {
+      const cells = rows.find((r) => r.startsWith(`| \`${entry.name}\``))!.split('|').map((c) => c.trim());
+      const yesNo = (b: boolean) => (b ? 'yes' : 'no');
+      expect(cells.slice(3, 5), entry.name).toEqual([yesNo(entry.needs.retriever), yesNo(entry.needs.embedder)]);
+    }
+  });
+
+  it('is what config validation and --help use', () => {
+    const { registry } = createComposer({ notify: () => undefined });
+    expect(registry.pipelineNames).toEqual(pipelineNames);
+    for (const entry of builtinPipelines) {
+      expect(registry.requiresRetriever?.(entry.name), entry.name).toBe(entry.needs.retriever);
+      expect(registry.pipelineOptionsSchema(entry.name)).toBe(entry.optionsSchema);
+    }
+    const help = describePipelines();
+    expect(help).toHaveLength(builtinPipelines.length);
+    builtinPipelines.forEach((entry, i) => expect(help[i]).toMatch(new RegExp(`^${entry.name} +${entry.description.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`)));
   });
 });

@@ -43,6 +43,14 @@ class ToyPipeline implements Pipeline {
   }
 }
 
+// Typed configs for the registered name (what a notebook may add; without it the config still runs).
+declare module 'ambiqa' {
+  interface RegisteredPipelineOptions {
+    'toy-echo': z.input<typeof toyOptionsSchema>;
+    'toy-retrieving': z.input<typeof toyOptionsSchema>;
+  }
+}
+
 const toyEntry = definePipeline({
   name: 'toy-echo',
   description: 'test pipeline: one call, the reply with a prefix',
@@ -58,10 +66,10 @@ const before = { artifacts: process.env.AMBIQA_ARTIFACTS_DIR, tracking: process.
 const REPLY = 'Argentina and Spain';
 
 function config(options: Record<string, unknown>, extra: Partial<ExperimentInput> = {}): ExperimentInput {
+  // `options` is untyped on purpose: some tests hand in bad options to see them refused.
   return {
     dataset: { name: 'asqa', path: join(examplesDir, 'asqa-mini.json') },
-    // A registered name has no compile-time options type unless RegisteredPipelineOptions is augmented.
-    pipeline: { name: 'toy-echo', options } as unknown as ExperimentInput['pipeline'],
+    pipeline: { name: 'toy-echo', options },
     llm: { provider: 'scripted', replies: { 'toy.answer': REPLY }, model: 'scripted-toy', cache: join(dir, 'llm-cache.sqlite') },
     metrics: ['str_em'],
     tracking: { enabled: false },
@@ -90,6 +98,11 @@ describe('a pipeline registered from outside src/pipelines', () => {
     expect(() => checkConfig(config({ prefix: 3 }))).toThrow(/pipeline\.options\.prefix/);
     expect(() => checkConfig(config({ shout: true }))).toThrow(/shout/);
     expect(checkConfig(config({ prefix: '> ' })).pipeline).toEqual({ name: 'toy-echo', options: { prefix: '> ', maxTokens: 16 } });
+  });
+
+  it('its needs drive config validation: a retriever-needing entry without retriever: is refused', () => {
+    registerPipeline({ ...toyEntry, name: 'toy-retrieving', needs: { retriever: true, embedder: false } });
+    expect(() => checkConfig({ ...config({}), pipeline: { name: 'toy-retrieving' } })).toThrow(/retriever: pipeline toy-retrieving needs a retriever/);
   });
 
   it('refuses a built-in name and a name unfit for a run directory', () => {
