@@ -23,6 +23,7 @@ import { corpusFromPassages } from '../../src/retrieval/corpus';
 import { buildCorpus } from '../../src/retrieval/corpus-builder';
 import { MiniLmEmbedder } from '../../src/retrieval/embedder';
 import { manifestPath } from '../../src/config/models';
+import type { BuiltinPipelineName } from '../../src/pipelines/registry';
 import type { PipelineName, Trace } from '../../src/trace/types';
 import { hasSharedData, sharedDataPath } from '../helpers/data';
 
@@ -35,7 +36,8 @@ if (!hasModel) console.warn(`[skip] pipeline e2e: ${manifestPath()} is absent (r
 const ready = hasModel && hasSharedData(...ASQA) && hasSharedData(...HOTPOT_DEV) && hasSharedData(...HOTPOT_TRAIN);
 
 /** Cheap settings per pipeline: one shot, short generations, a three-node tree. */
-const SETTINGS: Record<Exclude<PipelineName, 'verify-edit'>, Record<string, unknown>> = {
+// Keyed by the built-in names, so a new built-in pipeline without settings here fails to compile.
+const SETTINGS: Record<Exclude<BuiltinPipelineName, 'verify-edit'>, Record<string, unknown>> = {
   'closed-book': { nShots: 1, maxTokens: 80 },
   'vanilla-rag': { nShots: 1, nPassages: 2, poolSize: 2, maxTokens: 80 },
   cot: { nShots: 1, maxTokens: 80 },
