@@ -200,19 +200,7 @@ export class TocPipeline implements Pipeline {
       const interpretations = new Set(parsed.pairs.map((p) => normaliseAnswer(p.answer))).size;
       if (o.earlyExit && node.id === 0 && parsed.pairs.length > 0 && interpretations <= 1) {
         const pair = parsed.pairs[0]!;
-        nodes.push({
-          id: nodes.length,
-          parentId: 0,
-          depth: 1,
-          question: pair.question,
-          answer: pair.answer,
-          bfsOrder: nodes.length,
-          expanded: false,
-          verdict: null,
-          pruned: false,
-          unpruned: false,
-          createdByCallIndex: callIndex,
-        });
+        nodes.push(childNode(nodes.length, node, pair, callIndex));
         expansions.push({ nodeId: 0, llmCallIndex: callIndex, newChildren: 1, failed: false, reason: 'one interpretation: early exit' });
         stopReason = 'unambiguous';
         break;
@@ -223,19 +211,7 @@ export class TocPipeline implements Pipeline {
       let reason: string | undefined;
       const children: TocNode[] = [];
       for (const pair of parsed.pairs) {
-        const child: TocNode = {
-          id: nodes.length,
-          parentId: node.id,
-          depth: node.depth + 1,
-          question: pair.question,
-          answer: pair.answer,
-          bfsOrder: nodes.length,
-          expanded: false,
-          verdict: null,
-          pruned: false,
-          unpruned: false,
-          createdByCallIndex: callIndex,
-        };
+        const child = childNode(nodes.length, node, pair, callIndex);
         children.push(child);
         const dup = findDuplicate(nodes, pair);
         if (dup) {
@@ -443,3 +419,19 @@ export class TocPipeline implements Pipeline {
   }
 }
 
+/** A new, not yet verified node for a DQ/DA pair of `parent`'s expansion; ids follow BFS order. */
+function childNode(id: number, parent: TocNode, pair: { question: string; answer: string }, callIndex: number): TocNode {
+  return {
+    id,
+    parentId: parent.id,
+    depth: parent.depth + 1,
+    question: pair.question,
+    answer: pair.answer,
+    bfsOrder: id,
+    expanded: false,
+    verdict: null,
+    pruned: false,
+    unpruned: false,
+    createdByCallIndex: callIndex,
+  };
+}
