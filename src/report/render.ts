@@ -98,7 +98,7 @@ function decisionsTable(run: RunData): string {
   const rows = entries.map(([k, v]) => `<tr><td>${escapeHtml(k)}</td><td class="num">${fmt(v, 3)}</td></tr>`);
   return (
     `<table class="decisions"><thead><tr><th>decision statistic</th><th class="num">value</th></tr></thead><tbody>${rows.join('')}</tbody></table>` +
-    '<p class="note">Computed from the traces: rates and shares in [0, 1]; <code>decision_p_yes_*</code> is the mean P(yes) of each judge.</p>'
+    '<p class="note">Computed from the traces: rates and shares in [0, 1]; <code>decision_p_yes_*</code> is the mean raw P(yes) of each judge, <code>decision_p_cal_*</code> its mean calibrated P (with <code>judgeCalibration</code>; <code>*_prior</code>: the content-free prior).</p>'
   );
 }
 
