@@ -214,16 +214,7 @@ export class LlmClient implements LanguageModel {
         cacheHit = true;
       } else {
         const flight = this.liveJudge(normalised, request.signal).then((j) => {
-          if (key) {
-            try {
-              this.cache!.putJudgement(key, { provider: this.provider, model: this.model }, j);
-            } catch (error) {
-              if (!this.warnedCacheWrite) {
-                this.warnedCacheWrite = true;
-                process.emitWarning(`LLM cache write to ${this.cache!.path} failed: ${(error as Error).message}`, 'AmbiqaCacheWarning');
-              }
-            }
-          }
+          if (key) this.writeCache(() => this.cache!.putJudgement(key, { provider: this.provider, model: this.model }, j));
           return j;
         });
         if (key) this.inflightJudgements.set(key, flight);
@@ -446,10 +437,14 @@ export class LlmClient implements LanguageModel {
   }
 
   private store(key: string, keyInput: { provider: string; model: string; sampleIndex: number }, c: Completion): void {
+    this.writeCache(() => this.cache!.put(key, keyInput, c));
+  }
+
+  /** A cache that cannot be written must not throw away a reply already paid for: warn once, go on. */
+  private writeCache(write: () => void): void {
     try {
-      this.cache!.put(key, keyInput, c);
+      write();
     } catch (error) {
-      // A cache that cannot be written must not throw away a completion already paid for.
       if (!this.warnedCacheWrite) {
         this.warnedCacheWrite = true;
         process.emitWarning(`LLM cache write to ${this.cache!.path} failed: ${(error as Error).message}`, 'AmbiqaCacheWarning');
