@@ -75,10 +75,18 @@ export interface CachedJudgement extends ProviderJudgement {
 }
 
 /** Key of a judgment: its own kind, so it never collides with a generation of the same prompt. */
-export function judgeCacheKey(input: { provider: string; model: string; endpoint?: string; request: NormalisedJudgeRequest }): string {
+export function judgeCacheKey(input: {
+  provider: string;
+  model: string;
+  endpoint?: string;
+  request: NormalisedJudgeRequest;
+  /** `text` when the client was told to parse replies; absent (probability) keeps the keys of earlier runs. */
+  judgeMode?: 'text';
+}): string {
   const material = {
     v: CACHE_KEY_VERSION,
     kind: 'judge',
+    ...(input.judgeMode ? { judgeMode: input.judgeMode } : {}),
     provider: input.provider,
     model: input.model,
     ...(input.endpoint ? { endpoint: input.endpoint } : {}),

@@ -32,6 +32,12 @@ export interface LlmClientOptions {
   cache?: LlmCache | CacheOptions | null;
   /** A shared `Limiter` or options for this client's own. */
   limiter?: Limiter | LimiterOptions;
+  /**
+   * `probability` (default): judgments read next-token probabilities where the provider gives
+   * them. `text`: every judgment parses a short greedy reply (P ∈ {0, 1}), as judges did before
+   * graded judgments — the baseline of the probability-vs-text ablation (`llm.judgeMode`).
+   */
+  judgeMode?: 'probability' | 'text';
 }
 
 export const DEFAULT_MAX_TOKENS = 256;
@@ -202,7 +208,8 @@ export class LlmClient implements LanguageModel {
     const normalised = normaliseJudgeRequest(request);
     let judgement: ProviderJudgement & { latencySeconds: number };
     let cacheHit = false;
-    const key = this.cache ? judgeCacheKey({ ...this.keyIdentity(), request: normalised }) : null;
+    const textOnly = this.options.judgeMode === 'text';
+    const key = this.cache ? judgeCacheKey({ ...this.keyIdentity(), request: normalised, ...(textOnly ? { judgeMode: 'text' as const } : {}) }) : null;
     const stored = key ? this.cache!.getJudgement(key) : undefined;
     if (stored) {
       judgement = { ...stored, ...(stored.text !== undefined ? { text: redactText(stored.text) } : {}) };
@@ -398,7 +405,7 @@ export class LlmClient implements LanguageModel {
         const t0 = performance.now();
         const timeout = this.limiter.timeoutMs > 0 ? { timeoutMs: this.limiter.timeoutMs } : {};
         let judgement: ProviderJudgement | undefined;
-        if (this.backend.doJudge) {
+        if (this.backend.doJudge && this.options.judgeMode !== 'text') {
           judgement = await this.backend.doJudge(request, { signal: attemptSignal, ...timeout });
         }
         if (!judgement || judgement.mode === 'text') {

@@ -55,6 +55,12 @@ export const llmConfigSchema = z.strictObject({
   prefixReuse: z.boolean().optional(),
   /** embedded: decode the n samples of a request as parallel slots in one batch (false: one by one). */
   batchSamples: z.boolean().optional(),
+  /**
+   * How yes/no judgments are read: `probability` (default) from the next-token distribution where
+   * the provider gives one (else a counted text fallback); `text` always from a short greedy
+   * reply, P ∈ {0, 1} — the text-verdict baseline, for ablations of graded judging.
+   */
+  judgeMode: z.enum(['probability', 'text']).default('probability'),
   /** Calls in flight at once (default: 1 embedded, 4 openai-compatible). */
   maxConcurrency: z.int().min(1).max(256).optional(),
   /**
@@ -155,6 +161,7 @@ export async function createLanguageModel(
   const cache: CacheOptions | null = c.cache.mode === 'off' ? null : { mode: c.cache.mode, path: c.cache.path };
   return new LlmClient(provider, {
     cache,
+    judgeMode: c.judgeMode,
     limiter: {
       maxConcurrency: c.maxConcurrency,
       ...(c.maxRetries !== undefined ? { maxRetries: c.maxRetries } : {}),
@@ -175,7 +182,7 @@ export function describeLlmConfig(
   env: NodeJS.ProcessEnv = process.env,
 ): Record<string, string | number | boolean> {
   const c = resolveLlmConfig(config);
-  const out: Record<string, string | number | boolean> = { provider: c.provider };
+  const out: Record<string, string | number | boolean> = { provider: c.provider, judgeMode: c.judgeMode };
   if (c.provider === 'embedded') {
     let model = c.model ? resolve(c.model) : '(setup manifest)';
     if (!c.model) {

@@ -12,6 +12,7 @@ describe('llmConfigSchema', () => {
       provider: 'embedded',
       apiKeyEnv: 'OPENAI_API_KEY',
       contextSize: 4096,
+      judgeMode: 'probability',
       cache: { mode: 'use' },
     });
   });
@@ -92,6 +93,7 @@ describe('embedded provider: bad input', () => {
     const model = join(dir, 'm.gguf');
     expect(describeLlmConfig({ model, threads: 2, cache: { path: join(dir, 'c.sqlite') } })).toEqual({
       provider: 'embedded',
+      judgeMode: 'probability',
       model,
       threads: 2,
       contextSize: 4096,
