@@ -2,7 +2,7 @@
  * Embedded-model compute benchmark (a script, not a test):
  *
  *   npx tsx bench/llm.ts [--questions 3] [--pipelines toc,ve,cot-sc] [--modes before,after]
- *                        [--threads N] [--toc-max-nodes N]
+ *                        [--threads N] [--toc-max-nodes N] [--toc-calibration none|content-free]
  *   npm run bench -- llm
  *
  * Runs ToC and CoT-SC on the same ASQA dev questions and Verify-and-Edit on the same adversarial
@@ -40,6 +40,9 @@ const { values } = parseArgs({
     threads: { type: 'string' },
     // A smaller ToC tree to fit a slow machine's time budget (the paper's is 10); stated in the output.
     'toc-max-nodes': { type: 'string' },
+    // ToC's judge calibration: with the raw 0.5B judge the tree rarely grows past the root's
+    // children, so there are few calls sharing a prefix; `content-free` keeps (and expands) nodes.
+    'toc-calibration': { type: 'string' },
   },
 });
 
@@ -62,6 +65,9 @@ const pipelines = values.pipelines.split(',').map((s) => s.trim());
 for (const p of pipelines) if (!CONFIGS[p]) fail(`--pipelines: unknown pipeline '${p}' (known: ${Object.keys(CONFIGS).join(', ')})`);
 const modes = values.modes.split(',').map((s) => s.trim()) as Mode[];
 for (const m of modes) if (!(m in MODES)) fail(`--modes: unknown mode '${m}' (known: ${Object.keys(MODES).join(', ')})`);
+if (values['toc-calibration'] !== undefined && !['none', 'content-free'].includes(values['toc-calibration'])) {
+  fail(`--toc-calibration ${values['toc-calibration']}: must be none or content-free`);
+}
 const threads = values.threads ? Number(values.threads) : defaultThreads();
 if (!existsSync(manifestPath())) {
   // Nothing to measure without the model; `npm run bench` goes on with the other benchmarks.
@@ -102,6 +108,9 @@ try {
         { path: ['llm'], value: { provider: 'embedded', cache: { mode: 'off' } }, text: 'llm cache off' },
         ...(name === 'toc' && values['toc-max-nodes']
           ? [{ path: ['pipeline', 'options', 'maxNodes'], value: Number(values['toc-max-nodes']), text: `maxNodes=${values['toc-max-nodes']}` }]
+          : []),
+        ...(name === 'toc' && values['toc-calibration']
+          ? [{ path: ['pipeline', 'options', 'judgeCalibration'], value: values['toc-calibration'], text: `judgeCalibration=${values['toc-calibration']}` }]
           : []),
       ],
     });
