@@ -46,6 +46,9 @@ const shared = {
   pool: 'forks' as const,
   testTimeout: 120_000,
   hookTimeout: 300_000,
+  // Test workers compete for the cores: one llama.cpp thread each (see defaultThreads), whatever
+  // the machine looked like when a worker started.
+  env: { AMBIQA_LLM_THREADS: '1' },
 };
 
 export default defineConfig({

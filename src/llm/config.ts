@@ -45,7 +45,7 @@ export const llmConfigSchema = z.strictObject({
       error: 'API keys never go into config files: put the key in an environment variable and name it in `apiKeyEnv`',
     })
     .optional(),
-  /** embedded: CPU threads (default: AMBIQA_LLM_THREADS, else one fewer than the cores, at least 1). */
+  /** embedded: CPU threads (default: AMBIQA_LLM_THREADS, else all cores when the machine is idle at start, one fewer when busy). */
   threads: z.int().min(1).optional(),
   /** embedded: context window in tokens. */
   contextSize: z.int().min(256).default(DEFAULT_CONTEXT_SIZE),

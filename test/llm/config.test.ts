@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { describeError } from '../../src/errors';
 import { createLanguageModel, describeLlmConfig, llmConfigSchema, resolveLlmConfig } from '../../src/llm/config';
-import { defaultThreads } from '../../src/llm/providers/llama-cpp';
+import { availableParallelism } from 'node:os';
+import { busyShare, defaultThreads } from '../../src/llm/providers/llama-cpp';
 
 describe('llmConfigSchema', () => {
   it('fills defaults: embedded provider, cache on, adaptive retries (no fixed cap), key from OPENAI_API_KEY', () => {
@@ -28,10 +29,14 @@ describe('llmConfigSchema', () => {
     });
   });
 
-  it('defaults threads to AMBIQA_LLM_THREADS, else one fewer than the cores, never 0', () => {
-    expect(defaultThreads({ AMBIQA_LLM_THREADS: '3' })).toBe(3);
-    expect(defaultThreads({ AMBIQA_LLM_THREADS: 'lots' })).toBeGreaterThanOrEqual(1);
-    expect(defaultThreads({})).toBeGreaterThanOrEqual(1);
+  it('defaults threads to AMBIQA_LLM_THREADS, else every core on an idle machine and one fewer on a busy one, never 0', () => {
+    expect(defaultThreads({ AMBIQA_LLM_THREADS: '3' }, () => false)).toBe(3);
+    const cores = availableParallelism();
+    expect(defaultThreads({ AMBIQA_LLM_THREADS: 'lots' }, () => false)).toBe(Math.max(1, cores - 1));
+    expect(defaultThreads({}, () => true)).toBe(cores);
+    expect(defaultThreads({}, () => false)).toBe(Math.max(1, cores - 1));
+    expect(busyShare({ busy: 100, total: 1000 }, { busy: 150, total: 1100 })).toBeCloseTo(0.5);
+    expect(busyShare({ busy: 5, total: 10 }, { busy: 5, total: 10 })).toBe(0);
   });
 
   it('accepts a cache path as a string', () => {

@@ -120,7 +120,7 @@ describe.skipIf(!ready)('pipelines end to end (embedded LLM, MiniLM, BM25)', () 
 
   beforeAll(async () => {
     // The default cache file: reruns (and other tests asking the same) replay from it.
-    // Default threads (cores - 1): two threads beside another vitest worker stall llama.cpp.
+    // Default threads: vitest.config.ts pins AMBIQA_LLM_THREADS=1, as two threads beside another worker stall llama.cpp.
     llm = await createLanguageModel({ contextSize: 4096 });
     embedder = new MiniLmEmbedder();
 
