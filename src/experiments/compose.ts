@@ -4,7 +4,7 @@ import type { Example } from '../datasets/types';
 import { AmbiqaError } from '../errors';
 import { defaultCachePath } from '../llm/cache';
 import type { LlmClient } from '../llm/client';
-import { createLanguageModel, llmConfigSchema } from '../llm/config';
+import { createLanguageModel, describeLlmConfig, llmConfigSchema, type LlmConfigInput } from '../llm/config';
 import { buildDemoPool, KnnDemoSelector } from '../pipelines/demos';
 import type { DemoSelector, PipelineContext } from '../pipelines/types';
 import { loadCorpus, corpusFromPassages, type Corpus } from '../retrieval/corpus';
@@ -189,7 +189,7 @@ export function createComposer(options: { notify?: (message: string) => void } =
         context,
         score: (example, out) => scorer.score(example, out),
         aggregate: aggregateResults,
-        settings: scorer.settings,
+        settings: { ...llmSettings(config.llm), ...scorer.settings },
       };
     },
 
@@ -253,4 +253,23 @@ function readIds(path: string): string[] {
     throw new AmbiqaError(`dataset.ids: ${path} must be a JSON list of ids`);
   }
   return value.map(String);
+}
+
+/** Resolved LLM settings the config left to defaults and that change results or speed. */
+const RESOLVED_LLM_PARAMS = ['model', 'modelSha256', 'baseUrl', 'threads', 'sequences', 'prefixReuse', 'batchSamples'] as const;
+
+/**
+ * The LLM settings a config leaves to defaults, as resolved for this run (`llm.threads` depends
+ * on the machine's load at start, the model on the setup manifest), so that the run's params say
+ * what actually ran. Secret-free by construction (describeLlmConfig never reads a key's value).
+ */
+export function llmSettings(llm: ExperimentConfig['llm']): Record<string, string> {
+  if (llm.provider === 'scripted') return {};
+  const described = describeLlmConfig(llm as LlmConfigInput);
+  const given = llm as Record<string, unknown>;
+  const out: Record<string, string> = {};
+  for (const key of RESOLVED_LLM_PARAMS) {
+    if (described[key] !== undefined && given[key] === undefined) out[`llm.${key}`] = String(described[key]);
+  }
+  return out;
 }
