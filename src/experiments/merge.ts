@@ -134,8 +134,15 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
   const total = shards.reduce((s, x) => s + (x.state?.total ?? x.results.length), 0);
   const complete = missingShards.length === 0 && shards.every((s) => !s.state || s.state.status === 'FINISHED');
   const metrics = summariseRun(results, request.aggregate, { wallSeconds, total, status: complete ? 'FINISHED' : 'KILLED' });
-  // How the shards measured (D-F1 reader, splitter …): the same config gives the same settings.
-  const settings = Object.assign({}, ...shards.map((s) => readJson<RunMetrics>(join(s.dir, runFiles.metrics))?.settings ?? {})) as Record<string, string>;
+  // How the shards measured (D-F1 reader, splitter …): the same config gives the same settings,
+  // except what each machine resolved at its start (llm.threads): distinct values are all kept.
+  const settings: Record<string, string> = {};
+  for (const shard of shards) {
+    for (const [key, value] of Object.entries(readJson<RunMetrics>(join(shard.dir, runFiles.metrics))?.settings ?? {})) {
+      const seen = settings[key]?.split(' | ') ?? [];
+      if (!seen.includes(value)) settings[key] = [...seen, value].join(' | ');
+    }
+  }
   if (Object.keys(settings).length > 0) metrics.settings = { ...settings, ...metrics.settings };
   writeJson(join(dir, runFiles.metrics), metrics);
   writeJson(join(dir, 'shards.json'), {
