@@ -116,8 +116,14 @@ describe('ToC with judgeCalibration', () => {
       expect(text).not.toContain('Weasley');
       expect(text).toContain('Reply with True or False only.');
     }
-    // The content-free prompt does not depend on the instance: the cache answers all but the first.
+    // The content-free prompt does not depend on the instance: it is asked once per question, and
+    // every judgment of the tree divides by that one prior.
     expect(new Set(priors.map(judgeText)).size).toBe(1);
+    expect(priors).toHaveLength(1);
+    const priorCalls = out.trace.llmCalls.filter((c) => c.purpose === 'toc.verify.prior');
+    expect(priorCalls).toHaveLength(1);
+    const priorIndices = new Set(out.trace.llmCalls.filter((c) => c.purpose === 'toc.verify').map((c) => c.judge!.calibration!.priorCallIndex));
+    expect([...priorIndices]).toEqual([out.trace.llmCalls.indexOf(priorCalls[0]!)]);
 
     const kids = d.nodes.filter((n) => n.id !== 0);
     for (const n of kids) {
@@ -148,8 +154,8 @@ describe('ToC with judgeCalibration', () => {
     expect(s.metrics.decision_prune_rate).toBe(0.5);
   });
 
-  it('reserves the prior judgment in the call budget', async () => {
-    // Budget 5: the RAC call, then each verification needs itself (+ its prior) + the answer.
+  it('reserves the prior judgment in the call budget, once per question', async () => {
+    // Budget 5: the RAC call, then each verification needs itself (+ the prior, the first time) + the answer.
     const verified = async (judgeCalibration: 'none' | 'content-free') => {
       const { llm } = scriptedLlm(
         { 'toc.rac': [...ANSWERS.map((a, i) => `DQ ${i + 1}: Who played Weasley ${i + 1}?\nDA ${i + 1}: ${a}`), 'Answer: x'].join('\n'), 'toc.answer': 'Answer: y' },
@@ -162,7 +168,8 @@ describe('ToC with judgeCalibration', () => {
       return (out.trace.decisions as TocDecisions).nodes.filter((n) => n.verdict !== null).length;
     };
     expect(await verified('none')).toBe(3);
-    expect(await verified('content-free')).toBe(1);
+    // RAC, verify + prior, verify, answer: the second verification reuses the first one's prior.
+    expect(await verified('content-free')).toBe(2);
   });
 
   it('leaves a text-mode judgment (no probabilities) as it was', async () => {

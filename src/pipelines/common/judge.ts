@@ -111,13 +111,15 @@ export async function judgeCalibrated(rec: TraceRecorder, ctx: PipelineContext, 
 
   const record = rec.llmCalls[raw.callIndex];
   const free = request.contentFree();
-  const prior = await judgeLlm(rec, ctx, {
-    purpose: `${purpose}.prior`,
-    labels,
-    fallback: 'no prior (raw P used)',
-    ...(free.messages ? { messages: free.messages } : {}),
-    ...(free.prompt !== undefined ? { prompt: free.prompt } : {}),
-  });
+  const prior =
+    earlierPrior(rec, `${purpose}.prior`, free, labels) ??
+    (await judgeLlm(rec, ctx, {
+      purpose: `${purpose}.prior`,
+      labels,
+      fallback: 'no prior (raw P used)',
+      ...(free.messages ? { messages: free.messages } : {}),
+      ...(free.prompt !== undefined ? { prompt: free.prompt } : {}),
+    }));
   const priorProbabilities = rec.llmCalls[prior.callIndex]?.judge?.probabilities ?? [];
   const rawProbabilities = record?.judge?.probabilities ?? [];
   // A text-mode judgment is 0 or 1: there is no graded prior to divide out, so the raw verdict stands.
@@ -135,4 +137,36 @@ export async function judgeCalibrated(rec: TraceRecorder, ctx: PipelineContext, 
     };
   }
   return { ...base, p, pPrior: prior.p, calibrated: result.applied, priorCallIndex: prior.callIndex };
+}
+
+/**
+ * The same content-free judgment made earlier for this question, if any. The content-free
+ * prompt depends on the template only, so a question's judgments of one purpose share one prior:
+ * asking it again would only add a cache hit to the trace and spend the call budget
+ * (`maxLlmCalls`) on nothing.
+ */
+function earlierPrior(
+  rec: TraceRecorder,
+  purpose: string,
+  free: { messages?: ChatMessage[]; prompt?: string },
+  labels: readonly string[],
+): { p: number; unparsed: boolean; mode: JudgeMode; callIndex: number } | undefined {
+  const messages = free.messages ?? (free.prompt !== undefined ? [{ role: 'user' as const, content: free.prompt }] : []);
+  const wanted = JSON.stringify(messages.map((m) => [m.role, m.content]));
+  const callIndex = rec.llmCalls.findIndex(
+    (c) =>
+      c.purpose === purpose &&
+      c.judge !== undefined &&
+      JSON.stringify(c.judge.labels) === JSON.stringify(labels) &&
+      JSON.stringify(c.messages.map((m) => [m.role, m.content])) === wanted,
+  );
+  if (callIndex < 0) return undefined;
+  const judge = rec.llmCalls[callIndex]!.judge!;
+  return { p: judge.p, unparsed: judge.mode === 'text' && judge.probabilities.every((x) => x === 0), mode: judge.mode, callIndex };
+}
+
+/** Whether a judgment of `purpose` with this calibration still has its content-free prior to ask (for call budgets). */
+export function priorCallsNeeded(rec: TraceRecorder, purpose: string, calibration: JudgeCalibration): 0 | 1 {
+  if (calibration === 'none') return 0;
+  return rec.llmCalls.some((c) => c.purpose === `${purpose}.prior`) ? 0 : 1;
 }

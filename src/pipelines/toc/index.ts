@@ -20,7 +20,7 @@ import { TraceRecorder } from '../../trace/recorder';
 import type { TocDecisions, TocNode } from '../../trace/types';
 import { passageHasAnswer } from '../common/answers';
 import { checkAborted, requireRetriever, selectDemos } from '../common/context';
-import { CONTENT_FREE, contentFreePassage, judgeCalibrated } from '../common/judge';
+import { CONTENT_FREE, contentFreePassage, judgeCalibrated, priorCallsNeeded } from '../common/judge';
 import { callLlm, DEMO_STOPS } from '../common/llm';
 import { CachingEmbedder, chooseReranker, retrieveAndRerank, uniquePassages } from '../common/retrieval';
 import { normaliseAnswer, normaliseQuestion } from '../common/text';
@@ -226,8 +226,9 @@ export class TocPipeline implements Pipeline {
           continue;
         }
         if (o.pruning) {
-          // The judgment (plus its content-free prior when calibrating) and the final answer must fit.
-          const judgeCalls = o.judgeCalibration === 'none' ? 1 : 2;
+          // The judgment (plus, the first time, its content-free prior when calibrating) and the
+          // final answer must fit.
+          const judgeCalls = 1 + priorCallsNeeded(rec, 'toc.verify', o.judgeCalibration);
           if (rec.callCount + judgeCalls + 1 > o.maxLlmCalls) {
             child.skipped = 'max-calls';
             nodes.push(child);
