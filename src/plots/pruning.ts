@@ -113,9 +113,10 @@ export function pruningEffectFigure(stats: readonly PruningStageStats[], options
     ],
     layout: baseLayout(options.title ?? 'Pruning effect on clarification nodes', {
       showlegend: false,
-      xaxis: { domain: [0, 0.46], title: { text: 'stage' } },
+      // automargin + standoff: the slanted stage names must not run into the axis title.
+      xaxis: { domain: [0, 0.46], automargin: true, title: { text: 'stage', standoff: 16 } },
       yaxis: { title: { text: 'mean node Answer-F1 (0–100)' }, range: [0, 105] },
-      xaxis2: { domain: [0.54, 1], anchor: 'y2', title: { text: 'stage' } },
+      xaxis2: { domain: [0.54, 1], anchor: 'y2', automargin: true, title: { text: 'stage', standoff: 16 } },
       yaxis2: { anchor: 'x2', title: { text: 'number of nodes' }, rangemode: 'tozero' },
       ...(shown.length === 0 ? { annotations: [noDataAnnotation('no ToC traces with gold disambiguations')] } : {}),
     }),
