@@ -136,13 +136,13 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
   const metrics = summariseRun(results, request.aggregate, { wallSeconds, total, status: complete ? 'FINISHED' : 'KILLED' });
   // How the shards measured (D-F1 reader, splitter …): the same config gives the same settings,
   // except what each machine resolved at its start (llm.threads): distinct values are all kept.
-  const settings: Record<string, string> = {};
+  const values = new Map<string, Set<string>>();
   for (const shard of shards) {
     for (const [key, value] of Object.entries(readJson<RunMetrics>(join(shard.dir, runFiles.metrics))?.settings ?? {})) {
-      const seen = settings[key]?.split(' | ') ?? [];
-      if (!seen.includes(value)) settings[key] = [...seen, value].join(' | ');
+      values.set(key, (values.get(key) ?? new Set()).add(value));
     }
   }
+  const settings = Object.fromEntries([...values].map(([key, seen]) => [key, [...seen].join(' | ')]));
   if (Object.keys(settings).length > 0) metrics.settings = { ...settings, ...metrics.settings };
   writeJson(join(dir, runFiles.metrics), metrics);
   writeJson(join(dir, 'shards.json'), {

@@ -7,7 +7,7 @@ import { LlmClient } from './client';
 import { safeUrl } from './errors';
 import type { RetryEvent } from './limiter';
 import { CREDENTIALS_HINT, OPENAI_DEFAULT_BASE_URL, OpenAICompatibleProvider } from './providers/openai-compatible';
-import { DEFAULT_CONTEXT_SIZE, DEFAULT_SEQUENCES, LlamaCppProvider, defaultThreads, embeddedModelFromManifest } from './providers/llama-cpp';
+import { DEFAULT_CONTEXT_SIZE, DEFAULT_SEQUENCES, LlamaCppProvider, defaultThreads, embeddedModelFromManifest, machineLooksIdle } from './providers/llama-cpp';
 
 /**
  * The `llm:` section of an experiment config, and the one factory that turns it into a client.
@@ -115,7 +115,8 @@ export function resolveLlmConfig(config: LlmConfigInput | LlmConfig = {}): Resol
     ...c,
     maxConcurrency: c.maxConcurrency ?? (embedded ? 1 : 4),
     timeoutSeconds: c.timeoutSeconds ?? (embedded ? 600 : 120),
-    threads: c.threads ?? defaultThreads(),
+    // Only the embedded model runs threads: a server config must not pay for the idle check.
+    threads: c.threads ?? defaultThreads(process.env, embedded ? machineLooksIdle : () => false),
     sequences: c.sequences ?? DEFAULT_SEQUENCES,
     prefixReuse: c.prefixReuse ?? true,
     batchSamples: c.batchSamples ?? true,

@@ -16,6 +16,7 @@
  * template, so the LLM cache answers it after the first time: one extra forward pass per template.
  */
 import { z } from 'zod';
+import { normaliseJudgeRequest } from '../../llm/client';
 import type { ChatMessage, JudgeMode } from '../../llm/types';
 import type { Passage } from '../../retrieval/types';
 import type { TraceRecorder } from '../../trace/recorder';
@@ -149,10 +150,10 @@ function earlierPrior(
   rec: TraceRecorder,
   purpose: string,
   free: { messages?: ChatMessage[]; prompt?: string },
-  labels: readonly string[],
+  labels: string[],
 ): { p: number; unparsed: boolean; mode: JudgeMode; callIndex: number } | undefined {
-  const messages = free.messages ?? (free.prompt !== undefined ? [{ role: 'user' as const, content: free.prompt }] : []);
-  const wanted = JSON.stringify(messages.map((m) => [m.role, m.content]));
+  // The client's own normalisation, so a prompt string compares equal to its recorded messages.
+  const wanted = JSON.stringify(normaliseJudgeRequest({ ...free, labels }).messages.map((m) => [m.role, m.content]));
   const callIndex = rec.llmCalls.findIndex(
     (c) =>
       c.purpose === purpose &&
@@ -162,7 +163,7 @@ function earlierPrior(
   );
   if (callIndex < 0) return undefined;
   const judge = rec.llmCalls[callIndex]!.judge!;
-  return { p: judge.p, unparsed: judge.mode === 'text' && judge.probabilities.every((x) => x === 0), mode: judge.mode, callIndex };
+  return { p: judge.p, unparsed: judge.mode === 'text' && judge.unparsed === true, mode: judge.mode, callIndex };
 }
 
 /** Whether a judgment of `purpose` with this calibration still has its content-free prior to ask (for call budgets). */
