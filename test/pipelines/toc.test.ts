@@ -87,10 +87,17 @@ describe('ToC tree search', () => {
     expect(d.validNodeIds).toEqual([1, 2, 3]);
     expect(d.nodes.find((n) => n.id === 4)?.skipped).toBe('max-nodes');
     expect(d.expansions.map((e) => e.nodeId)).toEqual([0, 1]);
-    // The answer prompt lists exactly the three valid pairs.
+    // The answer prompt is the RAC template (same instruction and demos, so the embedded model
+    // reuses their evaluated prefix) with the reply opened by exactly the three valid pairs.
     const answerCall = out.trace.llmCalls.find((c) => c.purpose === 'toc.answer')!;
-    expect(callText(answerCall)).toContain('DQ 3:');
-    expect(callText(answerCall)).not.toContain('DQ 4:');
+    const racCall = out.trace.llmCalls.find((c) => c.purpose === 'toc.rac')!;
+    const opened = answerCall.messages.at(-1)!;
+    expect(opened.role).toBe('assistant');
+    expect(opened.content).toMatch(/^DQ 1: .*\nDA 1: .*\nDQ 2: .*\nDA 2: .*\nDQ 3: .*\nDA 3: .*\nAnswer:$/);
+    expect(opened.content).not.toContain('DQ 4:');
+    const shared = racCall.messages.length - 1; // all but the turn with the passages and the question
+    expect(answerCall.messages.slice(0, shared)).toEqual(racCall.messages.slice(0, shared));
+    expect(answerCall.messages.at(-2)!.content).toContain(`Question: ${AQ}`);
   });
 
   it('stops after maxTrials consecutive failed expansions and counts the parse failures', async () => {

@@ -4,13 +4,13 @@
  * RAC (retrieval-augmented clarification): the instruction, then kNN demos — each an ambiguous
  * question answered with its disambiguated questions (`DQ i:`), their short answers (`DA i:`) and
  * the gold long answer — then the retrieved passages and the question to clarify. The answer
- * prompt is the same template with the tree's valid DQ/DA pairs given, asking for the long answer.
+ * prompt is the same, its reply opened with the tree's valid DQ/DA pairs and "Answer:".
  * Self-verification is a zero-shot True/False question about one evidence passage.
  */
 import type { ChatMessage } from '../../llm/types';
 import { formatPassage, type Passage } from '../../retrieval/types';
-import { clarifyingShot, demoAnswerFor, inPromptOrder, pairLines } from '../baselines/prompts';
-import { fewShot, type Shot } from '../common/chat';
+import { clarifyingShot, inPromptOrder, pairLines } from '../baselines/prompts';
+import { fewShot } from '../common/chat';
 import { formatContext } from '../common/retrieval';
 import type { Demo } from '../types';
 
@@ -20,22 +20,9 @@ export const RAC_INSTRUCTION =
   '"DQ 2:", …, each followed by its short answer on a line "DA 1:", "DA 2:", …. Then write ' +
   '"Answer:" and a long answer of at least three sentences that covers every reading.';
 
-export const ANSWER_INSTRUCTION =
-  'The question is ambiguous. Its disambiguated questions (DQ) and their short answers (DA) are given. ' +
-  'Using them and the context passages, write "Answer:" and a long answer of at least three sentences ' +
-  'that explains each reading and gives its answer.';
-
 type Pair = { question: string; answer: string };
 
 export { pairLines };
-
-function answerShot(demo: Demo): Shot {
-  const pairs = demo.qaPairs ?? [];
-  return {
-    user: `Question: ${demo.question}${pairs.length > 0 ? `\n${pairLines(pairs)}` : ''}`,
-    assistant: `Answer: ${demoAnswerFor('long', demo)}`,
-  };
-}
 
 /**
  * The reminder closing the RAC turn. CHOICE: the demo turns hold only a question, the real turn
@@ -54,13 +41,19 @@ export function racPrompt(demos: Demo[], question: string, passages: Passage[]):
   );
 }
 
-/** The final long answer, with the tree's valid DQ/DA pairs in BFS order filled in. */
+/**
+ * The final long answer (METHODS.md: "same template as RAC"): the RAC prompt for the ambiguous
+ * question with the answer passages, and the model's reply opened with the tree's valid DQ/DA
+ * pairs in BFS order and "Answer:", so the model writes only the long answer — as the released
+ * code completes its RAC prompt. Sharing the instruction and demos with the RAC calls also lets
+ * the embedded model reuse their evaluated prefix. A chat server that does not continue a final
+ * assistant message answers in a new turn; `parseLongAnswer` reads either.
+ */
 export function answerPrompt(demos: Demo[], question: string, pairs: Pair[], passages: Passage[]): ChatMessage[] {
-  return fewShot(
-    ANSWER_INSTRUCTION,
-    inPromptOrder(demos).map(answerShot),
-    `Context:\n${formatContext(passages)}\n\nQuestion: ${question}${pairs.length > 0 ? `\n${pairLines(pairs)}` : ''}`,
-  );
+  return [
+    ...racPrompt(demos, question, passages),
+    { role: 'assistant', content: `${pairs.length > 0 ? `${pairLines(pairs)}\n` : ''}Answer:` },
+  ];
 }
 
 /**
