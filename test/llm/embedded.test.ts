@@ -171,6 +171,29 @@ describe.skipIf(!hasModel)('embedded llama.cpp provider (real model)', () => {
     expect(reuse.stats.promptTokensEvaluated).toBeLessThan(reread.stats.promptTokensEvaluated / 2);
   });
 
+  it("a prompt that shares only the chat template's opening with a slot does not evict that slot's prefix", async () => {
+    // A fresh context (its own size), so that its slots start empty as in a new run.
+    const fresh = new LlamaCppProvider({ threads: 1, sequences: 3, contextSize: 1024 });
+    const llm = new LlmClient(fresh);
+    const demos = {
+      role: 'system' as const,
+      content:
+        'You answer geography questions with the name of a city and nothing else. Examples: the capital of ' +
+        'Spain is Madrid; of Japan, Tokyo; of Kenya, Nairobi; of Canada, Ottawa; of Peru, Lima; of Egypt, ' +
+        'Cairo; of Norway, Oslo; of Chile, Santiago; of Vietnam, Hanoi; of Ghana, Accra; of Poland, Warsaw.',
+    };
+    const ask = (q: string) => ({ messages: [demos, { role: 'user' as const, content: q }], maxTokens: 4 });
+    await llm.generate(ask('What is the capital of France?'));
+    // Like a ToC verification after an expansion: another prompt, sharing a few template tokens.
+    await llm.generate({ messages: [{ role: 'user' as const, content: 'Is grass green? Reply yes or no.' }], maxTokens: 2 });
+    fresh.resetStats();
+    await llm.generate(ask('What is the capital of Italy?'));
+    const third = fresh.resetStats();
+    expect(third.promptTokens).toBeGreaterThan(80);
+    // Only the new question is read: the demonstrations stayed evaluated in their slot.
+    expect(third.promptTokensEvaluated).toBeLessThan(20);
+  });
+
   it('batched samples: greedy equals one-by-one; sampled ones differ and replay per sample index', async () => {
     const batched = new LlamaCppProvider({ threads: 1 });
     const oneByOne = new LlamaCppProvider({ threads: 1, batchSamples: false });

@@ -357,6 +357,14 @@ let stateFileCounter = 0;
  */
 const COPY_MIN_TOKENS = 32;
 
+/**
+ * A slot is resumed only when it holds at least this many of the prompt's leading tokens. Every
+ * prompt shares a chat template's opening tokens with every slot; taking a slot for those few
+ * would overwrite the few-shot prefix it holds — in ToC each self-verification prompt took the
+ * slot of the expansion prompt and the next expansion re-read all its demonstrations.
+ */
+const MIN_RESUMED_PREFIX = 64;
+
 // ------------------------------------------------------------------ label probabilities
 
 /** A token tree over every surface form of every label; `labels` are the labels passing through. */
@@ -644,9 +652,9 @@ export class LlamaCppProvider implements LanguageModelProvider {
   }
 
   /**
-   * The `count` slots to run on: those whose evaluated tokens share the longest prefix with the
-   * prompt, then the least recently used (so that recent prefixes survive). Without prefix reuse
-   * always the first slots.
+   * The `count` slots to run on: first those that hold at least `MIN_RESUMED_PREFIX` of the
+   * prompt's leading tokens, longest shared prefix first; then the least recently used (empty
+   * slots first), so that recent prefixes survive. Without prefix reuse always the first slots.
    */
   private chooseSlots(ctx: ContextEntry, tokens: Token[], count: number): Slot[] {
     let chosen: Slot[];
@@ -654,8 +662,11 @@ export class LlamaCppProvider implements LanguageModelProvider {
       chosen = ctx.slots.slice(0, count);
     } else {
       chosen = ctx.slots
-        .map((slot) => ({ slot, common: slot.sequence.compareContextTokens(tokens).firstDifferentIndex }))
-        .sort((a, b) => b.common - a.common || a.slot.lastUsed - b.slot.lastUsed)
+        .map((slot) => {
+          const common = slot.sequence.compareContextTokens(tokens).firstDifferentIndex;
+          return { slot, resumed: common >= MIN_RESUMED_PREFIX ? common : 0 };
+        })
+        .sort((a, b) => b.resumed - a.resumed || a.slot.lastUsed - b.slot.lastUsed)
         .slice(0, count)
         .map((x) => x.slot);
     }
