@@ -22,8 +22,6 @@ export const RAC_INSTRUCTION =
 
 type Pair = { question: string; answer: string };
 
-export { pairLines };
-
 /**
  * The reminder closing the RAC turn. CHOICE: the demo turns hold only a question, the real turn
  * passages and a question, and a small model then tends to skip the DQ/DA lines and answer
