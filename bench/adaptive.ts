@@ -2,6 +2,7 @@
  * Adaptive compute against the papers' fixed budgets (a script, not a test):
  *
  *   npx tsx bench/adaptive.ts [--questions 50] [--pipelines cot-sc,ve,toc,diva] [--threads N]
+ *                             [--asqa-questions ambiguous|mixed]
  *   npm run bench -- adaptive --questions 50
  *
  * For each pipeline it runs the shipped config twice on the same questions, through the CLI
@@ -18,35 +19,46 @@
  * (fewer samples, a direct answer) is what it asks for, and counts and quality are read from its
  * own traces; wall seconds are therefore not comparable between the two runs and not printed.
  * Calls, samples and tokens count every request the pipeline made, replayed or not.
+ *
+ * `--asqa-questions mixed` runs ToC and Diva on ASQA's ambiguous questions interleaved with
+ * disambiguated ones (dataset option `questions: mixed`): every ASQA question is ambiguous, so on
+ * the published set an early exit can only be a missed reading; with unambiguous DQs mixed in,
+ * the exit is also a detector, and the benchmark prints calls, exits and quality per kind of
+ * question (exits on DQs are savings, exits on AQs are misses).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { artifactsDir } from '../src/config/paths';
+import { artifactsDir, dataDir } from '../src/config/paths';
 import { manifestPath } from '../src/config/models';
+import { asqaQuestionKinds, defaultDatasetFiles, loadDataset } from '../src/datasets/index';
+import { bootstrapMean } from '../src/metrics/bootstrap';
 
 const { values } = parseArgs({
   options: {
     questions: { type: 'string', default: '50' },
     pipelines: { type: 'string', default: 'cot-sc,ve,toc,diva' },
     threads: { type: 'string' },
+    'asqa-questions': { type: 'string', default: 'ambiguous' },
   },
 });
 
 interface Subject {
   config: string;
   option: 'adaptive' | 'earlyExit';
+  /** Whether the config's dataset is ASQA (so `--asqa-questions` applies). */
+  asqa: boolean;
   /** Metrics compared (the first is the headline one). */
   metrics: string[];
 }
 
 const SUBJECTS: Record<string, Subject> = {
-  'cot-sc': { config: 'experiments/cot-sc-hotpotqa.yaml', option: 'adaptive', metrics: ['em', 'f1'] },
-  ve: { config: 'experiments/ve-hotpotqa.yaml', option: 'adaptive', metrics: ['em', 'f1'] },
-  toc: { config: 'experiments/toc-asqa.yaml', option: 'earlyExit', metrics: ['str_em', 'd_f1'] },
-  diva: { config: 'experiments/diva-asqa.yaml', option: 'earlyExit', metrics: ['str_em', 'd_f1'] },
+  'cot-sc': { config: 'experiments/cot-sc-hotpotqa.yaml', option: 'adaptive', asqa: false, metrics: ['em', 'f1'] },
+  ve: { config: 'experiments/ve-hotpotqa.yaml', option: 'adaptive', asqa: false, metrics: ['em', 'f1'] },
+  toc: { config: 'experiments/toc-asqa.yaml', option: 'earlyExit', asqa: true, metrics: ['str_em', 'd_f1'] },
+  diva: { config: 'experiments/diva-asqa.yaml', option: 'earlyExit', asqa: true, metrics: ['str_em', 'd_f1'] },
 };
 
 const questions = Number(values.questions);
@@ -55,6 +67,10 @@ const pipelines = values.pipelines.split(',').map((s) => s.trim());
 for (const p of pipelines) if (!SUBJECTS[p]) fail(`--pipelines: unknown pipeline '${p}' (known: ${Object.keys(SUBJECTS).join(', ')})`);
 if (values.threads !== undefined && !(Number.isInteger(Number(values.threads)) && Number(values.threads) > 0)) {
   fail(`--threads ${values.threads}: must be a positive integer`);
+}
+const asqaQuestions = values['asqa-questions'];
+if (asqaQuestions !== 'ambiguous' && asqaQuestions !== 'mixed') {
+  fail(`--asqa-questions ${asqaQuestions}: must be ambiguous or mixed (of the dataset's ${asqaQuestionKinds.join(', ')})`);
 }
 if (!existsSync(manifestPath())) {
   console.log(`bench adaptive: skipped — no embedded model (${manifestPath()} is absent; run \`npx ambiqa setup\`)`);
@@ -82,6 +98,15 @@ interface RunSummary {
   tokens: number;
   stoppedEarly: number;
   answered: number;
+  perQuestion: QuestionRow[];
+}
+/** One answered question of a run: what it cost, whether it stopped early, its scores. */
+interface QuestionRow {
+  id: string;
+  calls: number;
+  tokens: number;
+  stoppedEarly: boolean;
+  metrics: Record<string, number>;
 }
 
 let failed = false;
@@ -128,6 +153,7 @@ for (const name of pipelines) {
     const b = adaptive.metrics[m];
     if (a && b) console.log(`    ${m}: intervals ${a.ciLow <= b.ciHigh && b.ciLow <= a.ciHigh ? 'overlap' : 'do NOT overlap'}`);
   }
+  if (subject.asqa && asqaQuestions === 'mixed') printByKind(subject, fixed, adaptive);
 }
 rmSync(cacheDir, { recursive: true, force: true });
 process.exit(failed ? 1 : 0);
@@ -149,6 +175,7 @@ function runOnce(name: string, subject: Subject, on: boolean, cache: string): Ru
     '--set',
     `llm.cache={mode: use, path: ${JSON.stringify(cache)}}`,
     ...(values.threads ? ['--set', `llm.threads=${values.threads}`] : []),
+    ...(subject.asqa && asqaQuestions !== 'ambiguous' ? ['--set', `dataset.questions=${asqaQuestions}`] : []),
   ];
   const t0 = performance.now();
   const r = spawnSync(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'] });
@@ -156,10 +183,17 @@ function runOnce(name: string, subject: Subject, on: boolean, cache: string): Ru
   if (r.status !== 0) return null;
   const dir = join(artifactsDir(), 'runs', runName);
   const metrics = JSON.parse(readFileSync(join(dir, 'metrics.json'), 'utf8')) as { metrics: Record<string, Metric> };
-  const out: RunSummary = { metrics: metrics.metrics, calls: 0, samples: 0, tokens: 0, stoppedEarly: 0, answered: 0 };
+  const out: RunSummary = { metrics: metrics.metrics, calls: 0, samples: 0, tokens: 0, stoppedEarly: 0, answered: 0, perQuestion: [] };
+  const scores = new Map<string, Record<string, number>>();
+  for (const line of readFileSync(join(dir, 'results.jsonl'), 'utf8').split('\n')) {
+    if (line.trim() === '') continue;
+    const result = JSON.parse(line) as { id: string; metrics: Record<string, number>; error?: string };
+    if (result.error === undefined) scores.set(result.id, result.metrics);
+  }
   for (const line of readFileSync(join(dir, 'traces.jsonl'), 'utf8').split('\n')) {
     if (line.trim() === '') continue;
     const trace = JSON.parse(line) as {
+      questionId: string;
       summary: { llmCalls: number; samples?: number; promptTokens: number; completionTokens: number };
       decisions?: { adaptive?: { stoppedEarly?: boolean }; stopReason?: string; earlyExit?: boolean };
     };
@@ -168,9 +202,54 @@ function runOnce(name: string, subject: Subject, on: boolean, cache: string): Ru
     out.samples += trace.summary.samples ?? trace.summary.llmCalls;
     out.tokens += trace.summary.promptTokens + trace.summary.completionTokens;
     const d = trace.decisions;
-    if (d?.adaptive?.stoppedEarly || d?.stopReason === 'unambiguous' || d?.earlyExit) out.stoppedEarly += 1;
+    const stoppedEarly = Boolean(d?.adaptive?.stoppedEarly || d?.stopReason === 'unambiguous' || d?.earlyExit);
+    if (stoppedEarly) out.stoppedEarly += 1;
+    out.perQuestion.push({
+      id: trace.questionId,
+      calls: trace.summary.llmCalls,
+      tokens: trace.summary.promptTokens + trace.summary.completionTokens,
+      stoppedEarly,
+      metrics: scores.get(trace.questionId) ?? {},
+    });
   }
   return out;
+}
+
+/**
+ * The mixed set split by kind of question: ambiguous (ASQA's own) and disambiguated (a DQ loaded
+ * as a question, `sourceId` set). Quality per kind with its own bootstrap interval; the exit rate
+ * per kind is the detector's behaviour (on DQs the exit is right, on AQs it misses readings).
+ */
+function printByKind(subject: Subject, fixed: RunSummary, adaptive: RunSummary): void {
+  const examples = loadDataset('asqa', join(dataDir(), defaultDatasetFiles.asqa), { questions: 'mixed' });
+  const isDq = new Map(examples.map((e) => [e.id, e.sourceId !== undefined]));
+  console.log(`    by kind of question (${subject.option} run against the fixed one):`);
+  for (const [kind, wantDq] of [
+    ['ambiguous (AQ)', false],
+    ['disambiguated (DQ)', true],
+  ] as const) {
+    const pick = (r: RunSummary) => r.perQuestion.filter((q) => (isDq.get(q.id) ?? false) === wantDq);
+    const f = pick(fixed);
+    const a = pick(adaptive);
+    if (f.length === 0) continue;
+    const mean = (rows: QuestionRow[], v: (q: QuestionRow) => number) => rows.reduce((s, q) => s + v(q), 0) / Math.max(1, rows.length);
+    const quality = subject.metrics
+      .map((m) => {
+        const show = (rows: QuestionRow[]) => {
+          const values = rows.map((q) => q.metrics[m]).filter((x): x is number => typeof x === 'number');
+          if (values.length === 0) return 'n/a';
+          const agg = bootstrapMean(values);
+          return `${agg.mean.toFixed(1)} [${agg.ciLow.toFixed(1)}, ${agg.ciHigh.toFixed(1)}]`;
+        };
+        return `${m} ${show(f)} → ${show(a)}`;
+      })
+      .join('; ');
+    const exits = a.filter((q) => q.stoppedEarly).length;
+    console.log(
+      `      ${kind.padEnd(19)} n=${String(f.length).padStart(3)}  calls ${mean(f, (q) => q.calls).toFixed(2)} → ${mean(a, (q) => q.calls).toFixed(2)}` +
+        `  tokens ${mean(f, (q) => q.tokens).toFixed(0)} → ${mean(a, (q) => q.tokens).toFixed(0)}  exits ${exits}/${a.length}  ${quality}`,
+    );
+  }
 }
 
 function fail(message: string): never {

@@ -7,6 +7,13 @@
  * Also accepted, because its questions are ASQA *train* questions and make good demos: the
  * qa-feedback layout (an array of `{question, text, answer[], passages[{content, wikipage}]}`),
  * read by qa-feedback.ts.
+ *
+ * Which questions a file yields (`questions`): the ambiguous questions (the default, ASQA as
+ * published); their disambiguated questions (DQs), each loaded as a question of its own with one
+ * interpretation, itself; or `mixed`, each ambiguous question followed by its first answerable
+ * DQ. The DQs are the unambiguous control that an ambiguity detector (ToC's and Diva's early
+ * exits) needs: ASQA alone holds only ambiguous questions, and AmbigNQ's unambiguous ones have no
+ * passages in the shared corpus, whereas a DQ's supporting passage is in it, as its AQ's are.
  */
 import { z } from 'zod';
 import { AmbiqaError } from '../errors';
@@ -15,6 +22,52 @@ import { isQaFeedbackLayout, qaFeedbackExamples } from './qa-feedback';
 import type { Example, ExamplePassage } from './types';
 
 const NO_CONTEXT = 'No context provided';
+
+/** What `loadAsqa` yields: the published ambiguous questions, their DQs, or both interleaved. */
+export const asqaQuestionKinds = ['ambiguous', 'disambiguated', 'mixed'] as const;
+export type AsqaQuestionKind = (typeof asqaQuestionKinds)[number];
+
+/**
+ * The DQs of an ambiguous-question example that have a short answer, each as an example of its
+ * own: `<aq id>.dq<k>` (k counts the file's qa_pairs from 1, so ids stay stable), its one pair
+ * itself, its supporting passage, no long answer (ROUGE is undefined for it), `sourceId` the AQ.
+ */
+export function disambiguatedExamples(aq: Example): Example[] {
+  const out: Example[] = [];
+  aq.qaPairs.forEach((pair, index) => {
+    if (pair.shortAnswers.length === 0) return;
+    out.push({
+      id: `${aq.id}.dq${index + 1}`,
+      dataset: aq.dataset,
+      question: pair.question,
+      answers: [...pair.shortAnswers],
+      qaPairs: [pair],
+      longAnswers: [],
+      passages: pair.context ? [{ title: pair.wikipage ?? '', text: pair.context }] : [],
+      sourceId: aq.id,
+      meta: { ambiguousQuestion: aq.question },
+    });
+  });
+  return out;
+}
+
+/** Apply the `questions` choice to ambiguous-question examples (file order kept). */
+export function selectAsqaQuestions(path: string, examples: Example[], kind: AsqaQuestionKind): Example[] {
+  if (kind === 'ambiguous') return examples;
+  const out: Example[] = [];
+  for (const aq of examples) {
+    const dqs = disambiguatedExamples(aq);
+    if (kind === 'mixed') out.push(aq, ...dqs.slice(0, 1));
+    else out.push(...dqs);
+  }
+  if (!out.some((e) => e.sourceId !== undefined)) {
+    throw new AmbiqaError(
+      `ASQA file ${path}: questions "${kind}" needs disambiguated questions with short answers (qa_pairs), and this file has none`,
+      'use questions: ambiguous for this file',
+    );
+  }
+  return out;
+}
 
 const qaPairSchema = z.object({
   question: z.string(),
@@ -71,8 +124,15 @@ function toExample(id: string, e: Entry): Example {
   };
 }
 
-/** Read an ASQA file; `split` picks the top-level key (default `dev`, or the only key there is). */
-export function loadAsqa(path: string, split?: string): Example[] {
+/**
+ * Read an ASQA file; `split` picks the top-level key (default `dev`, or the only key there is),
+ * `questions` which questions it yields (default the ambiguous ones).
+ */
+export function loadAsqa(path: string, split?: string, questions: AsqaQuestionKind = 'ambiguous'): Example[] {
+  return selectAsqaQuestions(path, loadAmbiguousQuestions(path, split), questions);
+}
+
+function loadAmbiguousQuestions(path: string, split?: string): Example[] {
   const data = readJsonFile(path, 'ASQA file');
   if (isQaFeedbackLayout(data)) return qaFeedbackExamples(path, data);
   if (typeof data !== 'object' || data === null || Array.isArray(data)) {

@@ -7,7 +7,7 @@
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { AmbiqaError } from '../errors';
 import { loadAmbigNq } from './ambignq';
-import { loadAsqa } from './asqa';
+import { asqaQuestionKinds, loadAsqa, type AsqaQuestionKind } from './asqa';
 import { loadFever } from './fever';
 import { loadHotpotQaAdversarial } from './hotpotqa-adversarial';
 import { loadQaFeedback } from './qa-feedback';
@@ -23,6 +23,7 @@ export { FEVER_LABELS, feverPageTitle } from './fever';
 export { sampleIndices, seededRandom } from './sample';
 
 export { datasetNames } from './types';
+export { asqaQuestionKinds, disambiguatedExamples, type AsqaQuestionKind } from './asqa';
 
 /** Where each dataset's evaluation file lives under the data dir (as distributed upstream). */
 export const defaultDatasetFiles: Record<DatasetName, string> = {
@@ -52,6 +53,8 @@ export interface LoadOptions {
   ids?: readonly string[];
   /** FEVER: a JSON array of claim ids to keep (default: `sampled_ids.json` beside the file). */
   idsFile?: string;
+  /** ASQA: the ambiguous questions (default), their disambiguated questions, or both (asqa.ts). */
+  questions?: AsqaQuestionKind;
 }
 
 /** What `detectDataset` can recognise. */
@@ -118,7 +121,7 @@ export function detectDataset(path: string): DetectedFormat {
 }
 
 const LOADERS: Record<DatasetName, (path: string, options: LoadOptions) => Example[]> = {
-  asqa: (path, o) => loadAsqa(path, o.split),
+  asqa: (path, o) => loadAsqa(path, o.split, o.questions),
   ambignq: (path) => loadAmbigNq(path),
   situatedqa: (path) => loadSituatedQa(path),
   'hotpotqa-adversarial': (path) => loadHotpotQaAdversarial(path),
@@ -143,6 +146,12 @@ export function loadDataset(name: DatasetName, path: string, options: LoadOption
     throw new AmbiqaError(`unknown dataset "${String(name)}"`, `use one of: ${datasetNames.join(', ')}`);
   }
   positiveInt(options.sample, 'sample');
+  if (options.questions !== undefined && !(asqaQuestionKinds as readonly string[]).includes(options.questions)) {
+    throw new AmbiqaError(`option questions=${String(options.questions)} is not one of ${asqaQuestionKinds.join(', ')}`);
+  }
+  if (options.questions !== undefined && options.questions !== 'ambiguous' && name !== 'asqa') {
+    throw new AmbiqaError(`option questions=${options.questions} applies to dataset asqa only, not ${name}`, 'leave questions out for this dataset');
+  }
   positiveInt(options.limit, 'limit');
   assertReadableFile(path, `${name} data file`);
   const detected = detectDataset(path);

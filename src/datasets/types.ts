@@ -29,7 +29,11 @@ export interface Example {
   question: string;
   /** Flat list of acceptable short answers (for EM/F1 datasets; union of DQ answers for ASQA). */
   answers: string[];
-  /** ASQA / AmbigNQ: the interpretations. Empty for unambiguous questions. */
+  /**
+   * ASQA / AmbigNQ: the interpretations. Empty for unambiguous questions, except an ASQA
+   * disambiguated question loaded as a question of its own (dataset option `questions`), which
+   * carries itself as its one pair so that the ASQA metrics score it as one interpretation.
+   */
   qaPairs: QaPair[];
   /** ASQA: reference long answers (one per annotation). */
   longAnswers: string[];
@@ -37,6 +41,12 @@ export interface Example {
   label?: FeverLabel;
   /** Passages the example carries (HotpotQA / 2WikiMultihopQA paragraphs, FEVER evidence, ASQA knowledge). */
   passages: ExamplePassage[];
+  /**
+   * The example this one was derived from (an ASQA disambiguated question's ambiguous question).
+   * Leave-one-out demos and `exclude: own` retrieval treat it as the question itself, so a DQ
+   * never sees its own AQ's annotation as a demo or its AQ's passages when those are excluded.
+   */
+  sourceId?: string;
   /** HotpotQA-adversarial, 2WikiMultihopQA: the gold rationale (supporting sentences); useful as a CoT demo. */
   rationale?: string;
   /**

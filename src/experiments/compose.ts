@@ -130,6 +130,7 @@ export function createComposer(options: { notify?: (message: string) => void } =
       const ids = config.dataset.ids ? readIds(config.dataset.ids) : undefined;
       const examples = dataset(name, config.dataset.path, {
         split: config.dataset.split,
+        ...(config.dataset.questions !== undefined ? { questions: config.dataset.questions } : {}),
         ...(config.dataset.sample !== undefined ? { sample: config.dataset.sample, seed: config.dataset.seed } : {}),
         ...(config.dataset.limit !== undefined ? { limit: config.dataset.limit } : {}),
         ...(ids ? { ids } : {}),

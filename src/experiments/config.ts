@@ -4,7 +4,7 @@ import { basename, extname, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import YAML from 'yaml';
 import { dataDir, projectRoot } from '../config/paths';
-import { datasetNames, defaultDatasetFiles } from '../datasets/index';
+import { asqaQuestionKinds, datasetNames, defaultDatasetFiles } from '../datasets/index';
 import type { DatasetName } from '../datasets/types';
 import { AmbiqaError } from '../errors';
 import type { LlmConfig, LlmConfigInput } from '../llm/config';
@@ -69,6 +69,11 @@ const datasetSchema = z.strictObject({
   demos: z.string().min(1).optional(),
   /** A JSON list of example ids to keep (e.g. the 1,000 FEVER claims of the VE paper), applied before sampling. */
   ids: z.string().min(1).optional(),
+  /**
+   * ASQA only: `ambiguous` (the published questions, the default), `disambiguated` (each DQ as a
+   * question of its own) or `mixed` (each AQ followed by one of its DQs): an unambiguous control.
+   */
+  questions: z.enum(asqaQuestionKinds).optional(),
 });
 
 /** Test-only provider: replies from the config, optional latency, and a log of every provider call. */
@@ -274,6 +279,10 @@ export function resolveExperimentConfig(
     else problems.push(...formatIssues(r.error.issues, { prefix: ['reranker'], schema: registry.rerankerConfigSchema, input: reranker }));
   }
 
+  if (file.dataset.questions !== undefined && file.dataset.questions !== 'ambiguous' && file.dataset.name !== 'asqa') {
+    problems.push(`dataset.questions: ${file.dataset.questions} applies to dataset asqa only (this config's dataset is ${file.dataset.name})`);
+  }
+
   const readerMetrics = registry.readerMetrics ?? new Set<string>();
   const readerSpec = file.reader ?? registry.defaultReader?.(file.llm.provider);
   // `reader: none` turns the reader metrics off where they are only defaults.
@@ -345,6 +354,7 @@ export function resolveExperimentConfig(
       ...(file.dataset.limit !== undefined ? { limit: file.dataset.limit } : {}),
       ...(demosPath !== undefined ? { demos: demosPath } : {}),
       ...(idsPath !== undefined ? { ids: idsPath } : {}),
+      ...(file.dataset.questions !== undefined ? { questions: file.dataset.questions } : {}),
     },
     pipeline: { name: file.pipeline.name as PipelineName, options: pipelineOptions },
     llm,

@@ -97,7 +97,7 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
     let out: PipelineOutput;
     try {
       // A retriever with a per-question view (`retriever.exclude: own`) is scoped to this question.
-      const retriever = context.retriever?.forQuestion?.(questionKey(example.dataset, example.id));
+      const retriever = context.retriever?.forQuestion?.(questionKey(example.dataset, example.sourceId ?? example.id));
       out = await components.pipeline.answer(example, retriever ? { ...context, retriever } : context);
     } catch (error) {
       if (abort.signal.aborted) return; // abandoned by Ctrl-C: not done, answered again on resume

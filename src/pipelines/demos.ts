@@ -43,8 +43,16 @@ export function demoAnswers(demo: Demo): string[] {
   return answers.filter((a) => a.trim() !== '');
 }
 
-function isSameQuestion(demo: Demo, question: { id: string; question: string }): boolean {
-  return demo.id === question.id || normaliseQuestion(demo.question) === normaliseQuestion(question.question);
+/** The question being answered: its id, text, and the example it was derived from (if any). */
+type AskedQuestion = { id: string; question: string; sourceId?: string };
+
+function isSameQuestion(demo: Demo, question: AskedQuestion): boolean {
+  // A DQ loaded as a question of its own must not be shown its AQ, whose annotation lists it.
+  return (
+    demo.id === question.id ||
+    (question.sourceId !== undefined && demo.id === question.sourceId) ||
+    normaliseQuestion(demo.question) === normaliseQuestion(question.question)
+  );
 }
 
 function overlaps(demo: Demo, options: DemoSelectOptions | undefined): boolean {
@@ -91,7 +99,7 @@ export class KnnDemoSelector implements DemoSelector {
     return this.vectors;
   }
 
-  async select(question: { id: string; question: string }, k: number, options?: DemoSelectOptions): Promise<Demo[]> {
+  async select(question: AskedQuestion, k: number, options?: DemoSelectOptions): Promise<Demo[]> {
     checkK(k);
     if (k === 0 || this.pool.length === 0) return [];
     const [vectors, [query]] = await Promise.all([this.poolVectors(), this.embedder.embed([question.question])]);
@@ -116,7 +124,7 @@ export class KnnDemoSelector implements DemoSelector {
 export class FixedDemoSelector implements DemoSelector {
   constructor(readonly pool: Demo[]) {}
 
-  async select(question: { id: string; question: string }, k: number, options?: DemoSelectOptions): Promise<Demo[]> {
+  async select(question: AskedQuestion, k: number, options?: DemoSelectOptions): Promise<Demo[]> {
     checkK(k);
     const out: Demo[] = [];
     for (const demo of this.pool) {

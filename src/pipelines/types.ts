@@ -32,7 +32,7 @@ export interface DemoSelectOptions {
 /** Picks the demos for a question (kNN over question embeddings, leave-one-out). */
 export interface DemoSelector {
   /** Best match first; never the question itself; may return fewer than `k` when the pool runs out. */
-  select(question: { id: string; question: string }, k: number, options?: DemoSelectOptions): Promise<Demo[]>;
+  select(question: { id: string; question: string; sourceId?: string }, k: number, options?: DemoSelectOptions): Promise<Demo[]>;
 }
 
 export interface PipelineContext {

@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { dataDir } from '../../config/paths';
-import { datasetNames, defaultDatasetFiles, describeFormat, detectDataset, isDatasetName, loadDataset, type DatasetName, type Example } from '../../datasets/index';
+import { asqaQuestionKinds, datasetNames, defaultDatasetFiles, describeFormat, detectDataset, isDatasetName, loadDataset, type AsqaQuestionKind, type DatasetName, type Example } from '../../datasets/index';
 import { readJsonFile, readJsonlFile } from '../../datasets/read';
 import { AmbiqaError } from '../../errors';
 import { aggregate, checkMetrics, defaultMetrics, metricsFor, readerMetricNames, scoreExample, splitterMetricNames, type Prediction } from '../../metrics';
@@ -19,6 +19,7 @@ Scores another system's (or an ambiqa run's) outputs with the papers' metrics.
   --data <file>           the dataset file (default: the usual file under the data dir, e.g.
                           <data>/asqa/ASQA_dev.json)
   --split <name>          ASQA top-level split (default dev); FEVER: sampled | all
+  --questions <kind>      ASQA: ambiguous (default) | disambiguated | mixed (DQs as questions)
   --predictions <file>    JSONL, one {"id": ..., "output": "<long answer>"} per line for asqa, or
                           {"id": ..., "answer": "<short answer or label>"} for the other datasets
                           (an ambiqa results.jsonl works as is). Optional "consistency" in [0, 1]
@@ -159,6 +160,7 @@ export async function run(argv: string[]): Promise<number> {
       dataset: { type: 'string' },
       data: { type: 'string' },
       split: { type: 'string' },
+      questions: { type: 'string' },
       predictions: { type: 'string' },
       out: { type: 'string' },
       metrics: { type: 'string' },
@@ -194,7 +196,14 @@ export async function run(argv: string[]): Promise<number> {
 
   const dataPath = resolve(values.data ?? join(dataDir(), defaultDatasetFiles[dataset]));
   const predictionsPath = resolve(values.predictions);
-  const examples: Example[] = loadDataset(dataset, dataPath, { split: values.split });
+  const questions = values.questions;
+  if (questions !== undefined && !(asqaQuestionKinds as readonly string[]).includes(questions)) {
+    throw new AmbiqaError(`--questions ${questions}: not one of ${asqaQuestionKinds.join(', ')}`);
+  }
+  const examples: Example[] = loadDataset(dataset, dataPath, {
+    split: values.split,
+    ...(questions !== undefined ? { questions: questions as AsqaQuestionKind } : {}),
+  });
 
   // A predictions file is not a dataset file: say so before anything else.
   const predictionsFormat = detectDataset(predictionsPath);

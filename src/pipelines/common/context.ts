@@ -35,7 +35,7 @@ export async function selectDemos(
   rec: TraceRecorder,
   ctx: PipelineContext,
   pipeline: PipelineName,
-  question: { id: string; question: string },
+  question: { id: string; question: string; sourceId?: string },
   k: number,
   purpose: string,
   options?: DemoSelectOptions,
