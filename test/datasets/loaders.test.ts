@@ -32,6 +32,21 @@ describe.skipIf(!hasSharedData('asqa', 'ASQA_dev.json'))('the real data files', 
     expect(first.qaPairs[2].context).toMatch(/Elisabetta Vignotto/);
     expect(first.passages.length).toBeGreaterThan(0);
   });
+  it('ASQA dev as disambiguated questions: every answerable DQ, ids tied to their AQ', () => {
+    const aqs = loadDataset('asqa', sharedDataPath('asqa', 'ASQA_dev.json'));
+    const dqs = loadDataset('asqa', sharedDataPath('asqa', 'ASQA_dev.json'), { questions: 'disambiguated' });
+    const answerable = aqs.reduce((n, e) => n + e.qaPairs.filter((p) => p.shortAnswers.length > 0).length, 0);
+    expect(dqs).toHaveLength(answerable);
+    const byId = new Map(aqs.map((e) => [e.id, e]));
+    for (const dq of dqs) {
+      const aq = byId.get(dq.sourceId!)!;
+      expect(aq.qaPairs.map((p) => p.question)).toContain(dq.question);
+      expect(dq.qaPairs).toHaveLength(1);
+    }
+    const mixed = loadDataset('asqa', sharedDataPath('asqa', 'ASQA_dev.json'), { questions: 'mixed' });
+    expect(mixed).toHaveLength(aqs.length + aqs.filter((e) => e.qaPairs.some((p) => p.shortAnswers.length > 0)).length);
+  });
+
   it('AmbigNQ dev_light: 2,002 questions; multipleQAs give qaPairs and every answer counts', () => {
     const ex = loadDataset('ambignq', sharedDataPath('ambignq', 'dev_light.json'));
     expect(ex).toHaveLength(2002);
@@ -114,6 +129,56 @@ describe('options and bad input', () => {
     expect(() => loadDataset('asqa', path, { limit: 0 })).toThrow(/limit=0 must be a positive integer/);
     expect(sampleIndices(5, 9, 1)).toEqual([0, 1, 2, 3, 4]);
   });
+  it('ASQA questions: ambiguous (default), disambiguated (each answerable DQ) or mixed (AQ then its first DQ)', () => {
+    const dir = tmp();
+    const withContext = asqaEntry('Who won?', [
+      ['Who won in 2018?', ['France']],
+      ['Who won in 1999?', []],
+      ['Who won in 2014?', ['Germany', 'FRG']],
+    ]);
+    withContext.qa_pairs[2].context = 'Germany beat Argentina in 2014.';
+    (withContext.qa_pairs[2] as { wikipage: string | null }).wikipage = 'World Cup 2014';
+    const path = write(dir, 'asqa.json', JSON.stringify({ dev: { w: withContext, e: asqaEntry('When built?', [['When was it built?', ['1889']]]) } }));
+
+    expect(loadDataset('asqa', path).map((e) => e.id)).toEqual(['w', 'e']);
+    expect(loadDataset('asqa', path, { questions: 'ambiguous' }).map((e) => e.id)).toEqual(['w', 'e']);
+
+    const dqs = loadDataset('asqa', path, { questions: 'disambiguated' });
+    // The unanswerable DQ (no short answers) is skipped; k counts the file's pairs, so ids are stable.
+    expect(dqs.map((e) => e.id)).toEqual(['w.dq1', 'w.dq3', 'e.dq1']);
+    expect(dqs[1]).toEqual({
+      id: 'w.dq3',
+      dataset: 'asqa',
+      question: 'Who won in 2014?',
+      answers: ['Germany', 'FRG'],
+      qaPairs: [{ question: 'Who won in 2014?', shortAnswers: ['Germany', 'FRG'], context: 'Germany beat Argentina in 2014.', wikipage: 'World Cup 2014' }],
+      longAnswers: [],
+      passages: [{ title: 'World Cup 2014', text: 'Germany beat Argentina in 2014.' }],
+      sourceId: 'w',
+      meta: { ambiguousQuestion: 'Who won?' },
+    });
+    expect(dqs[0].passages).toEqual([]); // "No context provided" is no passage
+
+    const mixed = loadDataset('asqa', path, { questions: 'mixed' });
+    expect(mixed.map((e) => [e.id, e.sourceId])).toEqual([
+      ['w', undefined],
+      ['w.dq1', 'w'],
+      ['e', undefined],
+      ['e.dq1', 'e'],
+    ]);
+    // Sampling and limits apply to the chosen questions.
+    expect(loadDataset('asqa', path, { questions: 'mixed', limit: 3 })).toHaveLength(3);
+  });
+
+  it('says when the questions option does not apply', () => {
+    const dir = tmp();
+    const noDqs = write(dir, 'a.json', JSON.stringify({ dev: { x: asqaEntry('q?', [['d?', []]]) } }));
+    expect(() => loadDataset('asqa', noDqs, { questions: 'disambiguated' })).toThrow(/questions "disambiguated" needs disambiguated questions with short answers \(qa_pairs\), and this file has none/);
+    const ambignq = write(dir, 'ambig.json', JSON.stringify([{ id: '1', question: 'q?', annotations: [{ type: 'singleAnswer', answer: ['a'] }] }]));
+    expect(() => loadDataset('ambignq', ambignq, { questions: 'mixed' })).toThrow(/questions=mixed applies to dataset asqa only, not ambignq/);
+    expect(() => loadDataset('asqa', noDqs, { questions: 'some' as never })).toThrow(/questions=some is not one of ambiguous, disambiguated, mixed/);
+  });
+
   it('accepts a question with no qa_pairs (the metrics report it)', () => {
     const path = write(tmp(), 'a.json', JSON.stringify({ dev: { x: asqaEntry('q?', []) } }));
     expect(loadDataset('asqa', path)[0].qaPairs).toEqual([]);

@@ -102,6 +102,17 @@ describe('experiment config', () => {
     expect(msg).toContain(`${file}: (top level): unknown field 'concurency' (allowed: name, description, dataset, pipeline, llm`);
   });
 
+  it('keeps dataset.questions for ASQA and names it when the dataset is another one', () => {
+    const asqa = writeConfig('asqa-dqs.yaml', good.replace('name: hotpotqa-adversarial', 'name: asqa, questions: mixed').replace('pipeline: { name: verify-edit, options: { n: 5, threshold: 3 } }', 'pipeline: { name: closed-book }'));
+    expect(loadExperimentConfig(asqa, registry).dataset.questions).toBe('mixed');
+    const hotpot = writeConfig('hotpot-dqs.yaml', good.replace('sample: 20', 'questions: disambiguated, sample: 20'));
+    expect(messageOf(() => loadExperimentConfig(hotpot, registry))).toContain(
+      `${hotpot}: dataset.questions: disambiguated applies to dataset asqa only (this config's dataset is hotpotqa-adversarial)`,
+    );
+    const typo = writeConfig('typo-dqs.yaml', good.replace('name: hotpotqa-adversarial', 'name: asqa, questions: dqs'));
+    expect(messageOf(() => loadExperimentConfig(typo, registry))).toContain('dataset.questions: must be one of "ambiguous", "disambiguated", "mixed" (got "dqs")');
+  });
+
   it('rejects a dataset path that does not exist', () => {
     const missing = join(dir, 'nope.json');
     const file = writeConfig('missing.yaml', good.replace(dataFile, missing));

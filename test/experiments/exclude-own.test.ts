@@ -23,9 +23,9 @@ const noiseRows = Array.from({ length: 10 }, (_, i) => JSON.stringify({ id: `n${
 writeFileSync(noise, noiseRows.join('\n') + '\n');
 saveCorpus(corpusPath, buildCorpus([{ kind: 'asqa', path: data }, { kind: 'jsonl', path: noise }]).passages);
 
-async function runWith(exclude: 'none' | 'own') {
-  const file = writeYaml(join(dir, `${exclude}.yaml`), {
-    dataset: { name: 'asqa', path: data },
+async function runWith(exclude: 'none' | 'own', questions: 'ambiguous' | 'disambiguated' = 'ambiguous') {
+  const file = writeYaml(join(dir, `${exclude}-${questions}.yaml`), {
+    dataset: { name: 'asqa', path: data, questions },
     pipeline: { name: 'vanilla-rag', options: { nShots: 0, nPassages: 3, poolSize: 3 } },
     llm: { provider: 'scripted', reply: 'It happened.', cache: join(dir, 'cache.sqlite') },
     retriever: { type: 'bm25', corpus: corpusPath, exclude },
@@ -36,10 +36,15 @@ async function runWith(exclude: 'none' | 'own') {
   const tracking = new FakeTracking();
   try {
     const config = loadExperimentConfig(file, composer.registry);
-    const runDir = join(dir, 'runs', exclude);
+    const runDir = join(dir, 'runs', `${exclude}-${questions}`);
     const outcome = await runExperiment({ config, runDir, components: await composer.components(config), tracking: async () => tracking });
     expect(outcome.status).toBe('FINISHED');
-    return { runDir, traces: readJsonl<Trace>(join(runDir, 'traces.jsonl')), params: [...tracking.runs.values()][0].params };
+    return {
+      runDir,
+      traces: readJsonl<Trace>(join(runDir, 'traces.jsonl')),
+      results: readJsonl<{ id: string; metrics: Record<string, number | null> }>(join(runDir, 'results.jsonl')),
+      params: [...tracking.runs.values()][0].params,
+    };
   } finally {
     await composer.close();
   }
@@ -72,5 +77,19 @@ describe('a run with retriever.exclude', () => {
     expect(traces.some((t) => t.retrievals[0].hits.some((h) => h.id.startsWith('asqa:')))).toBe(true);
     expect(readFileSync(join(runDir, 'config.yaml'), 'utf8')).toMatch(/exclude: own/);
     expect(buildReport(runDir).html).toMatch(/exclude: own/);
+  });
+
+  it('own, on disambiguated questions: a DQ never retrieves the passages annotated for its AQ', async () => {
+    const { traces, results } = await runWith('own', 'disambiguated');
+    const own = ownIds();
+    expect(traces.map((t) => t.questionId)).toEqual(['q00.dq1', 'q00.dq2', 'q01.dq1', 'q01.dq2', 'q02.dq1', 'q02.dq2', 'q03.dq1', 'q03.dq2']);
+    for (const t of traces) {
+      const aq = t.questionId.replace(/\.dq\d+$/, '');
+      expect(own(aq).size).toBeGreaterThan(0);
+      expect(t.retrievals[0].hits.filter((h) => own(aq).has(h.id))).toEqual([]);
+    }
+    // Scored as one-interpretation questions: STR-EM over the DQ's own answers; ROUGE has no reference.
+    expect(results.every((r) => typeof r.metrics.str_em === 'number')).toBe(true);
+    expect(results.some((r) => typeof r.metrics.rougeLsum === 'number')).toBe(false);
   });
 });

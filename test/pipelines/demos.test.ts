@@ -26,6 +26,16 @@ describe('demo selection', () => {
     expect((await s.select({ id: 'zz', question: 'who won the world cup in football' }, 4)).map((d) => d.id)).not.toContain('a');
   });
 
+  it('never returns the ambiguous question a disambiguated question was derived from', async () => {
+    // Demo "a" lists its DQs and their answers; a DQ of "a" asked as a question must not see it.
+    for (const s of [new KnnDemoSelector(pool, new FakeEmbedder()), new FixedDemoSelector(pool)]) {
+      const dq = { id: 'a.dq1', question: 'Who won the 2018 football world cup?', sourceId: 'a' };
+      expect((await s.select(dq, 4)).map((d) => d.id)).not.toContain('a');
+      // Without the source id the same question would get it (the filter is what excludes it).
+      expect((await s.select({ id: 'a.dq1', question: dq.question }, 4)).map((d) => d.id)).toContain('a');
+    }
+  });
+
   it('drops demos whose answers overlap the candidate answers (token F1 > 0.8)', async () => {
     const s = new KnnDemoSelector(pool, new FakeEmbedder());
     const q = { id: 'q', question: 'Who won the football world cup?' };
