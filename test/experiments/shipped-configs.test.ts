@@ -34,6 +34,7 @@ describe('shipped experiment configs', () => {
         'pipeline.options.pruneThreshold',
         'pipeline.options.verifyThreshold',
         'retriever.type',
+        'pipeline.options.earlyExit',
       ]),
     );
   });
