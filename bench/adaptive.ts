@@ -7,7 +7,8 @@
  *
  * For each pipeline it runs the shipped config twice on the same questions, through the CLI
  * (`ambiqa run … --no-tracking`): with the option off (the paper's fixed budget) and on —
- * `adaptive: true` for CoT-SC and Verify-and-Edit (adversarial HotpotQA), `earlyExit: true` for
+ * `adaptive: true` for CoT-SC and Verify-and-Edit (adversarial HotpotQA; `ve-fever`: Verify-and-Edit
+ * on the paper's FEVER claims, not in the default list), `earlyExit: true` for
  * ToC and Diva (ASQA dev) — and prints, per question, LLM calls, samples and tokens, the share
  * of questions that stopped early, and the quality metrics with their 95% bootstrap intervals,
  * saying whether the adaptive run's interval overlaps the fixed one's.
@@ -57,6 +58,8 @@ interface Subject {
 const SUBJECTS: Record<string, Subject> = {
   'cot-sc': { config: 'experiments/cot-sc-hotpotqa.yaml', option: 'adaptive', asqa: false, metrics: ['em', 'f1'] },
   ve: { config: 'experiments/ve-hotpotqa.yaml', option: 'adaptive', asqa: false, metrics: ['em', 'f1'] },
+  // The paper's other dataset: three labels, so samples can agree where open answers do not.
+  've-fever': { config: 'experiments/ve-fever.yaml', option: 'adaptive', asqa: false, metrics: ['accuracy'] },
   toc: { config: 'experiments/toc-asqa.yaml', option: 'earlyExit', asqa: true, metrics: ['str_em', 'd_f1'] },
   diva: { config: 'experiments/diva-asqa.yaml', option: 'earlyExit', asqa: true, metrics: ['str_em', 'd_f1'] },
 };
