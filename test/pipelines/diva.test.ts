@@ -173,5 +173,20 @@ describe('Diva', () => {
       expect(gen.messages[0].content).toContain('"DQ 1:"');
     });
   });
-});
 
+  it('the diversification prompt shows an unambiguous example typed none before the ambiguous one (option to drop it)', async () => {
+    const turns = async (options: Record<string, unknown>) => {
+      const { out } = await run('Yes', options);
+      const call = out.trace.llmCalls.find((c) => c.purpose === 'diva.diversify')!;
+      return call.messages.filter((m) => m.role === 'assistant').map((m) => m.content.split('\n')[0]);
+    };
+    expect(await turns({})).toEqual(['Ambiguity type: none', 'Ambiguity type: time']);
+    expect(await turns({ diversifyUnambiguousExample: false })).toEqual(['Ambiguity type: time']);
+    expect(await turns({ diversifyExample: false })).toEqual([]);
+    // The unambiguous example's one interpretation is the question itself.
+    const { out } = await run('Yes');
+    const shown = out.trace.llmCalls.find((c) => c.purpose === 'diva.diversify')!.messages;
+    const [question, reply] = [shown[1].content.replace(/^Question: /, ''), shown[2].content];
+    expect(reply.endsWith(`Interpretations:\n1. ${question}`)).toBe(true);
+  });
+});

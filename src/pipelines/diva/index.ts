@@ -71,7 +71,7 @@ export class DivaPipeline implements Pipeline {
     // 1. Diversify: ambiguity type, reason, pseudo-interpretations.
     const div = await callLlm(rec, ctx, {
       purpose: 'diva.diversify',
-      messages: diversifyPrompt(example.question, o.diversifyExample),
+      messages: diversifyPrompt(example.question, { ambiguous: o.diversifyExample, unambiguous: o.diversifyUnambiguousExample }),
       temperature: o.diversifyTemperature,
       maxTokens: o.diversifyMaxTokens,
       stop: ['\nQuestion:', '\n\nQuestion:'],

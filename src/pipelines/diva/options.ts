@@ -21,7 +21,13 @@ export const divaOptionsSchema = z.strictObject({
     .describe(
       "a question the model types 'none' (unambiguous) is answered by RAG on the question itself, without interpretations or verification (off: the paper's method)",
     ),
-  diversifyExample: z.boolean().default(true).describe('show the worked example in the diversification prompt'),
+  diversifyExample: z.boolean().default(true).describe('show the worked example (an ambiguous question) in the diversification prompt'),
+  diversifyUnambiguousExample: z
+    .boolean()
+    .default(true)
+    .describe(
+      "with diversifyExample, also show an unambiguous question typed 'none' (off: the ambiguous example only, the prompt before this option existed)",
+    ),
   nShots: nShots(5),
   temperature: temperature(0.3, 'the answer'),
   diversifyTemperature: temperature(0.3, 'diversification'),

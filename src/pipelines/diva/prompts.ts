@@ -20,7 +20,7 @@ export const DIVERSIFY_INSTRUCTION =
   'Reason: <one sentence>\n' +
   'Interpretations:\n1. <question>\n2. <question>';
 
-/** One worked example of our own, so the format is shown once. */
+/** A worked example of our own for an ambiguous question: the type, the reason, its readings. */
 export const DIVERSIFY_EXAMPLE = {
   user: 'Question: Who won the Nobel Prize in Literature?',
   assistant:
@@ -32,8 +32,31 @@ export const DIVERSIFY_EXAMPLE = {
     '3. Who won the first Nobel Prize in Literature, in 1901?',
 };
 
-export function diversifyPrompt(question: string, withExample: boolean): ChatMessage[] {
-  return fewShot(DIVERSIFY_INSTRUCTION, withExample ? [DIVERSIFY_EXAMPLE] : [], `Question: ${question}`);
+/**
+ * A worked example of our own for an unambiguous question (type none, one interpretation: the
+ * question). Shown with the ambiguous one, so that the prompt demonstrates both answers of the
+ * type question; with the ambiguous example alone, the format itself says "name a reading".
+ */
+export const DIVERSIFY_UNAMBIGUOUS_EXAMPLE = {
+  user: 'Question: What is the chemical symbol of the element gold?',
+  assistant:
+    'Ambiguity type: none\n' +
+    'Reason: The question names one element and asks for one fact about it.\n' +
+    'Interpretations:\n' +
+    '1. What is the chemical symbol of the element gold?',
+};
+
+/** Which worked examples the diversification prompt shows. */
+export interface DiversifyExamples {
+  /** The ambiguous example (off: zero-shot). */
+  ambiguous: boolean;
+  /** The unambiguous example too (shown first, before the ambiguous one). */
+  unambiguous: boolean;
+}
+
+export function diversifyPrompt(question: string, examples: DiversifyExamples): ChatMessage[] {
+  const shots = examples.ambiguous ? [...(examples.unambiguous ? [DIVERSIFY_UNAMBIGUOUS_EXAMPLE] : []), DIVERSIFY_EXAMPLE] : [];
+  return fewShot(DIVERSIFY_INSTRUCTION, shots, `Question: ${question}`);
 }
 
 export function verifyPrompt(interpretation: string, passages: Passage[]): ChatMessage[] {
