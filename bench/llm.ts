@@ -9,8 +9,12 @@
  * HotpotQA questions, each question once per mode, side by side in one process, with the LLM
  * cache off so that every call reaches the model:
  *
- * - `before`: prefix reuse and batched samples off (every prompt read in full, samples one by one);
- * - `after`: both on (the defaults);
+ * - `before`: prefix reuse off (every prompt read in full), samples one by one, one sequence;
+ * - `after`: the defaults — prefix reuse on, samples one by one (each resuming the evaluated
+ *   prompt);
+ * - `batched`: reuse on and the n samples decoded as parallel sequences (`batchSamples: true`,
+ *   opt-in: with node-llama-cpp 3.21.1 on CPU it garbles samples of long prompts, docs/llm.md;
+ *   kept for timing only);
  * - `single-slot`: one context sequence, reuse on, no batching (what the provider did before
  *   the slot pool: node-llama-cpp reused the prefix of the previous call only).
  *
@@ -48,7 +52,8 @@ const { values } = parseArgs({
 
 const MODES = {
   before: { prefixReuse: false, batchSamples: false, sequences: 1 },
-  after: { prefixReuse: true, batchSamples: true },
+  after: { prefixReuse: true, batchSamples: false },
+  batched: { prefixReuse: true, batchSamples: true },
   'single-slot': { prefixReuse: true, batchSamples: false, sequences: 1 },
 } as const;
 type Mode = keyof typeof MODES;

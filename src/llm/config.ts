@@ -53,7 +53,12 @@ export const llmConfigSchema = z.strictObject({
   sequences: z.int().min(1).max(64).optional(),
   /** embedded: reuse the evaluated prompt prefix a slot already holds (false re-reads every prompt). */
   prefixReuse: z.boolean().optional(),
-  /** embedded: decode the n samples of a request as parallel slots in one batch (false: one by one). */
+  /**
+   * embedded: decode the n samples of a request as parallel slots in one batch. Default false (one
+   * by one, each resuming the evaluated prompt): with node-llama-cpp 3.21.1 on CPU, batched
+   * decoding of a long prompt garbles samples (greedy samples of one prompt differ, tokens repeat
+   * or vanish); docs/llm.md.
+   */
   batchSamples: z.boolean().optional(),
   /**
    * How yes/no judgments are read: `probability` (default) from the next-token distribution where
@@ -119,7 +124,7 @@ export function resolveLlmConfig(config: LlmConfigInput | LlmConfig = {}): Resol
     threads: c.threads ?? defaultThreads(process.env, embedded ? machineLooksIdle : () => false),
     sequences: c.sequences ?? DEFAULT_SEQUENCES,
     prefixReuse: c.prefixReuse ?? true,
-    batchSamples: c.batchSamples ?? true,
+    batchSamples: c.batchSamples ?? false,
     cache: { mode: c.cache.mode, path: resolve(c.cache.path ?? defaultCachePath()) },
   };
 }

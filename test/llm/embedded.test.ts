@@ -194,8 +194,36 @@ describe.skipIf(!hasModel)('embedded llama.cpp provider (real model)', () => {
     expect(third.promptTokensEvaluated).toBeLessThan(20);
   });
 
-  it('batched samples: greedy equals one-by-one; sampled ones differ and replay per sample index', async () => {
-    const batched = new LlamaCppProvider({ threads: 1 });
+  it('samples are decoded one by one by default; greedy samples of long few-shot prompts are all the same', async () => {
+    // A FEVER-like 3-way task with a long few-shot prefix (the shape of Verify-and-Edit's CoT
+    // prompts). Batched decoding (batchSamples: true) garbled such samples with node-llama-cpp
+    // 3.21.1 — greedy samples of one prompt came out different ("NOT EN NOTOUGH INFO").
+    const labels = ['SUPPORTS', 'REFUTES', 'NOT ENOUGH INFO'];
+    const rivers = ['Danube', 'Rhine', 'Elbe', 'Loire', 'Tagus', 'Vistula', 'Oder', 'Seine', 'Po', 'Ebro', 'Douro', 'Rhone'];
+    const cities = ['Vienna', 'Basel', 'Dresden', 'Nantes', 'Lisbon', 'Warsaw', 'Szczecin', 'Paris', 'Turin', 'Zaragoza', 'Porto', 'Lyon'];
+    const messages: Array<{ role: 'system' | 'user' | 'assistant'; content: string }> = [
+      { role: 'system', content: 'Decide whether the evidence supports the claim, refutes it, or is not enough. Reason briefly, then end with "So the answer is: <label>."' },
+    ];
+    rivers.forEach((river, i) => {
+      const label = labels[i % 3]!;
+      const city = label === 'REFUTES' ? cities[(i + 5) % cities.length]! : cities[i]!;
+      messages.push({ role: 'user', content: `Claim: The ${river} flows through ${city}.\nEvidence: The ${river} is a river of Europe; it passes ${cities[i]} on its way to the sea, and its basin is home to millions of people.` });
+      messages.push({ role: 'assistant', content: `The evidence names the cities on the ${river}. So the answer is: ${label}.` });
+    });
+    const oneByOne = new LlamaCppProvider({ threads: 1 });
+    expect(oneByOne.batchSamples).toBe(false);
+    const client = new LlmClient(oneByOne);
+    for (const [river, city] of [['Danube', 'Budapest'], ['Thames', 'Oxford'], ['Rhine', 'Cologne']] as const) {
+      const ask = [...messages, { role: 'user' as const, content: `Claim: The ${river} flows through ${city}.\nEvidence: The ${river} passes ${city} and many other towns.` }];
+      const single = await client.generate({ messages: ask, maxTokens: 16, stop: ['\n'] });
+      const five = await client.generate({ messages: ask, maxTokens: 16, stop: ['\n'], n: 5 });
+      expect(five.completions.map((c) => c.text)).toEqual(Array(5).fill(single.completions[0]!.text));
+    }
+    expect(oneByOne.stats.batchedSamples).toBe(0);
+  });
+
+  it('batched samples (opt-in): greedy equals one-by-one on a short prompt; sampled ones differ and replay per sample index', async () => {
+    const batched = new LlamaCppProvider({ threads: 1, batchSamples: true });
     const oneByOne = new LlamaCppProvider({ threads: 1, batchSamples: false });
     const greedy = { prompt: 'Name three rivers.', maxTokens: 10, n: 3 };
     const g = await new LlmClient(batched).generate(greedy);

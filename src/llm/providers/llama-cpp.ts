@@ -69,7 +69,10 @@ export interface LlamaCppOptions {
   sequences?: number;
   /** Reuse the evaluated prompt prefix a slot already holds. Default true; false re-reads every prompt. */
   prefixReuse?: boolean;
-  /** Decode the n samples of a request as parallel slots in one batch. Default true; false samples one by one. */
+  /**
+   * Decode the n samples of a request as parallel slots in one batch. Default false (one by one):
+   * batched decoding of long prompts garbles samples with node-llama-cpp 3.21.1 on CPU.
+   */
   batchSamples?: boolean;
 }
 
@@ -515,7 +518,7 @@ export class LlamaCppProvider implements LanguageModelProvider {
     this.contextSize = Math.max(64, Math.floor(options.contextSize ?? DEFAULT_CONTEXT_SIZE));
     this.sequences = Math.max(1, Math.floor(options.sequences ?? DEFAULT_SEQUENCES));
     this.prefixReuse = options.prefixReuse ?? true;
-    this.batchSamples = options.batchSamples ?? true;
+    this.batchSamples = options.batchSamples ?? false;
   }
 
   /** Return the totals so far and start counting from zero. */
