@@ -32,7 +32,7 @@ export type AsqaQuestionKind = (typeof asqaQuestionKinds)[number];
  * own: `<aq id>.dq<k>` (k counts the file's qa_pairs from 1, so ids stay stable), its one pair
  * itself, its supporting passage, no long answer (ROUGE is undefined for it), `sourceId` the AQ.
  */
-export function disambiguatedExamples(aq: Example): Example[] {
+function disambiguatedExamples(aq: Example): Example[] {
   const out: Example[] = [];
   aq.qaPairs.forEach((pair, index) => {
     if (pair.shortAnswers.length === 0) return;
@@ -52,7 +52,7 @@ export function disambiguatedExamples(aq: Example): Example[] {
 }
 
 /** Apply the `questions` choice to ambiguous-question examples (file order kept). */
-export function selectAsqaQuestions(path: string, examples: Example[], kind: AsqaQuestionKind): Example[] {
+function selectAsqaQuestions(path: string, examples: Example[], kind: AsqaQuestionKind): Example[] {
   if (kind === 'ambiguous') return examples;
   const out: Example[] = [];
   for (const aq of examples) {

@@ -23,7 +23,7 @@ export { FEVER_LABELS, feverPageTitle } from './fever';
 export { sampleIndices, seededRandom } from './sample';
 
 export { datasetNames } from './types';
-export { asqaQuestionKinds, disambiguatedExamples, type AsqaQuestionKind } from './asqa';
+export { asqaQuestionKinds, type AsqaQuestionKind } from './asqa';
 
 /** Where each dataset's evaluation file lives under the data dir (as distributed upstream). */
 export const defaultDatasetFiles: Record<DatasetName, string> = {

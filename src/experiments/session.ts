@@ -252,10 +252,11 @@ export async function scoreRun(nameOrDir: string, options: { metrics?: string[] 
   const config = readResolvedConfig(join(dir, runFiles.config));
   const run = loadRun(dir);
   const metrics = options.metrics ?? config.metrics;
-  const examples = new Map(loadDataset(config.dataset.name, config.dataset.path, {
-      split: config.dataset.split,
-      ...(config.dataset.questions !== undefined ? { questions: config.dataset.questions } : {}),
-    }).map((e) => [e.id, e]));
+  const loaded = loadDataset(config.dataset.name, config.dataset.path, {
+    split: config.dataset.split,
+    ...(config.dataset.questions !== undefined ? { questions: config.dataset.questions } : {}),
+  });
+  const examples = new Map(loaded.map((e) => [e.id, e]));
   const readerMetricWanted = metrics.some((m) => m === 'd_f1' || m === 'dr');
   const reader = readerMetricWanted && config.reader ? await createReader(parseReaderSpec(config.reader)) : undefined;
   try {

@@ -9,7 +9,7 @@
 import type { Example } from '../datasets/types';
 import type { Embedder } from '../retrieval/types';
 import { AmbiqaError } from '../errors';
-import type { Demo, DemoSelectOptions, DemoSelector } from './types';
+import type { Demo, DemoQuestion, DemoSelectOptions, DemoSelector } from './types';
 import { dot, maxTokenF1, normaliseQuestion } from './common/text';
 
 export const DEFAULT_DEMO_OVERLAP_F1 = 0.8;
@@ -43,10 +43,7 @@ export function demoAnswers(demo: Demo): string[] {
   return answers.filter((a) => a.trim() !== '');
 }
 
-/** The question being answered: its id, text, and the example it was derived from (if any). */
-type AskedQuestion = { id: string; question: string; sourceId?: string };
-
-function isSameQuestion(demo: Demo, question: AskedQuestion): boolean {
+function isSameQuestion(demo: Demo, question: DemoQuestion): boolean {
   // A DQ loaded as a question of its own must not be shown its AQ, whose annotation lists it.
   return (
     demo.id === question.id ||
@@ -99,7 +96,7 @@ export class KnnDemoSelector implements DemoSelector {
     return this.vectors;
   }
 
-  async select(question: AskedQuestion, k: number, options?: DemoSelectOptions): Promise<Demo[]> {
+  async select(question: DemoQuestion, k: number, options?: DemoSelectOptions): Promise<Demo[]> {
     checkK(k);
     if (k === 0 || this.pool.length === 0) return [];
     const [vectors, [query]] = await Promise.all([this.poolVectors(), this.embedder.embed([question.question])]);
@@ -124,7 +121,7 @@ export class KnnDemoSelector implements DemoSelector {
 export class FixedDemoSelector implements DemoSelector {
   constructor(readonly pool: Demo[]) {}
 
-  async select(question: AskedQuestion, k: number, options?: DemoSelectOptions): Promise<Demo[]> {
+  async select(question: DemoQuestion, k: number, options?: DemoSelectOptions): Promise<Demo[]> {
     checkK(k);
     const out: Demo[] = [];
     for (const demo of this.pool) {

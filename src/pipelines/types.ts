@@ -29,10 +29,16 @@ export interface DemoSelectOptions {
   overlapF1?: number;
 }
 
+/**
+ * The question demos are picked for: its id, its text, and the example it was derived from (an
+ * ASQA DQ's AQ), which leave-one-out excludes too.
+ */
+export type DemoQuestion = Pick<Example, 'id' | 'question' | 'sourceId'>;
+
 /** Picks the demos for a question (kNN over question embeddings, leave-one-out). */
 export interface DemoSelector {
   /** Best match first; never the question itself; may return fewer than `k` when the pool runs out. */
-  select(question: { id: string; question: string; sourceId?: string }, k: number, options?: DemoSelectOptions): Promise<Demo[]>;
+  select(question: DemoQuestion, k: number, options?: DemoSelectOptions): Promise<Demo[]>;
 }
 
 export interface PipelineContext {

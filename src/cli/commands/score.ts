@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { dataDir } from '../../config/paths';
-import { asqaQuestionKinds, datasetNames, defaultDatasetFiles, describeFormat, detectDataset, isDatasetName, loadDataset, type AsqaQuestionKind, type DatasetName, type Example } from '../../datasets/index';
+import { datasetNames, defaultDatasetFiles, describeFormat, detectDataset, isDatasetName, loadDataset, type AsqaQuestionKind, type DatasetName, type Example } from '../../datasets/index';
 import { readJsonFile, readJsonlFile } from '../../datasets/read';
 import { AmbiqaError } from '../../errors';
 import { aggregate, checkMetrics, defaultMetrics, metricsFor, readerMetricNames, scoreExample, splitterMetricNames, type Prediction } from '../../metrics';
@@ -196,13 +196,10 @@ export async function run(argv: string[]): Promise<number> {
 
   const dataPath = resolve(values.data ?? join(dataDir(), defaultDatasetFiles[dataset]));
   const predictionsPath = resolve(values.predictions);
-  const questions = values.questions;
-  if (questions !== undefined && !(asqaQuestionKinds as readonly string[]).includes(questions)) {
-    throw new AmbiqaError(`--questions ${questions}: not one of ${asqaQuestionKinds.join(', ')}`);
-  }
+  // loadDataset checks --questions (a known kind, ASQA only).
   const examples: Example[] = loadDataset(dataset, dataPath, {
     split: values.split,
-    ...(questions !== undefined ? { questions: questions as AsqaQuestionKind } : {}),
+    ...(values.questions !== undefined ? { questions: values.questions as AsqaQuestionKind } : {}),
   });
 
   // A predictions file is not a dataset file: say so before anything else.

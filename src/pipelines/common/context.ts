@@ -2,7 +2,7 @@ import { AmbiqaError } from '../../errors';
 import type { Embedder, Retriever } from '../../retrieval/types';
 import type { TraceRecorder } from '../../trace/recorder';
 import type { PipelineName } from '../../trace/types';
-import type { Demo, DemoSelectOptions, PipelineContext } from '../types';
+import type { Demo, DemoQuestion, DemoSelectOptions, PipelineContext } from '../types';
 
 /** The retriever, or a clear error before any model call is made. */
 export function requireRetriever(ctx: PipelineContext, pipeline: PipelineName): Retriever {
@@ -35,7 +35,7 @@ export async function selectDemos(
   rec: TraceRecorder,
   ctx: PipelineContext,
   pipeline: PipelineName,
-  question: { id: string; question: string; sourceId?: string },
+  question: DemoQuestion,
   k: number,
   purpose: string,
   options?: DemoSelectOptions,
