@@ -10,11 +10,10 @@
  * cache off so that every call reaches the model:
  *
  * - `before`: prefix reuse off (every prompt read in full), samples one by one, one sequence;
- * - `after`: the defaults — prefix reuse on, samples one by one (each resuming the evaluated
- *   prompt);
- * - `batched`: reuse on and the n samples decoded as parallel sequences (`batchSamples: true`,
- *   opt-in: with node-llama-cpp 3.21.1 on CPU it garbles samples of long prompts, docs/llm.md;
- *   kept for timing only);
+ * - `after`: the defaults — prefix reuse on, the n samples of a request decoded as parallel
+ *   sequences of one context (`batchSamples: true`);
+ * - `one-by-one`: reuse on, samples one by one, each resuming the evaluated prompt
+ *   (`batchSamples: false`) — what batching adds on top of reuse;
  * - `single-slot`: one context sequence, reuse on, no batching (what the provider did before
  *   the slot pool: node-llama-cpp reused the prefix of the previous call only).
  *
@@ -52,8 +51,8 @@ const { values } = parseArgs({
 
 const MODES = {
   before: { prefixReuse: false, batchSamples: false, sequences: 1 },
-  after: { prefixReuse: true, batchSamples: false },
-  batched: { prefixReuse: true, batchSamples: true },
+  after: { prefixReuse: true, batchSamples: true },
+  'one-by-one': { prefixReuse: true, batchSamples: false },
   'single-slot': { prefixReuse: true, batchSamples: false, sequences: 1 },
 } as const;
 type Mode = keyof typeof MODES;

@@ -54,10 +54,9 @@ export const llmConfigSchema = z.strictObject({
   /** embedded: reuse the evaluated prompt prefix a slot already holds (false re-reads every prompt). */
   prefixReuse: z.boolean().optional(),
   /**
-   * embedded: decode the n samples of a request as parallel slots in one batch. Default false (one
-   * by one, each resuming the evaluated prompt): with node-llama-cpp 3.21.1 on CPU, batched
-   * decoding of a long prompt garbles samples (greedy samples of one prompt differ, tokens repeat
-   * or vanish); docs/llm.md.
+   * embedded: decode the n samples of a request as parallel slots in one batch (default true);
+   * false decodes them one by one, each resuming the evaluated prompt. node-llama-cpp 3.21.1
+   * garbled batched samples (fixed in 3.22); docs/llm.md.
    */
   batchSamples: z.boolean().optional(),
   /**
@@ -124,7 +123,7 @@ export function resolveLlmConfig(config: LlmConfigInput | LlmConfig = {}): Resol
     threads: c.threads ?? defaultThreads(process.env, embedded ? machineLooksIdle : () => false),
     sequences: c.sequences ?? DEFAULT_SEQUENCES,
     prefixReuse: c.prefixReuse ?? true,
-    batchSamples: c.batchSamples ?? false,
+    batchSamples: c.batchSamples ?? true,
     cache: { mode: c.cache.mode, path: resolve(c.cache.path ?? defaultCachePath()) },
   };
 }

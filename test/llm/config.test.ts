@@ -104,7 +104,7 @@ describe('embedded provider: bad input', () => {
       contextSize: 4096,
       sequences: 8,
       prefixReuse: true,
-      batchSamples: false,
+      batchSamples: true,
       maxConcurrency: 1,
       maxRetries: 'adaptive',
       timeoutSeconds: 600,

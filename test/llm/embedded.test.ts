@@ -194,10 +194,14 @@ describe.skipIf(!hasModel)('embedded llama.cpp provider (real model)', () => {
     expect(third.promptTokensEvaluated).toBeLessThan(20);
   });
 
-  it('samples are decoded one by one by default; greedy samples of long few-shot prompts are all the same', async () => {
+  it('samples are decoded in one batch by default; greedy samples of long few-shot prompts are all the same', async () => {
     // A FEVER-like 3-way task with a long few-shot prefix (the shape of Verify-and-Edit's CoT
-    // prompts). Batched decoding (batchSamples: true) garbled such samples with node-llama-cpp
-    // 3.21.1 — greedy samples of one prompt came out different ("NOT EN NOTOUGH INFO").
+    // prompts). With node-llama-cpp 3.21.1 the slots of one batch were sampled concurrently
+    // without a lock, and greedy samples of one prompt came out different ("NOT EN NOTOUGH INFO");
+    // this test failed with batching on there. Samples of one batch evaluate identical tokens, so
+    // at temperature 0 they must be identical. Against one-by-one decoding only the label is
+    // compared: a batch of 5 evaluates with other matrix shapes than a batch of 1, which may flip
+    // a near tie later in a sentence.
     const labels = ['SUPPORTS', 'REFUTES', 'NOT ENOUGH INFO'];
     const rivers = ['Danube', 'Rhine', 'Elbe', 'Loire', 'Tagus', 'Vistula', 'Oder', 'Seine', 'Po', 'Ebro', 'Douro', 'Rhone'];
     const cities = ['Vienna', 'Basel', 'Dresden', 'Nantes', 'Lisbon', 'Warsaw', 'Szczecin', 'Paris', 'Turin', 'Zaragoza', 'Porto', 'Lyon'];
@@ -210,20 +214,25 @@ describe.skipIf(!hasModel)('embedded llama.cpp provider (real model)', () => {
       messages.push({ role: 'user', content: `Claim: The ${river} flows through ${city}.\nEvidence: The ${river} is a river of Europe; it passes ${cities[i]} on its way to the sea, and its basin is home to millions of people.` });
       messages.push({ role: 'assistant', content: `The evidence names the cities on the ${river}. So the answer is: ${label}.` });
     });
-    const oneByOne = new LlamaCppProvider({ threads: 1 });
-    expect(oneByOne.batchSamples).toBe(false);
-    const client = new LlmClient(oneByOne);
+    const batched = new LlamaCppProvider({ threads: 1 });
+    expect(batched.batchSamples).toBe(true);
+    const oneByOne = new LlamaCppProvider({ threads: 1, batchSamples: false });
+    const label = (text: string) => /answer is:\s*([A-Z ]+)/.exec(text)?.[1]?.trim();
     for (const [river, city] of [['Danube', 'Budapest'], ['Thames', 'Oxford'], ['Rhine', 'Cologne']] as const) {
-      const ask = [...messages, { role: 'user' as const, content: `Claim: The ${river} flows through ${city}.\nEvidence: The ${river} passes ${city} and many other towns.` }];
-      const single = await client.generate({ messages: ask, maxTokens: 16, stop: ['\n'] });
-      const five = await client.generate({ messages: ask, maxTokens: 16, stop: ['\n'], n: 5 });
-      expect(five.completions.map((c) => c.text)).toEqual(Array(5).fill(single.completions[0]!.text));
+      const ask = { messages: [...messages, { role: 'user' as const, content: `Claim: The ${river} flows through ${city}.\nEvidence: The ${river} passes ${city} and many other towns.` }], maxTokens: 16, stop: ['\n'], n: 5 };
+      const five = (await new LlmClient(batched).generate(ask)).completions.map((c) => c.text);
+      expect(five).toEqual(Array(5).fill(five[0]));
+      expect(label(five[0]!)).toBeTruthy();
+      const alone = (await new LlmClient(oneByOne).generate(ask)).completions.map((c) => c.text);
+      expect(alone).toEqual(Array(5).fill(alone[0]));
+      expect(label(five[0]!)).toBe(label(alone[0]!));
     }
+    expect(batched.stats.batchedSamples).toBe(15);
     expect(oneByOne.stats.batchedSamples).toBe(0);
   });
 
-  it('batched samples (opt-in): greedy equals one-by-one on a short prompt; sampled ones differ and replay per sample index', async () => {
-    const batched = new LlamaCppProvider({ threads: 1, batchSamples: true });
+  it('batched samples: greedy equals one-by-one on a short prompt; sampled ones differ and replay per sample index', async () => {
+    const batched = new LlamaCppProvider({ threads: 1 });
     const oneByOne = new LlamaCppProvider({ threads: 1, batchSamples: false });
     const greedy = { prompt: 'Name three rivers.', maxTokens: 10, n: 3 };
     const g = await new LlmClient(batched).generate(greedy);

@@ -30,7 +30,7 @@ import type {
 } from '../types';
 
 /**
- * The embedded model: a GGUF file run in-process by llama.cpp (node-llama-cpp 3.21.1, CPU).
+ * The embedded model: a GGUF file run in-process by llama.cpp (node-llama-cpp 3.22.1, CPU).
  *
  * - One loaded model per file, shared by every client in the process (a module-level registry):
  *   loading costs seconds and memory, and runs open many clients.
@@ -70,8 +70,9 @@ export interface LlamaCppOptions {
   /** Reuse the evaluated prompt prefix a slot already holds. Default true; false re-reads every prompt. */
   prefixReuse?: boolean;
   /**
-   * Decode the n samples of a request as parallel slots in one batch. Default false (one by one):
-   * batched decoding of long prompts garbles samples with node-llama-cpp 3.21.1 on CPU.
+   * Decode the n samples of a request as parallel slots in one batch. Default true; false decodes
+   * them one by one, each resuming the evaluated prompt. Needs node-llama-cpp >= 3.22: 3.21.1
+   * sampled the slots of one batch concurrently without a lock and garbled samples.
    */
   batchSamples?: boolean;
 }
@@ -518,7 +519,7 @@ export class LlamaCppProvider implements LanguageModelProvider {
     this.contextSize = Math.max(64, Math.floor(options.contextSize ?? DEFAULT_CONTEXT_SIZE));
     this.sequences = Math.max(1, Math.floor(options.sequences ?? DEFAULT_SEQUENCES));
     this.prefixReuse = options.prefixReuse ?? true;
-    this.batchSamples = options.batchSamples ?? false;
+    this.batchSamples = options.batchSamples ?? true;
   }
 
   /** Return the totals so far and start counting from zero. */
