@@ -33,6 +33,8 @@ export interface CacheKeyInput {
   model: string;
   /** The provider's endpoint (API root without credentials); absent for in-process providers. */
   endpoint?: string;
+  /** The in-process engine and its version; absent for providers that call a server. */
+  engine?: string;
   request: NormalisedRequest;
   sampleIndex: number;
 }
@@ -50,13 +52,15 @@ export function defaultCachePath(): string {
 }
 
 /** What the key hashes, exactly; exported so tests and docs can show it. */
-export function cacheKeyMaterial({ provider, model, endpoint, request, sampleIndex }: CacheKeyInput): Record<string, unknown> {
+export function cacheKeyMaterial({ provider, model, endpoint, engine, request, sampleIndex }: CacheKeyInput): Record<string, unknown> {
   return {
     v: CACHE_KEY_VERSION,
     provider,
     model,
     // Only for providers that call a server, so that embedded rows stay valid.
     ...(endpoint ? { endpoint } : {}),
+    // Only for in-process providers: rows drawn by another engine version miss.
+    ...(engine ? { engine } : {}),
     // Only role and content: extra properties a caller left on a message must not split keys.
     messages: request.messages.map((m) => ({ role: m.role, content: m.content })),
     temperature: request.temperature,
@@ -79,6 +83,7 @@ export function judgeCacheKey(input: {
   provider: string;
   model: string;
   endpoint?: string;
+  engine?: string;
   request: NormalisedJudgeRequest;
   /** `text` when the client was told to parse replies; absent (probability) keeps the keys of earlier runs. */
   judgeMode?: 'text';
@@ -90,6 +95,7 @@ export function judgeCacheKey(input: {
     provider: input.provider,
     model: input.model,
     ...(input.endpoint ? { endpoint: input.endpoint } : {}),
+    ...(input.engine ? { engine: input.engine } : {}),
     messages: input.request.messages.map((m) => ({ role: m.role, content: m.content })),
     labels: input.request.labels,
   };

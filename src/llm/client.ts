@@ -158,10 +158,10 @@ export class LlmClient implements LanguageModel {
     return this.backend.model;
   }
 
-  /** Provider, model and (for servers) endpoint: who answered, as the cache keys it. */
-  private keyIdentity(): { provider: string; model: string; endpoint?: string } {
-    const endpoint = this.backend.endpoint;
-    return { provider: this.provider, model: this.model, ...(endpoint ? { endpoint } : {}) };
+  /** Provider, model, (for servers) endpoint and (in-process) engine: who answered, as the cache keys it. */
+  private keyIdentity(): { provider: string; model: string; endpoint?: string; engine?: string } {
+    const { endpoint, engine } = this.backend;
+    return { provider: this.provider, model: this.model, ...(endpoint ? { endpoint } : {}), ...(engine ? { engine } : {}) };
   }
 
   get cacheMode(): CacheMode {

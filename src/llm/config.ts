@@ -7,7 +7,7 @@ import { LlmClient } from './client';
 import { safeUrl } from './errors';
 import type { RetryEvent } from './limiter';
 import { CREDENTIALS_HINT, OPENAI_DEFAULT_BASE_URL, OpenAICompatibleProvider } from './providers/openai-compatible';
-import { DEFAULT_CONTEXT_SIZE, DEFAULT_SEQUENCES, LlamaCppProvider, defaultThreads, embeddedModelFromManifest, machineLooksIdle } from './providers/llama-cpp';
+import { DEFAULT_CONTEXT_SIZE, DEFAULT_SEQUENCES, LlamaCppProvider, defaultThreads, embeddedModelFromManifest, machineLooksIdle, embeddedEngine } from './providers/llama-cpp';
 
 /**
  * The `llm:` section of an experiment config, and the one factory that turns it into a client.
@@ -205,6 +205,7 @@ export function describeLlmConfig(
     out.sequences = c.sequences;
     out.prefixReuse = c.prefixReuse;
     out.batchSamples = c.batchSamples;
+    out.engine = embeddedEngine();
   } else {
     out.model = c.model ?? env.OPENAI_MODEL ?? '(unset)';
     out.baseUrl = safeUrl(c.baseUrl ?? env.OPENAI_BASE_URL ?? OPENAI_DEFAULT_BASE_URL);

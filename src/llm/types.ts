@@ -195,6 +195,13 @@ export interface LanguageModelProvider {
    */
   readonly endpoint?: string;
   /**
+   * The in-process engine that computes the samples (library and version, e.g.
+   * `node-llama-cpp@3.22.1`). Part of the cache key: a sample is reproducible only by the engine
+   * that drew it, and an engine upgraded for a bug must not replay what the broken one stored
+   * (node-llama-cpp 3.21.1 garbled batched samples). Providers that call a server leave it out.
+   */
+  readonly engine?: string;
+  /**
    * Generate one sample. `sampleIndex` lets providers derive a per-sample seed. Callers should
    * go through `LanguageModel.generate`, which adds caching, retries and accounting.
    */

@@ -8,6 +8,8 @@ describe('resolved LLM settings in a run\'s params', () => {
     expect(s['llm.threads']).toBe('1');
     expect(s).toMatchObject({ 'llm.sequences': '8', 'llm.prefixReuse': 'true', 'llm.batchSamples': 'true' });
     expect(s['llm.model']).toBeTypeOf('string');
+    // Which engine drew the samples: node-llama-cpp 3.21.1 garbled batched ones.
+    expect(s['llm.engine']).toMatch(/^node-llama-cpp@3\.\d+\.\d+$/);
   });
 
   it('never repeats a field the config set itself, and has nothing for the scripted model', () => {
@@ -17,6 +19,7 @@ describe('resolved LLM settings in a run\'s params', () => {
     const server = llmSettings({ provider: 'openai-compatible', model: 'm', contextSize: 4096, judgeMode: 'probability', apiKeyEnv: 'OPENAI_API_KEY', cache: { mode: 'use' } });
     expect(server['llm.model']).toBeUndefined();
     expect(server['llm.threads']).toBeUndefined();
+    expect(server['llm.engine']).toBeUndefined();
     expect(server['llm.baseUrl']).toMatch(/^https?:\/\//);
     expect(llmSettings({ provider: 'scripted' } as never)).toEqual({});
   });

@@ -5,7 +5,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LlmCache, cacheKeyMaterial } from '../../src/llm/cache';
 import { LlmClient, normaliseRequest } from '../../src/llm/client';
+import { embeddedEngine } from '../../src/llm/providers/llama-cpp';
 import { OpenAICompatibleProvider } from '../../src/llm/providers/openai-compatible';
+import type { LanguageModelProvider } from '../../src/llm/types';
 import { startFaultServer, type FaultServer } from './fault-server';
 
 // Two things that made a cache lie: answers shared between two servers that serve the same model
@@ -44,6 +46,58 @@ describe('the cache key', () => {
     expect(cacheKeyMaterial({ provider: 'openai-compatible', model: 'm', endpoint: 'http://h:1/v1', request, sampleIndex: 0 })).toMatchObject({ endpoint: 'http://h:1/v1' });
     expect(cacheKeyMaterial({ provider: 'llama-cpp', model: 'm', request, sampleIndex: 0 })).not.toHaveProperty('endpoint');
     expect(new OpenAICompatibleProvider({ baseUrl: `${a.url}/`, model: 'm' }, {}).endpoint).toBe(a.url);
+  });
+});
+
+/** An in-process provider whose replies name the engine that drew them. */
+function engineProvider(engine: string): LanguageModelProvider & { calls: number } {
+  const provider = {
+    provider: 'in-process',
+    model: 'same-file',
+    engine,
+    calls: 0,
+    async doGenerate() {
+      provider.calls++;
+      return { text: `drawn by ${engine}`, finishReason: 'stop' as const, usage: { promptTokens: 1, completionTokens: 3 } };
+    },
+    async doJudge() {
+      provider.calls++;
+      const yes = engine.endsWith('2') ? 0.9 : 0.1;
+      return { probabilities: [yes, 1 - yes], labelMass: 1, mode: 'probability' as const, usage: { promptTokens: 1, completionTokens: 0 } };
+    },
+  };
+  return provider;
+}
+
+describe('the cache key of an in-process provider', () => {
+  it('includes the engine: what an older engine version stored is drawn again, not replayed', async () => {
+    // node-llama-cpp 3.21.1 garbled batched samples; after the upgrade its rows must miss.
+    const cache = new LlmCache({ path: join(dir, 'engine.sqlite') });
+    const old = engineProvider('lib@1');
+    const fixed = engineProvider('lib@2');
+    const ask = { prompt: 'q', n: 2, temperature: 0.7 };
+    const judge = { prompt: 'is it?', labels: ['yes', 'no'] };
+    await new LlmClient(old, { cache }).generate(ask);
+    await new LlmClient(old, { cache }).judge(judge);
+    const redrawn = await new LlmClient(fixed, { cache }).generate(ask);
+    expect(redrawn.completions.map((c) => [c.text, c.cacheHit])).toEqual([['drawn by lib@2', false], ['drawn by lib@2', false]]);
+    const rejudged = await new LlmClient(fixed, { cache }).judge(judge);
+    expect(rejudged.cacheHit).toBe(false);
+    expect(rejudged.p).toBeCloseTo(0.9);
+    expect(fixed.calls).toBe(3);
+    // The same engine replays its own rows.
+    const replay = await new LlmClient(engineProvider('lib@2'), { cache }).generate(ask);
+    expect(replay.completions.every((c) => c.cacheHit && c.text === 'drawn by lib@2')).toBe(true);
+    cache.close();
+  });
+
+  it('names the installed node-llama-cpp, at least 3.22 (3.21.1 garbled batched samples)', () => {
+    const m = /^node-llama-cpp@(\d+)\.(\d+)\.\d+$/.exec(embeddedEngine());
+    expect(m).not.toBeNull();
+    expect(Number(m![1]) * 1000 + Number(m![2])).toBeGreaterThanOrEqual(3022);
+    const request = normaliseRequest({ prompt: 'q' });
+    expect(cacheKeyMaterial({ provider: 'llama-cpp', model: 'm', engine: embeddedEngine(), request, sampleIndex: 0 })).toMatchObject({ engine: embeddedEngine() });
+    expect(cacheKeyMaterial({ provider: 'openai-compatible', model: 'm', endpoint: 'http://h:1/v1', request, sampleIndex: 0 })).not.toHaveProperty('engine');
   });
 });
 

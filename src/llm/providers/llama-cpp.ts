@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, mkdtempSync, openSync, readSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type {
   ChatHistoryItem,
@@ -182,6 +182,26 @@ async function importNodeLlamaCpp(): Promise<NodeLlamaCpp> {
     const dynamicImport = new Function('specifier', 'return import(specifier)') as (s: string) => Promise<NodeLlamaCpp>;
     return dynamicImport(pathToFileURL(resolved).href);
   }
+}
+
+let engineName: string | undefined;
+
+/**
+ * `node-llama-cpp@<version>` as installed, read from its package.json (which the package does not
+ * export, hence the path next to its entry point). The cache keys samples on it.
+ */
+export function embeddedEngine(): string {
+  if (engineName === undefined) {
+    let version = 'unknown';
+    try {
+      const entry = createRequire(join(projectRoot, 'package.json')).resolve('node-llama-cpp');
+      version = (JSON.parse(readFileSync(join(dirname(entry), '..', 'package.json'), 'utf8')) as { version?: string }).version ?? version;
+    } catch {
+      /* not installed: loading the model fails later with its own message */
+    }
+    engineName = `node-llama-cpp@${version}`;
+  }
+  return engineName;
 }
 
 function getLlamaInstance(): Promise<{ lib: NodeLlamaCpp; llama: Llama }> {
@@ -478,6 +498,8 @@ export class LlamaCppProvider implements LanguageModelProvider {
   readonly provider = 'llama-cpp';
   /** The GGUF file's sha256 (the cache key's model id). */
   readonly model: string;
+  /** `node-llama-cpp@<version>`: part of the cache key (see `LanguageModelProvider.engine`). */
+  readonly engine = embeddedEngine();
   readonly modelPath: string;
   readonly threads: number;
   readonly contextSize: number;
