@@ -171,6 +171,28 @@ describe.skipIf(!hasModel)('embedded llama.cpp provider (real model)', () => {
     expect(reuse.stats.promptTokensEvaluated).toBeLessThan(reread.stats.promptTokensEvaluated / 2);
   });
 
+  it('providers with other decoding settings keep their own slots (a side-by-side benchmark must not share work)', async () => {
+    // Same size, threads and sequences: before this, both used one pool and the second to ask
+    // resumed the prompt the first had evaluated (bench/llm.ts credited one mode with the other's work).
+    const batched = new LlamaCppProvider({ threads: 1, sequences: 2, contextSize: 768 });
+    const oneByOne = new LlamaCppProvider({ threads: 1, sequences: 2, contextSize: 768, batchSamples: false });
+    const twin = new LlamaCppProvider({ threads: 1, sequences: 2, contextSize: 768 });
+    const request = {
+      messages: [
+        { role: 'system' as const, content: 'Answer with one word. Rivers of Europe and a city on each: Danube, Vienna; Rhine, Basel; Elbe, Dresden; Loire, Nantes; Tagus, Lisbon; Vistula, Warsaw; Oder, Szczecin; Seine, Rouen; Po, Turin; Ebro, Zaragoza; Douro, Porto.' },
+        { role: 'user' as const, content: 'Which river flows through Paris?' },
+      ],
+      maxTokens: 3,
+    };
+    await new LlmClient(batched).generate(request);
+    await new LlmClient(oneByOne).generate(request);
+    expect(oneByOne.stats.promptTokens).toBeGreaterThan(70);
+    expect(oneByOne.stats.promptTokensEvaluated).toBe(oneByOne.stats.promptTokens);
+    // The same settings share the pool, as clients of one run should.
+    await new LlmClient(twin).generate(request);
+    expect(twin.stats.promptTokensEvaluated).toBeLessThan(3);
+  });
+
   it("a prompt that shares only the chat template's opening with a slot does not evict that slot's prefix", async () => {
     // A fresh context (its own size), so that its slots start empty as in a new run.
     const fresh = new LlamaCppProvider({ threads: 1, sequences: 3, contextSize: 1024 });

@@ -36,7 +36,7 @@ import type {
  *   loading costs seconds and memory, and runs open many clients.
  * - Explicit `threads` always: node-llama-cpp's default picked 4 threads on a 2-core machine and
  *   was 20× slower (see `defaultThreads`).
- * - One context per (file, contextSize, threads, sequences), holding `sequences` context
+ * - One context per (file, contextSize, threads, sequences, decoding settings), holding `sequences` context
  *   sequences (slots). Calls on a context are serialised by a promise chain; one call may use
  *   several slots at once (the samples of a batch).
  * - Prefix reuse: each slot keeps the tokens it has evaluated (KV cache). A call runs on the slot
@@ -269,9 +269,12 @@ function getContext(
   contextSize: number,
   threads: number,
   sequences: number,
+  decoding: string,
 ): Promise<ContextEntry> {
   const size = modelEntry.trainContextSize ? Math.min(contextSize, modelEntry.trainContextSize) : contextSize;
-  const key = `${size}:${threads}:${sequences}`;
+  // Providers with other decoding settings get a pool of their own: otherwise one resumes the
+  // prefixes the other evaluated, and a side-by-side comparison credits it with the other's work.
+  const key = `${size}:${threads}:${sequences}:${decoding}`;
   let entry = modelEntry.contexts.get(key);
   if (!entry) {
     entry = (async () => {
@@ -559,7 +562,8 @@ export class LlamaCppProvider implements LanguageModelProvider {
   private async resources(): Promise<Resources> {
     const { lib } = await getLlamaInstance();
     const modelEntry = await loadModel(this.modelPath);
-    const ctx = await getContext(modelEntry, this.modelPath, this.contextSize, this.threads, this.sequences);
+    const decoding = `reuse=${this.prefixReuse},batch=${this.batchSamples}`;
+    const ctx = await getContext(modelEntry, this.modelPath, this.contextSize, this.threads, this.sequences, decoding);
     return { lib, modelEntry, ctx };
   }
 
