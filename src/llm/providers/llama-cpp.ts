@@ -72,7 +72,7 @@ export interface LlamaCppOptions {
   /**
    * Decode the n samples of a request as parallel slots in one batch. Default true; false decodes
    * them one by one, each resuming the evaluated prompt. Needs node-llama-cpp >= 3.22: 3.21.1
-   * sampled the slots of one batch concurrently without a lock and garbled samples.
+   * garbled samples decoded in parallel (docs/llm.md).
    */
   batchSamples?: boolean;
 }
@@ -172,13 +172,18 @@ const models = new Map<string, Promise<ModelEntry>>();
  * turns that `import()` into a `require()`, which fails with ERR_REQUIRE_ASYNC_MODULE — then a
  * Function-built `import()`, which no compiler rewrites, loads it by file URL.
  */
+/** node-llama-cpp's entry file as this project resolves it (not the caller's working directory). */
+function nodeLlamaCppEntry(): string {
+  return createRequire(join(projectRoot, 'package.json')).resolve('node-llama-cpp');
+}
+
 async function importNodeLlamaCpp(): Promise<NodeLlamaCpp> {
   try {
     return await import('node-llama-cpp');
   } catch (error) {
     const code = (error as { code?: string }).code;
     if (code !== 'ERR_REQUIRE_ASYNC_MODULE' && code !== 'ERR_REQUIRE_ESM') throw error;
-    const resolved = createRequire(join(projectRoot, 'package.json')).resolve('node-llama-cpp');
+    const resolved = nodeLlamaCppEntry();
     const dynamicImport = new Function('specifier', 'return import(specifier)') as (s: string) => Promise<NodeLlamaCpp>;
     return dynamicImport(pathToFileURL(resolved).href);
   }
@@ -194,7 +199,7 @@ export function embeddedEngine(): string {
   if (engineName === undefined) {
     let version = 'unknown';
     try {
-      const entry = createRequire(join(projectRoot, 'package.json')).resolve('node-llama-cpp');
+      const entry = nodeLlamaCppEntry();
       version = (JSON.parse(readFileSync(join(dirname(entry), '..', 'package.json'), 'utf8')) as { version?: string }).version ?? version;
     } catch {
       /* not installed: loading the model fails later with its own message */
