@@ -13,6 +13,8 @@ const benches: Record<string, { file: string; args: string[] }> = {
   'cache-replay': { file: 'cache-replay.ts', args: ['--questions', '50'] },
   // Embedded model: ToC, VE and CoT-SC with prefix reuse and batched samples off vs on.
   llm: { file: 'llm.ts', args: [] },
+  // Where a decode step's time goes: k sequences batched vs one, 1 vs all threads, two 1-thread contexts.
+  decode: { file: 'decode.ts', args: [] },
   // Adaptive self-consistency (CoT-SC, VE) and early exits (ToC, Diva) vs the papers' fixed budgets.
   adaptive: { file: 'adaptive.ts', args: [] },
   // A 50-question run with each question's trace exported to MLflow Tracing vs without.
