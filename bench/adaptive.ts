@@ -29,9 +29,10 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
-import { availableParallelism, loadavg } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { loadAverage } from './machine';
 import { artifactsDir, dataDir } from '../src/config/paths';
 import { manifestPath } from '../src/config/models';
 import { asqaQuestionKinds, defaultDatasetFiles, loadDataset } from '../src/datasets/index';
@@ -84,9 +85,7 @@ const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '');
 const cacheDir = join(artifactsDir(), 'bench', `adaptive-cache-${stamp}`);
 mkdirSync(cacheDir, { recursive: true });
 console.log(
-  `Adaptive-compute benchmark: ${questions} question(s) per pipeline, fixed budget vs adaptive, ${availableParallelism()} cores, load average ${loadavg()
-    .map((l) => l.toFixed(1))
-    .join(' / ')} at start`,
+  `Adaptive-compute benchmark: ${questions} question(s) per pipeline, fixed budget vs adaptive, ${availableParallelism()} cores, load average ${loadAverage()} at start`,
 );
 
 interface Metric {

@@ -16,8 +16,9 @@
  * tokens per second and milliseconds per decode step; ratios are within this run.
  */
 import { existsSync } from 'node:fs';
-import { availableParallelism, loadavg } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
+import { loadAverage } from './machine';
 import type { LlamaContext, LlamaModel } from 'node-llama-cpp';
 import { manifestPath, readModelManifest } from '../src/config/models';
 
@@ -51,9 +52,7 @@ const cores = availableParallelism();
 const llama = await getLlama({ gpu: false, build: 'never' });
 const model = await llama.loadModel({ modelPath: readModelManifest().llm.file });
 console.log(
-  `Decode-step benchmark: ${model.filename ?? 'embedded model'}, ${cores} cores, up to ${maxTokens} tokens per sequence, load average ${loadavg()
-    .map((l) => l.toFixed(1))
-    .join(' / ')} at start`,
+  `Decode-step benchmark: ${model.filename ?? 'embedded model'}, ${cores} cores, up to ${maxTokens} tokens per sequence, load average ${loadAverage()} at start`,
 );
 
 interface Timing {
