@@ -19,8 +19,9 @@ import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { loadAverage } from './machine';
-import type { LlamaContext, LlamaModel } from 'node-llama-cpp';
+import type { LlamaContext } from 'node-llama-cpp';
 import { manifestPath, readModelManifest } from '../src/config/models';
+import { loadEmbeddedEngine, unloadEmbeddedModels } from '../src/llm/providers/llama-cpp';
 
 const { values } = parseArgs({
   options: {
@@ -47,10 +48,9 @@ const PROMPTS = [
   'Count from 1000 to 1300, separated by commas: 1000, 1001,',
 ];
 
-const { getLlama, LlamaCompletion } = await import('node-llama-cpp');
 const cores = availableParallelism();
-const llama = await getLlama({ gpu: false, build: 'never' });
-const model = await llama.loadModel({ modelPath: readModelManifest().llm.file });
+// Loaded as the provider loads it, so that the engine timed is the one pipelines use.
+const { lib, model } = await loadEmbeddedEngine(readModelManifest().llm.file);
 console.log(
   `Decode-step benchmark: ${model.filename ?? 'embedded model'}, ${cores} cores, up to ${maxTokens} tokens per sequence, load average ${loadAverage()} at start`,
 );
@@ -65,7 +65,7 @@ interface Timing {
 /** Decode one prompt per sequence, all at once, across the given contexts; then dispose them. */
 async function decodeTogether(contexts: LlamaContext[], sequencesPerContext: number): Promise<Timing> {
   const completions = contexts.flatMap((context) =>
-    Array.from({ length: sequencesPerContext }, () => new LlamaCompletion({ contextSequence: context.getSequence() })),
+    Array.from({ length: sequencesPerContext }, () => new lib.LlamaCompletion({ contextSequence: context.getSequence() })),
   );
   const started = performance.now();
   const outputs = await Promise.all(
@@ -77,8 +77,8 @@ async function decodeTogether(contexts: LlamaContext[], sequencesPerContext: num
   return { tokens: lengths.reduce((a, b) => a + b, 0), seconds, steps: Math.max(...lengths) };
 }
 
-const contextFor = (m: LlamaModel, sequences: number, threads: number): Promise<LlamaContext> =>
-  m.createContext({ sequences, threads, contextSize: 512 * Math.max(2, sequences) });
+const contextFor = (sequences: number, threads: number): Promise<LlamaContext> =>
+  model.createContext({ sequences, threads, contextSize: 512 * Math.max(2, sequences) });
 
 function line(label: string, t: Timing, baseline?: Timing): string {
   const perSecond = t.tokens / t.seconds;
@@ -89,27 +89,26 @@ function line(label: string, t: Timing, baseline?: Timing): string {
 }
 
 // One throwaway decode pages the weights in before anything is timed.
-await decodeTogether([await contextFor(model, 1, cores)], 1);
+await decodeTogether([await contextFor(1, cores)], 1);
 
 for (let repeat = 1; repeat <= repeats; repeat++) {
   console.log(`\n repeat ${repeat} of ${repeats}`);
   for (const threads of [...new Set([cores, 1])]) {
     let single: Timing | undefined;
     for (const k of [1, 2, 3, 5]) {
-      const t = await decodeTogether([await contextFor(model, k, threads)], k);
+      const t = await decodeTogether([await contextFor(k, threads)], k);
       single ??= t;
       console.log(line(`one context, ${threads} thread(s), ${k} sequence(s) batched`, t, k > 1 ? single : undefined));
     }
   }
   if (cores >= 2) {
-    const batched = await decodeTogether([await contextFor(model, 2, cores)], 2);
+    const batched = await decodeTogether([await contextFor(2, cores)], 2);
     console.log(line(`one context, ${cores} threads, 2 sequences batched`, batched));
-    const apart = await decodeTogether([await contextFor(model, 1, 1), await contextFor(model, 1, 1)], 1);
+    const apart = await decodeTogether([await contextFor(1, 1), await contextFor(1, 1)], 1);
     console.log(line('two 1-thread contexts at once, 1 sequence each', apart, batched));
   }
 }
-await model.dispose();
-await llama.dispose();
+await unloadEmbeddedModels();
 
 function fail(message: string): never {
   console.error(`bench decode: ${message}`);

@@ -317,6 +317,17 @@ function getContext(
   return entry;
 }
 
+/**
+ * node-llama-cpp and a model, loaded as the provider loads them (the prebuilt CPU binary, its
+ * thread cap and log level, the same process registry), for benchmarks that time the engine
+ * below the LLM client. `unloadEmbeddedModels()` frees the model.
+ */
+export async function loadEmbeddedEngine(path: string): Promise<{ lib: NodeLlamaCpp; model: LlamaModel }> {
+  const { lib } = await getLlamaInstance();
+  const { model } = await loadModel(path);
+  return { lib, model };
+}
+
 /** Files whose model is loaded (or loading) in this process. */
 export function loadedEmbeddedModels(): string[] {
   return [...models.keys()];
