@@ -15,7 +15,9 @@
  * - `one-by-one`: reuse on, samples one by one, each resuming the evaluated prompt
  *   (`batchSamples: false`) — what batching adds on top of reuse;
  * - `single-slot`: one context sequence, reuse on, no batching (what the provider did before
- *   the slot pool: node-llama-cpp reused the prefix of the previous call only).
+ *   the slot pool: node-llama-cpp reused the prefix of the previous call only);
+ * - `flash` / `no-flash`: reuse and batching on, llama.cpp's flash-attention kernel on / off
+ *   (`after` is whichever the default is).
  *
  * The modes alternate in order from question to question, so a change in the machine's load
  * hits both alike. Per pipeline and mode it prints seconds per question, prompt tokens asked
@@ -54,6 +56,8 @@ const MODES = {
   after: { prefixReuse: true, batchSamples: true },
   'one-by-one': { prefixReuse: true, batchSamples: false },
   'single-slot': { prefixReuse: true, batchSamples: false, sequences: 1 },
+  flash: { prefixReuse: true, batchSamples: true, flashAttention: true },
+  'no-flash': { prefixReuse: true, batchSamples: true, flashAttention: false },
 } as const;
 type Mode = keyof typeof MODES;
 
@@ -198,6 +202,7 @@ function printTable(name: string, rows: Record<string, Tally & { perQuestion: Re
   };
   ratio('before', 'after');
   ratio('one-by-one', 'after');
+  ratio('no-flash', 'flash');
 }
 
 function fail(message: string): never {

@@ -7,7 +7,7 @@ import { LlmClient } from './client';
 import { safeUrl } from './errors';
 import type { RetryEvent } from './limiter';
 import { CREDENTIALS_HINT, OPENAI_DEFAULT_BASE_URL, OpenAICompatibleProvider } from './providers/openai-compatible';
-import { DEFAULT_CONTEXT_SIZE, DEFAULT_SEQUENCES, LlamaCppProvider, defaultThreads, embeddedModelFromManifest, machineLooksIdle, embeddedEngine } from './providers/llama-cpp';
+import { DEFAULT_CONTEXT_SIZE, DEFAULT_SEQUENCES, DEFAULT_FLASH_ATTENTION, LlamaCppProvider, defaultThreads, embeddedModelFromManifest, machineLooksIdle, embeddedEngine } from './providers/llama-cpp';
 
 /**
  * The `llm:` section of an experiment config, and the one factory that turns it into a client.
@@ -60,6 +60,11 @@ export const llmConfigSchema = z.strictObject({
    */
   batchSamples: z.boolean().optional(),
   /**
+   * embedded: llama.cpp's flash-attention kernel (default DEFAULT_FLASH_ATTENTION). Reads prompts
+   * faster on CPU; like the thread count it changes floating-point order, so it is logged.
+   */
+  flashAttention: z.boolean().optional(),
+  /**
    * How yes/no judgments are read: `probability` (default) from the next-token distribution where
    * the provider gives one (else a counted text fallback); `text` always from a short greedy
    * reply, P ∈ {0, 1} — the text-verdict baseline, for ablations of graded judging.
@@ -103,6 +108,7 @@ export interface ResolvedLlmConfig extends LlmConfig {
   sequences: number;
   prefixReuse: boolean;
   batchSamples: boolean;
+  flashAttention: boolean;
   cache: { mode: 'use' | 'refresh' | 'off'; path: string };
 }
 
@@ -124,6 +130,7 @@ export function resolveLlmConfig(config: LlmConfigInput | LlmConfig = {}): Resol
     sequences: c.sequences ?? DEFAULT_SEQUENCES,
     prefixReuse: c.prefixReuse ?? true,
     batchSamples: c.batchSamples ?? true,
+    flashAttention: c.flashAttention ?? DEFAULT_FLASH_ATTENTION,
     cache: { mode: c.cache.mode, path: resolve(c.cache.path ?? defaultCachePath()) },
   };
 }
@@ -154,6 +161,7 @@ export async function createLanguageModel(
           sequences: c.sequences,
           prefixReuse: c.prefixReuse,
           batchSamples: c.batchSamples,
+          flashAttention: c.flashAttention,
         })
       : new OpenAICompatibleProvider(
           {
@@ -205,6 +213,7 @@ export function describeLlmConfig(
     out.sequences = c.sequences;
     out.prefixReuse = c.prefixReuse;
     out.batchSamples = c.batchSamples;
+    out.flashAttention = c.flashAttention;
     out.engine = embeddedEngine();
   } else {
     out.model = c.model ?? env.OPENAI_MODEL ?? '(unset)';

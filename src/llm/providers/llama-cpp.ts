@@ -75,9 +75,18 @@ export interface LlamaCppOptions {
    * garbled samples decoded in parallel (docs/llm.md).
    */
   batchSamples?: boolean;
+  /**
+   * llama.cpp's flash-attention kernel. On CPU node-llama-cpp's `auto` leaves it off; on this
+   * machine it reads prompts about 1.2× faster (bench/llm.ts, docs/llm.md). It changes the order of
+   * floating-point sums, so greedy replies can differ in late tokens, as with another thread count.
+   * Default `DEFAULT_FLASH_ATTENTION`.
+   */
+  flashAttention?: boolean;
 }
 
 export const DEFAULT_SEQUENCES = 8;
+
+export const DEFAULT_FLASH_ATTENTION = false;
 
 export const DEFAULT_CONTEXT_SIZE = 4096;
 
@@ -275,16 +284,17 @@ function getContext(
   threads: number,
   sequences: number,
   decoding: string,
+  flashAttention: boolean,
 ): Promise<ContextEntry> {
   const size = modelEntry.trainContextSize ? Math.min(contextSize, modelEntry.trainContextSize) : contextSize;
   // Providers with other decoding settings get a pool of their own: otherwise one resumes the
   // prefixes the other evaluated, and a side-by-side comparison credits it with the other's work.
-  const key = `${size}:${threads}:${sequences}:${decoding}`;
+  const key = `${size}:${threads}:${sequences}:${decoding}:fa=${flashAttention}`;
   let entry = modelEntry.contexts.get(key);
   if (!entry) {
     entry = (async () => {
       const create = async (n: number): Promise<ContextEntry> => {
-        const context = await modelEntry.model.createContext({ contextSize: size, threads, sequences: n });
+        const context = await modelEntry.model.createContext({ contextSize: size, threads, sequences: n, flashAttention });
         const slots = Array.from({ length: n }, () => ({ sequence: context.getSequence(), lastUsed: 0 }));
         return { context, slots, contextSize: context.contextSize, tail: Promise.resolve() };
       };
@@ -306,7 +316,7 @@ function getContext(
           }
         }
         throw new AmbiqaError(
-          `cannot create a ${size}-token context with ${sequences} sequence(s) for ${path}: ${reason}`,
+          `cannot create a ${size}-token context with ${sequences} sequence(s)${flashAttention ? ' and flash attention' : ''} for ${path}: ${reason}`,
           'lower `contextSize` or `sequences` in the llm config',
         );
       }
@@ -525,6 +535,7 @@ export class LlamaCppProvider implements LanguageModelProvider {
   readonly sequences: number;
   readonly prefixReuse: boolean;
   readonly batchSamples: boolean;
+  readonly flashAttention: boolean;
   /** Totals since construction or `resetStats()` (benchmarks read them). */
   stats: EmbeddedEvaluationStats = emptyStats();
   private tick = 0;
@@ -561,6 +572,7 @@ export class LlamaCppProvider implements LanguageModelProvider {
     this.sequences = Math.max(1, Math.floor(options.sequences ?? DEFAULT_SEQUENCES));
     this.prefixReuse = options.prefixReuse ?? true;
     this.batchSamples = options.batchSamples ?? true;
+    this.flashAttention = options.flashAttention ?? DEFAULT_FLASH_ATTENTION;
   }
 
   /** Return the totals so far and start counting from zero. */
@@ -579,7 +591,7 @@ export class LlamaCppProvider implements LanguageModelProvider {
     const { lib } = await getLlamaInstance();
     const modelEntry = await loadModel(this.modelPath);
     const decoding = `reuse=${this.prefixReuse},batch=${this.batchSamples}`;
-    const ctx = await getContext(modelEntry, this.modelPath, this.contextSize, this.threads, this.sequences, decoding);
+    const ctx = await getContext(modelEntry, this.modelPath, this.contextSize, this.threads, this.sequences, decoding, this.flashAttention);
     return { lib, modelEntry, ctx };
   }
 
