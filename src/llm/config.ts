@@ -60,8 +60,9 @@ export const llmConfigSchema = z.strictObject({
    */
   batchSamples: z.boolean().optional(),
   /**
-   * embedded: llama.cpp's flash-attention kernel (default DEFAULT_FLASH_ATTENTION). Reads prompts
-   * faster on CPU; like the thread count it changes floating-point order, so it is logged.
+   * embedded: llama.cpp's flash-attention kernel (default true, which is what node-llama-cpp's
+   * `auto` chose on CPU). False reads prompts about 1.2× slower here; like the thread count it
+   * changes floating-point order, so it is logged.
    */
   flashAttention: z.boolean().optional(),
   /**

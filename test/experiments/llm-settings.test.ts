@@ -6,7 +6,7 @@ describe('resolved LLM settings in a run\'s params', () => {
     const s = llmSettings({ provider: 'embedded', contextSize: 4096, judgeMode: 'probability', apiKeyEnv: 'OPENAI_API_KEY', cache: { mode: 'use' } });
     // vitest.config.ts pins AMBIQA_LLM_THREADS=1 for the test workers.
     expect(s['llm.threads']).toBe('1');
-    expect(s).toMatchObject({ 'llm.sequences': '8', 'llm.prefixReuse': 'true', 'llm.batchSamples': 'true' });
+    expect(s).toMatchObject({ 'llm.sequences': '8', 'llm.prefixReuse': 'true', 'llm.batchSamples': 'true', 'llm.flashAttention': 'true' });
     expect(s['llm.model']).toBeTypeOf('string');
     // Which engine drew the samples: node-llama-cpp 3.21.1 garbled batched ones.
     expect(s['llm.engine']).toMatch(/^node-llama-cpp@3\.\d+\.\d+$/);

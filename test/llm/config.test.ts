@@ -105,6 +105,7 @@ describe('embedded provider: bad input', () => {
       sequences: 8,
       prefixReuse: true,
       batchSamples: true,
+      flashAttention: true,
       engine: expect.stringMatching(/^node-llama-cpp@\d+\.\d+\.\d+$/),
       maxConcurrency: 1,
       maxRetries: 'adaptive',

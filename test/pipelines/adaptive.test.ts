@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { majoritySettled } from '../../src/pipelines/common/adaptive';
+import { majorityVote } from '../../src/pipelines/common/vote';
 import { DivaPipeline } from '../../src/pipelines/diva';
 import { divaOptionsSchema } from '../../src/pipelines/diva/options';
 import { createPipeline } from '../../src/pipelines/registry';
@@ -16,12 +17,45 @@ describe('majoritySettled', () => {
     expect(majoritySettled(['a', 'a', 'a'], 2)).toBe(true); // 3 > 0 + 2
     expect(majoritySettled(['a', 'a', 'b'], 2)).toBe(false); // 2 ≤ 1 + 2
     expect(majoritySettled(['a', 'a', 'b', 'a'], 1)).toBe(true); // 3 > 1 + 1
-    // A tie would go to the answer seen first: not settled while one is possible.
+    // A tie goes to the answer seen first (as in majorityVote): not settled while the rival
+    // could reach a tie it would win, or overtake.
     expect(majoritySettled(['a', 'a', 'b', 'b'], 1)).toBe(false);
+    expect(majoritySettled(['b', 'a', 'a', 'c'], 1)).toBe(false); // b can tie a, and b came first
+    // ...settled when every possible tie would go to the leader, seen before its rivals.
+    expect(majoritySettled(['a', 'b', 'a', 'c'], 1)).toBe(true);
+    // A new answer could tie but not beat the leader seen before it; with 2 left it could beat 1.
+    expect(majoritySettled(['a', 'b', 'a'], 1)).toBe(true);
+    expect(majoritySettled(['a', null, null], 2)).toBe(false);
     expect(majoritySettled(['a', 'b'], 0)).toBe(true);
     // Answers compare normalised; abstentions vote for nobody.
     expect(majoritySettled(['The Paris', 'paris.', null], 1)).toBe(true);
     expect(majoritySettled([null, null, null], 2)).toBe(false);
+  });
+
+  it('is exact: settled if and only if no way of casting the remaining votes changes the outcome', () => {
+    // Every sequence of up to 5 votes over a, b, c and abstentions, completed in every way with
+    // those and an answer not seen yet (d): the winner (and, with a threshold, the side of it)
+    // must be the same in all completions exactly when majoritySettled says so.
+    const seq = (alphabet: Array<string | null>, length: number): Array<Array<string | null>> =>
+      length === 0 ? [[]] : seq(alphabet, length - 1).flatMap((s) => alphabet.map((x) => [...s, x]));
+    const n = 5;
+    let settledCases = 0;
+    for (const threshold of [undefined, 3]) {
+      for (let drawn = 1; drawn <= n; drawn++) {
+        for (const drawnVotes of seq(['a', 'b', 'c', null], drawn)) {
+          const outcomes = new Set(
+            seq(['a', 'b', 'c', 'd', null], n - drawn).map((rest) => {
+              const v = majorityVote([...drawnVotes, ...rest]);
+              return `${v.answer}|${threshold === undefined ? '' : v.winnerVotes >= threshold}`;
+            }),
+          );
+          const settled = majoritySettled(drawnVotes, n - drawn, threshold);
+          expect(settled, `${JSON.stringify(drawnVotes)} threshold ${threshold}`).toBe(outcomes.size === 1);
+          if (settled && drawn < n) settledCases += 1;
+        }
+      }
+    }
+    expect(settledCases).toBeGreaterThan(0);
   });
 
   it('with a threshold, also waits until the edit decision cannot change', () => {
@@ -65,6 +99,19 @@ describe('CoT-SC with adaptive: true', () => {
     expect(adaptive.out.trace.llmCalls).toHaveLength(2);
     expect(adaptive.out.trace.llmCalls[1]!.params).toMatchObject({ n: 1, firstSample: 3, seed: 40 });
     expect(adaptive.out.answer).toBe('Paris');
+    expect(adaptive.d.adaptive).toEqual({ budget: 5, drawn: 4, stoppedEarly: true });
+  });
+
+  it('stops once every possible tie would go to the leader, with the fixed budget\'s answer', async () => {
+    // After 4: Paris 2 (seen first), Lyon 1, Nice 1, one left — Lyon or Nice could only tie
+    // Paris, and ties go to the answer seen first. The fifth sample would make it 2–2: Paris.
+    const answers = ['Paris', 'Lyon', 'Paris', 'Nice', 'Lyon'];
+    const fixed = await cotSc({}, answers);
+    const adaptive = await cotSc({ adaptive: true }, answers);
+    expect(fixed.out.answer).toBe('Paris');
+    expect(fixed.d.votes).toMatchObject({ paris: 2, lyon: 2 });
+    expect(adaptive.provider.received.map((r) => r.sampleIndex)).toEqual([0, 1, 2, 3]);
+    expect(adaptive.out.answer).toBe(fixed.out.answer);
     expect(adaptive.d.adaptive).toEqual({ budget: 5, drawn: 4, stoppedEarly: true });
   });
 

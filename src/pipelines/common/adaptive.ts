@@ -21,20 +21,35 @@ export interface AdaptiveDecision {
 
 /**
  * True when `remaining` more votes cannot change the majority vote's winner, nor which side of
- * `threshold` its votes fall on (Verify-and-Edit edits below it). The leader must be strictly
- * ahead of the runner-up by more than `remaining`: a tie would go to the answer seen first, and a
- * new answer starts at 0 votes, below any runner-up. Abstentions (null) vote for nobody.
+ * `threshold` its votes fall on (Verify-and-Edit edits below it). The winner is decided as
+ * `majorityVote` decides it: most votes, a tie to the answer seen first. So a rival that could
+ * only draw level with the leader cannot take it when the leader was seen first, and an answer not
+ * seen yet would be seen after the leader: it must get more votes than the leader has, not as many.
+ * Any one rival may take every remaining vote. Abstentions (null) vote for nobody.
  */
 export function majoritySettled(answers: Array<string | null>, remaining: number, threshold?: number): boolean {
   if (remaining <= 0) return true;
-  const votes = new Map<string, number>();
-  for (const a of answers) if (a !== null) votes.set(normaliseAnswer(a), (votes.get(normaliseAnswer(a)) ?? 0) + 1);
-  const counts = [...votes.values()].sort((x, y) => y - x);
-  const leader = counts[0] ?? 0;
-  const runnerUp = counts[1] ?? 0;
-  if (leader <= runnerUp + remaining) return false;
+  const tally = new Map<string, { votes: number; first: number }>();
+  answers.forEach((answer, index) => {
+    if (answer === null) return;
+    const key = normaliseAnswer(answer);
+    const seen = tally.get(key);
+    if (seen) seen.votes += 1;
+    else tally.set(key, { votes: 1, first: index });
+  });
+  let leader: { votes: number; first: number } | undefined;
+  for (const t of tally.values()) {
+    if (!leader || t.votes > leader.votes || (t.votes === leader.votes && t.first < leader.first)) leader = t;
+  }
+  if (!leader) return false;
+  for (const rival of tally.values()) {
+    if (rival === leader) continue;
+    const most = rival.votes + remaining;
+    if (most > leader.votes || (most === leader.votes && rival.first < leader.first)) return false;
+  }
+  if (remaining > leader.votes) return false; // an answer not seen yet could still overtake
   if (threshold === undefined) return true;
-  return leader >= threshold || leader + remaining < threshold;
+  return leader.votes >= threshold || leader.votes + remaining < threshold;
 }
 
 export async function sampleAdaptively(
