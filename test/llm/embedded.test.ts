@@ -193,6 +193,26 @@ describe.skipIf(!hasModel)('embedded llama.cpp provider (real model)', () => {
     expect(twin.stats.promptTokensEvaluated).toBeLessThan(3);
   });
 
+  it('flash attention is on by default; off is a pool of its own with the same answer and judgment', async () => {
+    // The kernel changes only the order of floating-point sums: a one-word greedy answer and a
+    // confident yes/no judgment must not move (beyond rounding), and the two settings must not
+    // share evaluated prompts (a benchmark comparing them would credit one with the other's work).
+    const on = new LlamaCppProvider({ threads: 1, sequences: 1, contextSize: 512 });
+    const off = new LlamaCppProvider({ threads: 1, sequences: 1, contextSize: 512, flashAttention: false });
+    expect(on.flashAttention).toBe(true);
+    expect(off.flashAttention).toBe(false);
+    const a = await new LlmClient(on).generate({ messages: question, maxTokens: 4 });
+    const b = await new LlmClient(off).generate({ messages: question, maxTokens: 4 });
+    expect(b.completions[0]!.text).toBe(a.completions[0]!.text);
+    expect(a.completions[0]!.text).toMatch(/paris/i);
+    expect(off.stats.promptTokensEvaluated).toBe(off.stats.promptTokens);
+    const judge = { messages: [{ role: 'user' as const, content: 'Is Paris the capital of France? Answer Yes or No.' }], labels: ['Yes', 'No'] };
+    const pOn = (await new LlmClient(on).judge(judge)).p;
+    const pOff = (await new LlmClient(off).judge(judge)).p;
+    expect(pOn).toBeGreaterThan(0.5);
+    expect(Math.abs(pOn - pOff)).toBeLessThan(0.02);
+  });
+
   it("a prompt that shares only the chat template's opening with a slot does not evict that slot's prefix", async () => {
     // A fresh context (its own size), so that its slots start empty as in a new run.
     const fresh = new LlamaCppProvider({ threads: 1, sequences: 3, contextSize: 1024 });
