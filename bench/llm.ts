@@ -17,7 +17,11 @@
  * - `single-slot`: one context sequence, reuse on, no batching (what the provider did before
  *   the slot pool: node-llama-cpp reused the prefix of the previous call only);
  * - `flash` / `no-flash`: reuse and batching on, llama.cpp's flash-attention kernel on / off
- *   (`after` is whichever the default is).
+ *   (`after` is whichever the default is);
+ * - `fixed-demos`: the defaults, with the pool's first nShots demos for every question
+ *   (`dataset.demoSelection: fixed`) instead of kNN demos per question, so the few-shot prefix
+ *   is the same from question to question. It changes the prompts, hence the answers: compare
+ *   quality with `ambiqa run` before adopting it.
  *
  * The modes alternate in order from question to question, so a change in the machine's load
  * hits both alike. Per pipeline and mode it prints seconds per question, prompt tokens asked
@@ -36,6 +40,7 @@ import { loadExperimentConfig } from '../src/experiments/config';
 import { LlmClient } from '../src/llm/client';
 import { LlamaCppProvider, defaultThreads, unloadEmbeddedModels, type EmbeddedEvaluationStats } from '../src/llm/providers/llama-cpp';
 import { manifestPath } from '../src/config/models';
+import { FixedDemoSelector, KnnDemoSelector } from '../src/pipelines/demos';
 
 const { values } = parseArgs({
   options: {
@@ -58,7 +63,11 @@ const MODES = {
   'single-slot': { prefixReuse: true, batchSamples: false, sequences: 1 },
   flash: { prefixReuse: true, batchSamples: true, flashAttention: true },
   'no-flash': { prefixReuse: true, batchSamples: true, flashAttention: false },
+  // The defaults with `dataset.demoSelection: fixed`: the pool's first demos for every question.
+  'fixed-demos': { prefixReuse: true, batchSamples: true, pool: 'fixed-demos' },
 } as const;
+/** Modes that show every question the same demos (the others: the config's kNN demos). */
+const FIXED_DEMO_MODES: ReadonlySet<string> = new Set(['fixed-demos']);
 type Mode = keyof typeof MODES;
 
 const CONFIGS: Record<string, string> = {
@@ -89,6 +98,8 @@ interface Tally {
   failures: number;
   stats: EmbeddedEvaluationStats;
   llmCalls: number;
+  /** Sum of the question-level quality metric (EM for VE, STR-EM otherwise) over answered questions. */
+  quality: number;
 }
 
 const machine = `${availableParallelism()} cores (${cpus()[0]?.model ?? 'unknown CPU'}), load average at start ${loadavg()
@@ -132,9 +143,15 @@ try {
     const components = await composer.components(config);
     console.log(`  ${name}: ${CONFIGS[name]} with ${JSON.stringify(config.pipeline.options)}`);
     const examples = components.examples.slice(0, questions);
+    const qualityMetric = name === 've' ? 'em' : 'str_em';
+    const knn = components.context.demos;
+    const fixedContext = {
+      ...components.context,
+      ...(knn instanceof KnnDemoSelector ? { demos: new FixedDemoSelector(knn.pool) } : {}),
+    };
     report[name] = {};
     const rows = report[name]!;
-    for (const m of modes) rows[m] = { questions: 0, seconds: 0, failures: 0, stats: providers[m].resetStats(), llmCalls: 0, perQuestion: {} };
+    for (const m of modes) rows[m] = { questions: 0, seconds: 0, failures: 0, stats: providers[m].resetStats(), llmCalls: 0, quality: 0, perQuestion: {} };
     for (const m of modes) providers[m].resetStats();
     for (const [qi, example] of examples.entries()) {
       // Alternate which mode goes first, so that drifting load favours neither.
@@ -145,8 +162,11 @@ try {
         const t0 = performance.now();
         let ok = true;
         try {
-          const out = await components.pipeline.answer(example, { ...components.context, llm: client });
+          const context = FIXED_DEMO_MODES.has(m) ? fixedContext : components.context;
+          const out = await components.pipeline.answer(example, { ...context, llm: client });
           rows[m]!.llmCalls += out.trace.summary.llmCalls;
+          const scores = await components.score(example, out);
+          rows[m]!.quality += scores[qualityMetric] ?? 0;
         } catch (error) {
           ok = false;
           console.log(`  ${name} ${m} ${example.id}: failed: ${(error as Error).message}`);
@@ -174,7 +194,8 @@ console.log(`  written to ${join(out, 'llm.json')}`);
 
 function printTable(name: string, rows: Record<string, Tally & { perQuestion: Record<string, number> }>): void {
   console.log(`\n  ${name}: per question (mean over ${questions})`);
-  console.log('    mode         s/question  LLM calls  prompt tok  evaluated  generated  gen tok/s  batched  copies');
+  const metric = name === 've' ? 'EM' : 'STR-EM';
+  console.log(`    mode         s/question  LLM calls  prompt tok  evaluated  generated  gen tok/s  batched  copies  ${metric}`);
   for (const m of modes) {
     const r = rows[m]!;
     const q = Math.max(1, r.questions);
@@ -186,7 +207,7 @@ function printTable(name: string, rows: Record<string, Tally & { perQuestion: Re
         s.completionTokens / Math.max(1e-9, r.seconds)
       )
         .toFixed(1)
-        .padStart(9)}  ${String(s.batchedSamples).padStart(7)}  ${String(s.stateCopies).padStart(6)}${r.failures ? `  (${r.failures} failed)` : ''}`,
+        .padStart(9)}  ${String(s.batchedSamples).padStart(7)}  ${String(s.stateCopies).padStart(6)}  ${(r.quality / q).toFixed(1).padStart(6)}${r.failures ? `  (${r.failures} failed)` : ''}`,
     );
   }
   const ratio = (a: string, b: string) => {
@@ -203,6 +224,7 @@ function printTable(name: string, rows: Record<string, Tally & { perQuestion: Re
   ratio('before', 'after');
   ratio('one-by-one', 'after');
   ratio('no-flash', 'flash');
+  ratio('after', 'fixed-demos');
 }
 
 function fail(message: string): never {

@@ -5,7 +5,7 @@ import { AmbiqaError } from '../errors';
 import { defaultCachePath } from '../llm/cache';
 import type { LlmClient } from '../llm/client';
 import { createLanguageModel, describeLlmConfig, llmConfigSchema, type LlmConfigInput } from '../llm/config';
-import { buildDemoPool, KnnDemoSelector } from '../pipelines/demos';
+import { buildDemoPool, FixedDemoSelector, KnnDemoSelector } from '../pipelines/demos';
 import type { DemoSelector, PipelineContext } from '../pipelines/types';
 import { loadCorpus, corpusFromPassages, type Corpus } from '../retrieval/corpus';
 import { buildCorpus, defaultSources } from '../retrieval/corpus-builder';
@@ -158,14 +158,16 @@ export function createComposer(options: { notify?: (message: string) => void } =
         // Demos: a separate pool file when given, else the whole evaluation file, leave-one-out
         // (the selector never returns the question itself).
         const poolPath = config.dataset.demos ?? config.dataset.path;
-        const key = JSON.stringify([name, poolPath, config.dataset.split]);
+        const selection = config.dataset.demoSelection ?? 'knn';
+        const key = JSON.stringify([name, poolPath, config.dataset.split, selection]);
         let selector = demoSelectors.get(key);
         if (!selector) {
           // A separate FEVER pool sits beside sampled_ids.json, which must not filter it: split `all`.
           const pool = config.dataset.demos
             ? dataset(name, poolPath, name === 'fever' ? { split: 'all' } : {})
             : dataset(name, poolPath, { split: config.dataset.split });
-          selector = new KnnDemoSelector(buildDemoPool(pool), getEmbedder());
+          const demoPool = buildDemoPool(pool);
+          selector = selection === 'fixed' ? new FixedDemoSelector(demoPool) : new KnnDemoSelector(demoPool, getEmbedder());
           demoSelectors.set(key, selector);
         }
         context.demos = selector;
@@ -235,9 +237,10 @@ export function createComposer(options: { notify?: (message: string) => void } =
 
 /** Runs that need the MiniLM embedder: kNN demos, dense retrieval, embedding rerankers, and pipelines whose registry entry says so. */
 function needsEmbedder(config: ExperimentConfig): boolean {
-  // A pipeline without an nShots option takes no demos (as components() reads it), so no kNN.
+  // A pipeline without an nShots option takes no demos (as components() reads it), so no kNN;
+  // fixed demos need no embedding either.
   const nShots = config.pipeline.options.nShots;
-  if (typeof nShots === 'number' && nShots > 0) return true;
+  if (typeof nShots === 'number' && nShots > 0 && config.dataset.demoSelection !== 'fixed') return true;
   if (config.retriever && config.retriever.type !== 'bm25') return true;
   if (config.reranker && config.reranker.type !== 'none') return true;
   return requiresEmbedder(config.pipeline.name);

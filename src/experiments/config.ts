@@ -67,6 +67,15 @@ const datasetSchema = z.strictObject({
   limit: z.int().min(1).optional(),
   /** A file of few-shot demos in the same format (default: leave-one-out on the evaluation file). */
   demos: z.string().min(1).optional(),
+  /**
+   * How few-shot demos are picked from the pool: `knn` (METHODS.md: per question, nearest
+   * neighbours by question embedding; the default) or `fixed` (the pool's first nShots demos in
+   * file order for every question, as the CoT and Verify-and-Edit papers' hand-written exemplars
+   * were; the leave-one-out and answer-overlap filters still apply). With `fixed` the few-shot
+   * prefix of a pipeline's prompts is the same for every question, so the embedded model reads it
+   * once per process rather than once per question.
+   */
+  demoSelection: z.enum(['knn', 'fixed']).optional(),
   /** A JSON list of example ids to keep (e.g. the 1,000 FEVER claims of the VE paper), applied before sampling. */
   ids: z.string().min(1).optional(),
   /**
@@ -355,6 +364,7 @@ export function resolveExperimentConfig(
       ...(demosPath !== undefined ? { demos: demosPath } : {}),
       ...(idsPath !== undefined ? { ids: idsPath } : {}),
       ...(file.dataset.questions !== undefined ? { questions: file.dataset.questions } : {}),
+      ...(file.dataset.demoSelection !== undefined ? { demoSelection: file.dataset.demoSelection } : {}),
     },
     pipeline: { name: file.pipeline.name as PipelineName, options: pipelineOptions },
     llm,

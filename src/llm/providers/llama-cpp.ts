@@ -84,6 +84,12 @@ export interface LlamaCppOptions {
    * thread count. Default `DEFAULT_FLASH_ATTENTION` (true).
    */
   flashAttention?: boolean;
+  /**
+   * Names the slot pool. Providers with equal settings share one pool (the clients of a run
+   * should); a benchmark running two modes with equal settings side by side gives each its own
+   * name, so that neither resumes prompts the other evaluated. Default: one shared pool.
+   */
+  pool?: string;
 }
 
 export const DEFAULT_SEQUENCES = 8;
@@ -538,6 +544,7 @@ export class LlamaCppProvider implements LanguageModelProvider {
   readonly prefixReuse: boolean;
   readonly batchSamples: boolean;
   readonly flashAttention: boolean;
+  readonly pool: string;
   /** Totals since construction or `resetStats()` (benchmarks read them). */
   stats: EmbeddedEvaluationStats = emptyStats();
   private tick = 0;
@@ -575,6 +582,7 @@ export class LlamaCppProvider implements LanguageModelProvider {
     this.prefixReuse = options.prefixReuse ?? true;
     this.batchSamples = options.batchSamples ?? true;
     this.flashAttention = options.flashAttention ?? DEFAULT_FLASH_ATTENTION;
+    this.pool = options.pool ?? '';
   }
 
   /** Return the totals so far and start counting from zero. */
@@ -592,7 +600,7 @@ export class LlamaCppProvider implements LanguageModelProvider {
   private async resources(): Promise<Resources> {
     const { lib } = await getLlamaInstance();
     const modelEntry = await loadModel(this.modelPath);
-    const decoding = `reuse=${this.prefixReuse},batch=${this.batchSamples}`;
+    const decoding = `reuse=${this.prefixReuse},batch=${this.batchSamples},pool=${this.pool}`;
     const ctx = await getContext(modelEntry, this.modelPath, this.contextSize, this.threads, this.sequences, decoding, this.flashAttention);
     return { lib, modelEntry, ctx };
   }
