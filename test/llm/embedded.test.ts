@@ -191,6 +191,10 @@ describe.skipIf(!hasModel)('embedded llama.cpp provider (real model)', () => {
     // The same settings share the pool, as clients of one run should.
     await new LlmClient(twin).generate(request);
     expect(twin.stats.promptTokensEvaluated).toBeLessThan(3);
+    // ...unless a benchmark names a pool of its own for a mode with the same settings.
+    const named = new LlamaCppProvider({ threads: 1, sequences: 2, contextSize: 768, pool: 'fixed-demos' });
+    await new LlmClient(named).generate(request);
+    expect(named.stats.promptTokensEvaluated).toBe(named.stats.promptTokens);
   });
 
   it('flash attention is on by default; off is a pool of its own with the same answer and judgment', async () => {
