@@ -2,7 +2,7 @@ import type { GenerateRequest } from '../../llm/types';
 import type { TraceRecorder } from '../../trace/recorder';
 import type { PipelineContext } from '../types';
 import { callLlm } from './llm';
-import { normaliseAnswer } from './text';
+import { tallyVotes } from './vote';
 
 /**
  * Adaptive self-consistency: draw the n samples in rounds and stop once more samples could not
@@ -29,19 +29,9 @@ export interface AdaptiveDecision {
  */
 export function majoritySettled(answers: Array<string | null>, remaining: number, threshold?: number): boolean {
   if (remaining <= 0) return true;
-  const tally = new Map<string, { votes: number; first: number }>();
-  answers.forEach((answer, index) => {
-    if (answer === null) return;
-    const key = normaliseAnswer(answer);
-    const seen = tally.get(key);
-    if (seen) seen.votes += 1;
-    else tally.set(key, { votes: 1, first: index });
-  });
-  let leader: { votes: number; first: number } | undefined;
-  for (const t of tally.values()) {
-    if (!leader || t.votes > leader.votes || (t.votes === leader.votes && t.first < leader.first)) leader = t;
-  }
-  if (!leader) return false;
+  const { tally, winner } = tallyVotes(answers);
+  if (winner === null) return false;
+  const leader = tally.get(winner)!;
   for (const rival of tally.values()) {
     if (rival === leader) continue;
     const most = rival.votes + remaining;

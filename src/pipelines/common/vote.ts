@@ -13,31 +13,50 @@ export interface VoteResult {
   consistency: number;
 }
 
+/** One answer's votes and the index of the first sample that gave it. */
+export interface AnswerTally {
+  votes: number;
+  first: number;
+}
+
+/**
+ * Votes per normalised answer (SQuAD normalisation; abstentions count for nobody) and the
+ * winner: most votes, a tie to the answer seen first. `majorityVote` and adaptive sampling's
+ * stopping rule both decide from this, so they cannot disagree on who wins.
+ */
+export function tallyVotes(answers: Array<string | null>): { tally: Map<string, AnswerTally>; winner: string | null } {
+  const tally = new Map<string, AnswerTally>();
+  answers.forEach((answer, index) => {
+    if (answer === null) return;
+    const key = normaliseAnswer(answer);
+    const seen = tally.get(key);
+    if (seen) seen.votes += 1;
+    else tally.set(key, { votes: 1, first: index });
+  });
+  let winner: string | null = null;
+  for (const [key, t] of tally) {
+    const best = winner === null ? undefined : tally.get(winner)!;
+    if (!best || t.votes > best.votes || (t.votes === best.votes && t.first < best.first)) winner = key;
+  }
+  return { tally, winner };
+}
+
 /**
  * Self-consistency majority vote over short answers, compared after SQuAD normalisation.
  * Ties go to the answer that appeared first.
  */
 export function majorityVote(answers: Array<string | null>): VoteResult {
+  const { tally, winner } = tallyVotes(answers);
   const votes: Record<string, number> = {};
-  const firstIndex = new Map<string, number>();
-  answers.forEach((a, i) => {
-    if (a === null) return;
-    const key = normaliseAnswer(a);
-    votes[key] = (votes[key] ?? 0) + 1;
-    if (!firstIndex.has(key)) firstIndex.set(key, i);
-  });
-  let best: string | null = null;
-  for (const [key, count] of Object.entries(votes)) {
-    if (best === null || count > votes[best] || (count === votes[best] && firstIndex.get(key)! < firstIndex.get(best)!)) best = key;
-  }
-  if (best === null) return { votes, winnerIndex: -1, answer: '', winnerVotes: 0, consistency: 0 };
-  const winnerIndex = firstIndex.get(best)!;
+  for (const [key, t] of tally) votes[key] = t.votes;
+  if (winner === null) return { votes, winnerIndex: -1, answer: '', winnerVotes: 0, consistency: 0 };
+  const { first: winnerIndex, votes: winnerVotes } = tally.get(winner)!;
   return {
     votes,
     winnerIndex,
     answer: answers[winnerIndex]!,
-    winnerVotes: votes[best],
-    consistency: answers.length ? votes[best] / answers.length : 0,
+    winnerVotes,
+    consistency: answers.length ? winnerVotes / answers.length : 0,
   };
 }
 
