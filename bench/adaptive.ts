@@ -2,7 +2,7 @@
  * Adaptive compute against the papers' fixed budgets (a script, not a test):
  *
  *   npx tsx bench/adaptive.ts [--questions 50] [--pipelines cot-sc,ve,toc,diva] [--threads N]
- *                             [--asqa-questions ambiguous|mixed]
+ *                             [--asqa-questions ambiguous|mixed] [--timing]
  *   npm run bench -- adaptive --questions 50
  *
  * For each pipeline it runs the shipped config twice on the same questions, through the CLI
@@ -18,8 +18,15 @@
  * draws are the fixed run's first ones and replay from the cache; ToC's and Diva's early exits
  * replay the same root expansion / interpretation call. What the adaptive run does differently
  * (fewer samples, a direct answer) is what it asks for, and counts and quality are read from its
- * own traces; wall seconds are therefore not comparable between the two runs and not printed.
+ * own traces; wall seconds are therefore not comparable between the two runs and not printed
+ * (but see `--timing`).
  * Calls, samples and tokens count every request the pipeline made, replayed or not.
+ *
+ * `--timing` answers the other question — does the option save time on this machine? — by giving
+ * both runs the LLM cache off, so that every call is computed and seconds per question (the
+ * traces' wall seconds, model loading excluded) compare side by side. Sampled texts can then
+ * differ slightly between the runs (a batch of 3 sequences is not bit-identical to a batch of 5),
+ * so quality is compared by intervals as always, not question by question.
  *
  * `--asqa-questions mixed` runs ToC and Diva on ASQA's ambiguous questions interleaved with
  * disambiguated ones (dataset option `questions: mixed`): every ASQA question is ambiguous, so on
@@ -44,6 +51,7 @@ const { values } = parseArgs({
     pipelines: { type: 'string', default: 'cot-sc,ve,toc,diva' },
     threads: { type: 'string' },
     'asqa-questions': { type: 'string', default: 'ambiguous' },
+    timing: { type: 'boolean', default: false },
   },
 });
 
@@ -85,7 +93,8 @@ const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*/, '');
 const cacheDir = join(artifactsDir(), 'bench', `adaptive-cache-${stamp}`);
 mkdirSync(cacheDir, { recursive: true });
 console.log(
-  `Adaptive-compute benchmark: ${questions} question(s) per pipeline, fixed budget vs adaptive, ${availableParallelism()} cores, load average ${loadAverage()} at start`,
+  `Adaptive-compute benchmark: ${questions} question(s) per pipeline, fixed budget vs adaptive, ${availableParallelism()} cores, load average ${loadAverage()} at start` +
+    (values.timing ? ', LLM cache off (--timing): seconds compare' : ', one shared LLM cache: calls compare, seconds do not'),
 );
 
 interface Metric {
@@ -98,6 +107,8 @@ interface RunSummary {
   calls: number;
   samples: number;
   tokens: number;
+  /** Wall seconds summed over the answered questions (the traces' own, model loading excluded). */
+  seconds: number;
   stoppedEarly: number;
   answered: number;
   perQuestion: QuestionRow[];
@@ -114,7 +125,7 @@ interface QuestionRow {
 let failed = false;
 for (const name of pipelines) {
   const subject = SUBJECTS[name]!;
-  const cache = join(cacheDir, `${name}.sqlite`);
+  const cache = values.timing ? null : join(cacheDir, `${name}.sqlite`);
   const fixed = runOnce(name, subject, false, cache);
   const adaptive = fixed && runOnce(name, subject, true, cache);
   if (!fixed || !adaptive) {
@@ -123,7 +134,8 @@ for (const name of pipelines) {
   }
   const per = (r: RunSummary, v: number): string => (v / Math.max(1, r.answered)).toFixed(1);
   console.log(`\n  ${name} (${subject.config}, ${subject.option}), per question over ${fixed.answered} / ${adaptive.answered} answered`);
-  console.log(`    run       calls  samples   tokens  stopped early  ${subject.metrics.map((m) => `${m} [95% CI]`.padEnd(22)).join('')}`);
+  const timed = values.timing;
+  console.log(`    run       calls  samples   tokens ${timed ? '   s/q ' : ''} stopped early  ${subject.metrics.map((m) => `${m} [95% CI]`.padEnd(22)).join('')}`);
   for (const [label, r] of [
     ['fixed', fixed],
     [subject.option, adaptive],
@@ -135,7 +147,9 @@ for (const name of pipelines) {
       })
       .join('');
     console.log(
-      `    ${label.padEnd(8)} ${per(r, r.calls).padStart(6)} ${per(r, r.samples).padStart(8)} ${per(r, r.tokens).padStart(8)}  ${(
+      `    ${label.padEnd(8)} ${per(r, r.calls).padStart(6)} ${per(r, r.samples).padStart(8)} ${per(r, r.tokens).padStart(8)} ${
+        timed ? per(r, r.seconds).padStart(6) + ' ' : ''
+      } ${(
         (100 * r.stoppedEarly) /
         Math.max(1, r.answered)
       )
@@ -148,7 +162,7 @@ for (const name of pipelines) {
     `    fewer with ${subject.option}: calls ${saving(fixed.calls, adaptive.calls)}, samples ${saving(fixed.samples, adaptive.samples)}, tokens ${saving(
       fixed.tokens,
       adaptive.tokens,
-    )}`,
+    )}${timed ? `, seconds ${saving(fixed.seconds, adaptive.seconds)} (fixed / ${subject.option}: ${(fixed.seconds / Math.max(1e-9, adaptive.seconds)).toFixed(2)}×)` : ''}`,
   );
   for (const m of subject.metrics) {
     const a = fixed.metrics[m];
@@ -160,7 +174,7 @@ for (const name of pipelines) {
 rmSync(cacheDir, { recursive: true, force: true });
 process.exit(failed ? 1 : 0);
 
-function runOnce(name: string, subject: Subject, on: boolean, cache: string): RunSummary | null {
+function runOnce(name: string, subject: Subject, on: boolean, cache: string | null): RunSummary | null {
   const runName = `bench-adaptive-${name}-${on ? subject.option : 'fixed'}-${stamp}`;
   const args = [
     'bin/ambiqa.mjs',
@@ -175,7 +189,7 @@ function runOnce(name: string, subject: Subject, on: boolean, cache: string): Ru
     '--set',
     `pipeline.options.${subject.option}=${on}`,
     '--set',
-    `llm.cache={mode: use, path: ${JSON.stringify(cache)}}`,
+    cache === null ? 'llm.cache.mode=off' : `llm.cache={mode: use, path: ${JSON.stringify(cache)}}`,
     ...(values.threads ? ['--set', `llm.threads=${values.threads}`] : []),
     ...(subject.asqa && asqaQuestions !== 'ambiguous' ? ['--set', `dataset.questions=${asqaQuestions}`] : []),
   ];
@@ -185,7 +199,7 @@ function runOnce(name: string, subject: Subject, on: boolean, cache: string): Ru
   if (r.status !== 0) return null;
   const dir = join(artifactsDir(), 'runs', runName);
   const metrics = JSON.parse(readFileSync(join(dir, 'metrics.json'), 'utf8')) as { metrics: Record<string, Metric> };
-  const out: RunSummary = { metrics: metrics.metrics, calls: 0, samples: 0, tokens: 0, stoppedEarly: 0, answered: 0, perQuestion: [] };
+  const out: RunSummary = { metrics: metrics.metrics, calls: 0, samples: 0, tokens: 0, seconds: 0, stoppedEarly: 0, answered: 0, perQuestion: [] };
   const scores = new Map<string, Record<string, number>>();
   for (const line of readFileSync(join(dir, 'results.jsonl'), 'utf8').split('\n')) {
     if (line.trim() === '') continue;
@@ -196,13 +210,14 @@ function runOnce(name: string, subject: Subject, on: boolean, cache: string): Ru
     if (line.trim() === '') continue;
     const trace = JSON.parse(line) as {
       questionId: string;
-      summary: { llmCalls: number; samples?: number; promptTokens: number; completionTokens: number };
+      summary: { llmCalls: number; samples?: number; promptTokens: number; completionTokens: number; seconds: number };
       decisions?: { adaptive?: { stoppedEarly?: boolean }; stopReason?: string; earlyExit?: boolean };
     };
     out.answered += 1;
     out.calls += trace.summary.llmCalls;
     out.samples += trace.summary.samples ?? trace.summary.llmCalls;
     out.tokens += trace.summary.promptTokens + trace.summary.completionTokens;
+    out.seconds += trace.summary.seconds;
     const d = trace.decisions;
     const stoppedEarly = Boolean(d?.adaptive?.stoppedEarly || d?.stopReason === 'unambiguous' || d?.earlyExit);
     if (stoppedEarly) out.stoppedEarly += 1;
