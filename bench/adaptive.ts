@@ -3,6 +3,7 @@
  *
  *   npx tsx bench/adaptive.ts [--questions 50] [--pipelines cot-sc,ve,toc,diva] [--threads N]
  *                             [--asqa-questions ambiguous|mixed] [--timing]
+ *                             [--toc-calibration none|content-free]
  *   npm run bench -- adaptive --questions 50
  *
  * For each pipeline it runs the shipped config twice on the same questions, through the CLI
@@ -28,6 +29,11 @@
  * differ slightly between the runs (a batch of 3 sequences is not bit-identical to a batch of 5),
  * so quality is compared by intervals as always, not question by question.
  *
+ * `--toc-calibration content-free` sets ToC's `judgeCalibration` (as in `bench llm`): with the 0.5B
+ * model's raw P(true) (0.23–0.33 on every node) the 0.5 rule prunes every child, the tree never
+ * grows past the root, and an early exit has nothing to skip but one judgment; calibrated, kept
+ * nodes are expanded, so the exit is measured against a tree that does grow.
+ *
  * `--asqa-questions mixed` runs ToC and Diva on ASQA's ambiguous questions interleaved with
  * disambiguated ones (dataset option `questions: mixed`): every ASQA question is ambiguous, so on
  * the published set an early exit can only be a missed reading; with unambiguous DQs mixed in,
@@ -52,6 +58,7 @@ const { values } = parseArgs({
     threads: { type: 'string' },
     'asqa-questions': { type: 'string', default: 'ambiguous' },
     timing: { type: 'boolean', default: false },
+    'toc-calibration': { type: 'string' },
   },
 });
 
@@ -84,6 +91,10 @@ const asqaQuestions = values['asqa-questions'];
 if (asqaQuestions !== 'ambiguous' && asqaQuestions !== 'mixed') {
   fail(`--asqa-questions ${asqaQuestions}: must be ambiguous or mixed (of the dataset's ${asqaQuestionKinds.join(', ')})`);
 }
+const tocCalibration = values['toc-calibration'];
+if (tocCalibration !== undefined && tocCalibration !== 'none' && tocCalibration !== 'content-free') {
+  fail(`--toc-calibration ${tocCalibration}: must be none or content-free`);
+}
 if (!existsSync(manifestPath())) {
   console.log(`bench adaptive: skipped — no embedded model (${manifestPath()} is absent; run \`npx ambiqa setup\`)`);
   process.exit(0);
@@ -94,7 +105,8 @@ const cacheDir = join(artifactsDir(), 'bench', `adaptive-cache-${stamp}`);
 mkdirSync(cacheDir, { recursive: true });
 console.log(
   `Adaptive-compute benchmark: ${questions} question(s) per pipeline, fixed budget vs adaptive, ${availableParallelism()} cores, load average ${loadAverage()} at start` +
-    (values.timing ? ', LLM cache off (--timing): seconds compare' : ', one shared LLM cache: calls compare, seconds do not'),
+    (values.timing ? ', LLM cache off (--timing): seconds compare' : ', one shared LLM cache: calls compare, seconds do not') +
+    (tocCalibration !== undefined ? `, ToC judgeCalibration ${tocCalibration}` : ''),
 );
 
 interface Metric {
@@ -192,6 +204,7 @@ function runOnce(name: string, subject: Subject, on: boolean, cache: string | nu
     cache === null ? 'llm.cache.mode=off' : `llm.cache={mode: use, path: ${JSON.stringify(cache)}}`,
     ...(values.threads ? ['--set', `llm.threads=${values.threads}`] : []),
     ...(subject.asqa && asqaQuestions !== 'ambiguous' ? ['--set', `dataset.questions=${asqaQuestions}`] : []),
+    ...(name === 'toc' && tocCalibration !== undefined ? ['--set', `pipeline.options.judgeCalibration=${tocCalibration}`] : []),
   ];
   const t0 = performance.now();
   const r = spawnSync(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'] });
