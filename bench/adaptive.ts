@@ -95,6 +95,9 @@ const tocCalibration = values['toc-calibration'];
 if (tocCalibration !== undefined && tocCalibration !== 'none' && tocCalibration !== 'content-free') {
   fail(`--toc-calibration ${tocCalibration}: must be none or content-free`);
 }
+if (tocCalibration !== undefined && !pipelines.includes('toc')) {
+  fail(`--toc-calibration applies to ToC only, and --pipelines ${values.pipelines} does not include toc`);
+}
 if (!existsSync(manifestPath())) {
   console.log(`bench adaptive: skipped — no embedded model (${manifestPath()} is absent; run \`npx ambiqa setup\`)`);
   process.exit(0);
