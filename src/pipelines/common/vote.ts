@@ -34,9 +34,12 @@ export function tallyVotes(answers: Array<string | null>): { tally: Map<string, 
     else tally.set(key, { votes: 1, first: index });
   });
   let winner: string | null = null;
+  let best: AnswerTally | undefined;
   for (const [key, t] of tally) {
-    const best = winner === null ? undefined : tally.get(winner)!;
-    if (!best || t.votes > best.votes || (t.votes === best.votes && t.first < best.first)) winner = key;
+    if (!best || t.votes > best.votes || (t.votes === best.votes && t.first < best.first)) {
+      winner = key;
+      best = t;
+    }
   }
   return { tally, winner };
 }
