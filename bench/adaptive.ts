@@ -38,13 +38,16 @@
  * disambiguated ones (dataset option `questions: mixed`): every ASQA question is ambiguous, so on
  * the published set an early exit can only be a missed reading; with unambiguous DQs mixed in,
  * the exit is also a detector, and the benchmark prints calls, exits and quality per kind of
- * question (exits on DQs are savings, exits on AQs are misses).
+ * question (exits on DQs are savings, exits on AQs are misses), and the most a detector that never
+ * erred could save on the same mix (`exit-bound.ts`): a saving above that bound is paid for with
+ * exits on ambiguous questions.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { exitBound } from './exit-bound';
 import { loadAverage } from './machine';
 import { artifactsDir, dataDir } from '../src/config/paths';
 import { manifestPath } from '../src/config/models';
@@ -283,6 +286,19 @@ function printByKind(subject: Subject, fixed: RunSummary, adaptive: RunSummary):
         `  tokens ${mean(f, (q) => q.tokens).toFixed(0)} → ${mean(a, (q) => q.tokens).toFixed(0)}  exits ${exits}/${a.length}  ${quality}`,
     );
   }
+  // The ceiling a perfect detector would reach on this mix, from the measured cost of an exit.
+  const exited = adaptive.perQuestion.filter((q) => q.stoppedEarly);
+  if (exited.length === 0) {
+    console.log(`    no exits, so no measured exit cost: the bound for a perfect detector is not computed`);
+    return;
+  }
+  const exitCost = exited.reduce((s, q) => s + q.calls, 0) / exited.length;
+  const bound = exitBound(fixed.perQuestion, (id) => isDq.get(id) ?? false, exitCost);
+  const pct = (x: number) => `${(100 * x).toFixed(0)}%`;
+  console.log(
+    `    at ${exitCost.toFixed(1)} calls per exit, a detector that never erred (exits on every DQ, on no AQ) would save ${pct(bound.perfectDetector)} of the fixed run's calls;` +
+      ` exiting on every question ${pct(bound.exitEverywhere)}; this run saved ${pct(1 - adaptive.calls / Math.max(1, fixed.calls))}`,
+  );
 }
 
 function fail(message: string): never {
