@@ -175,7 +175,6 @@ for (const name of pipelines) {
         .padStart(12)}%  ${quality}`,
     );
   }
-  const saving = (a: number, b: number): string => (a > 0 ? `${((100 * (a - b)) / a).toFixed(0)}%` : 'n/a');
   console.log(
     `    fewer with ${subject.option}: calls ${saving(fixed.calls, adaptive.calls)}, samples ${saving(fixed.samples, adaptive.samples)}, tokens ${saving(
       fixed.tokens,
@@ -268,7 +267,6 @@ function printByKind(subject: Subject, fixed: RunSummary, adaptive: RunSummary):
     const f = pick(fixed);
     const a = pick(adaptive);
     if (f.length === 0) continue;
-    const mean = (rows: QuestionRow[], v: (q: QuestionRow) => number) => rows.reduce((s, q) => s + v(q), 0) / Math.max(1, rows.length);
     const quality = subject.metrics
       .map((m) => {
         const show = (rows: QuestionRow[]) => {
@@ -292,13 +290,22 @@ function printByKind(subject: Subject, fixed: RunSummary, adaptive: RunSummary):
     console.log(`    no exits, so no measured exit cost: the bound for a perfect detector is not computed`);
     return;
   }
-  const exitCost = exited.reduce((s, q) => s + q.calls, 0) / exited.length;
+  const exitCost = mean(exited, (q) => q.calls);
   const bound = exitBound(fixed.perQuestion, (id) => isDq.get(id) ?? false, exitCost);
   const pct = (x: number) => `${(100 * x).toFixed(0)}%`;
   console.log(
     `    at ${exitCost.toFixed(1)} calls per exit, a detector that never erred (exits on every DQ, on no AQ) would save ${pct(bound.perfectDetector)} of the fixed run's calls;` +
-      ` exiting on every question ${pct(bound.exitEverywhere)}; this run saved ${pct(1 - adaptive.calls / Math.max(1, fixed.calls))}`,
+      ` exiting on every question ${pct(bound.exitEverywhere)}; this run saved ${saving(fixed.calls, adaptive.calls)}`,
   );
+}
+
+/** The share `after` saves against `before`, as a whole percentage ('n/a' when `before` is 0). */
+function saving(before: number, after: number): string {
+  return before > 0 ? `${((100 * (before - after)) / before).toFixed(0)}%` : 'n/a';
+}
+
+function mean(rows: QuestionRow[], value: (q: QuestionRow) => number): number {
+  return rows.reduce((s, q) => s + value(q), 0) / Math.max(1, rows.length);
 }
 
 function fail(message: string): never {
