@@ -338,7 +338,11 @@ export function resolveExperimentConfig(
     if (!existsSync(datasetPath)) {
       problems.push(
         `dataset.path: file not found: ${datasetPath}` +
-          (file.dataset.path === undefined ? ` (the default for dataset '${file.dataset.name}')` : ''),
+          // The user named no file, so say where the default came from and the three ways out.
+          (file.dataset.path === undefined
+            ? ` (the default for dataset '${file.dataset.name}' in the data folder ${dataDir()}: put the official file there, ` +
+              'point AMBIQA_DATA_DIR at a folder that has it, or set dataset.path)'
+            : ''),
       );
     }
     if (demosPath && !existsSync(demosPath)) problems.push(`dataset.demos: file not found: ${demosPath}`);

@@ -119,6 +119,23 @@ describe('experiment config', () => {
     expect(messageOf(() => loadExperimentConfig(file, registry))).toBe(`${file}: dataset.path: file not found: ${missing}`);
   });
 
+  it("names the data folder and the ways out when a dataset's default file is missing", () => {
+    // An empty data folder: the dataset's default file cannot be there.
+    const emptyData = mkdtempSync(join(tmpdir(), 'ambiqa-nodata-'));
+    const previous = process.env.AMBIQA_DATA_DIR;
+    process.env.AMBIQA_DATA_DIR = emptyData;
+    try {
+      const file = writeConfig('default-path.yaml', good.replace(`, path: ${dataFile}`, ''));
+      const msg = messageOf(() => loadExperimentConfig(file, registry));
+      expect(msg).toContain(`${file}: dataset.path: file not found: ${emptyData}/`);
+      expect(msg).toContain(`(the default for dataset 'hotpotqa-adversarial' in the data folder ${emptyData}:`);
+      expect(msg).toContain('AMBIQA_DATA_DIR');
+    } finally {
+      if (previous === undefined) delete process.env.AMBIQA_DATA_DIR;
+      else process.env.AMBIQA_DATA_DIR = previous;
+    }
+  });
+
   it('rejects a shard index outside 0..N-1', () => {
     const file = writeConfig('shard.yaml', good);
     expect(messageOf(() => loadExperimentConfig(file, registry, { shard: '3/2' }))).toBe(
