@@ -48,6 +48,7 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { exitBound } from './exit-bound';
+import { pairById, pairedSaving } from './paired-saving';
 import { loadAverage } from './machine';
 import { artifactsDir, dataDir } from '../src/config/paths';
 import { manifestPath } from '../src/config/models';
@@ -135,6 +136,7 @@ interface RunSummary {
 interface QuestionRow {
   id: string;
   calls: number;
+  samples: number;
   tokens: number;
   stoppedEarly: boolean;
   metrics: Record<string, number>;
@@ -175,12 +177,20 @@ for (const name of pipelines) {
         .padStart(12)}%  ${quality}`,
     );
   }
+  // The intervals resample the questions both runs answered (paired bootstrap, bench/paired-saving.ts).
+  let unpaired = 0;
+  const savedWithInterval = (cost: (q: QuestionRow) => number): string => {
+    const paired = pairById(fixed.perQuestion, adaptive.perQuestion, cost);
+    unpaired = paired.unpaired;
+    const s = pairedSaving(paired.rows);
+    return `${percent(s.saving)} [95% CI ${percent(s.low)}, ${percent(s.high)}]`;
+  };
   console.log(
-    `    fewer with ${subject.option}: calls ${saving(fixed.calls, adaptive.calls)}, samples ${saving(fixed.samples, adaptive.samples)}, tokens ${saving(
-      fixed.tokens,
-      adaptive.tokens,
+    `    fewer with ${subject.option}: calls ${savedWithInterval((q) => q.calls)}, samples ${savedWithInterval((q) => q.samples)}, tokens ${savedWithInterval(
+      (q) => q.tokens,
     )}${timed ? `, seconds ${saving(fixed.seconds, adaptive.seconds)} (fixed / ${subject.option}: ${(fixed.seconds / Math.max(1e-9, adaptive.seconds)).toFixed(2)}×)` : ''}`,
   );
+  if (unpaired > 0) console.log(`    (${unpaired} question(s) answered by one run only are left out of the intervals)`);
   for (const m of subject.metrics) {
     const a = fixed.metrics[m];
     const b = adaptive.metrics[m];
@@ -242,6 +252,7 @@ function runOnce(name: string, subject: Subject, on: boolean, cache: string | nu
     out.perQuestion.push({
       id: trace.questionId,
       calls: trace.summary.llmCalls,
+      samples: trace.summary.samples ?? trace.summary.llmCalls,
       tokens: trace.summary.promptTokens + trace.summary.completionTokens,
       stoppedEarly,
       metrics: scores.get(trace.questionId) ?? {},
@@ -292,16 +303,20 @@ function printByKind(subject: Subject, fixed: RunSummary, adaptive: RunSummary):
   }
   const exitCost = mean(exited, (q) => q.calls);
   const bound = exitBound(fixed.perQuestion, (id) => isDq.get(id) ?? false, exitCost);
-  const pct = (x: number) => `${(100 * x).toFixed(0)}%`;
   console.log(
-    `    at ${exitCost.toFixed(1)} calls per exit, a detector that never erred (exits on every DQ, on no AQ) would save ${pct(bound.perfectDetector)} of the fixed run's calls;` +
-      ` exiting on every question ${pct(bound.exitEverywhere)}; this run saved ${saving(fixed.calls, adaptive.calls)}`,
+    `    at ${exitCost.toFixed(1)} calls per exit, a detector that never erred (exits on every DQ, on no AQ) would save ${percent(bound.perfectDetector)} of the fixed run's calls;` +
+      ` exiting on every question ${percent(bound.exitEverywhere)}; this run saved ${saving(fixed.calls, adaptive.calls)}`,
   );
 }
 
 /** The share `after` saves against `before`, as a whole percentage ('n/a' when `before` is 0). */
 function saving(before: number, after: number): string {
-  return before > 0 ? `${((100 * (before - after)) / before).toFixed(0)}%` : 'n/a';
+  return before > 0 ? percent((before - after) / before) : 'n/a';
+}
+
+/** A share (0–1) as a whole percentage; 'n/a' for NaN. */
+function percent(share: number): string {
+  return Number.isNaN(share) ? 'n/a' : `${(100 * share).toFixed(0)}%`;
 }
 
 function mean(rows: QuestionRow[], value: (q: QuestionRow) => number): number {
