@@ -178,11 +178,11 @@ for (const name of pipelines) {
     );
   }
   // The intervals resample the questions both runs answered (paired bootstrap, bench/paired-saving.ts).
+  const { rows: pairs, unpaired } = pairById(fixed.perQuestion, adaptive.perQuestion, (q) => q);
   const savedWithInterval = (cost: (q: QuestionRow) => number): string => {
-    const s = pairedSaving(pairById(fixed.perQuestion, adaptive.perQuestion, cost).rows);
+    const s = pairedSaving(pairs.map((p) => ({ fixed: cost(p.fixed), adaptive: cost(p.adaptive) })));
     return `${percent(s.saving)} [95% CI ${percent(s.low)}, ${percent(s.high)}]`;
   };
-  const { unpaired } = pairById(fixed.perQuestion, adaptive.perQuestion, (q) => q.calls);
   console.log(
     `    fewer with ${subject.option}: calls ${savedWithInterval((q) => q.calls)}, samples ${savedWithInterval((q) => q.samples)}, tokens ${savedWithInterval(
       (q) => q.tokens,

@@ -38,19 +38,20 @@ export function pairedSaving(rows: readonly PairedCost[], options: BootstrapOpti
 }
 
 /**
- * Pairs two runs' per-question costs by question id. A question only one run answered cannot be
- * paired; it is counted in `unpaired` so that the caller can say the saving leaves it out.
+ * Pairs two runs' questions by id and reads `value` from each side (a cost, or the whole row to
+ * read several costs from one pairing). A question only one run answered cannot be paired; it is
+ * counted in `unpaired` so that the caller can say the saving leaves it out.
  */
-export function pairById<T extends { id: string }>(
+export function pairById<T extends { id: string }, V = number>(
   fixed: readonly T[],
   adaptive: readonly T[],
-  cost: (row: T) => number,
-): { rows: PairedCost[]; unpaired: number } {
+  value: (row: T) => V,
+): { rows: Array<{ fixed: V; adaptive: V }>; unpaired: number } {
   const byId = new Map(adaptive.map((row) => [row.id, row]));
-  const rows: PairedCost[] = [];
+  const rows: Array<{ fixed: V; adaptive: V }> = [];
   for (const f of fixed) {
     const a = byId.get(f.id);
-    if (a) rows.push({ fixed: cost(f), adaptive: cost(a) });
+    if (a) rows.push({ fixed: value(f), adaptive: value(a) });
   }
   return { rows, unpaired: fixed.length + adaptive.length - 2 * rows.length };
 }
