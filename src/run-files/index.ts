@@ -104,6 +104,8 @@ export interface RunMetrics {
     completion_tokens: number;
     cache_hits: number;
     wall_seconds: number;
+    /** US dollars of the run's live calls (sum of `TraceSummary.costUsd`); absent when no price is known. */
+    cost_usd?: number;
   };
   /** Examples the run was asked to answer; `n < total` when it was stopped early. */
   total?: number;
@@ -118,4 +120,37 @@ export interface RunMetrics {
   settings?: Record<string, string>;
   /** Decision statistics from the traces (`decision_*`, src/metrics/decisions.ts), also MLflow metrics. */
   decisions?: Record<string, number>;
+  /**
+   * Judge quality per graded judge, keyed by purpose (`toc.verify`, `diva.verify`,
+   * `combo.evidentiality`, `combo.consistency`, `ve.consistency`): P against a silver label from
+   * the gold data (docs/metrics.md). Also MLflow metrics `judge.<purpose>.<field>`.
+   */
+  judges?: Record<string, JudgeDiagnostics>;
+}
+
+/** How well one judge's P separates right from wrong on a run (src/metrics/judge-quality.ts). */
+export interface JudgeDiagnostics {
+  purpose: string;
+  /** The silver label in words, e.g. "node answer matches a gold disambiguation (Answer-F1 ≥ 0.5)". */
+  silverLabel: string;
+  /** Judgments of this purpose in the run, and how many of them got a silver label. */
+  judgments: number;
+  labelled: number;
+  positives: number;
+  negatives: number;
+  /** AUC of P (the P the pipeline thresholded) against the silver label; null when a class is empty. */
+  auc: number | null;
+  /** Bootstrap 95% CI of the AUC, questions resampled; null when it cannot be computed. */
+  aucCiLow: number | null;
+  aucCiHigh: number | null;
+  /** Mean squared error of P against the 0/1 silver label. */
+  brier: number | null;
+  meanPPositive: number | null;
+  meanPNegative: number | null;
+  /** Share of labelled judgments with P ≥ 0.5 (what the papers' threshold keeps). */
+  shareAtLeastHalf: number | null;
+  /** False when the AUC's CI contains 0.5 or too few judgments are labelled. */
+  separates: boolean;
+  /** One plain sentence for summaries and reports (says when a threshold sweep cannot show an effect). */
+  verdict: string;
 }

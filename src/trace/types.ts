@@ -40,6 +40,11 @@ export interface LlmCallRecord {
   }>;
   wallSeconds: number;
   /**
+   * The model that answered, as `provider:model`, when it is not the trace's `llm` (a judgment
+   * served by the run's separate `judge:` model). Absent: the trace's `llm` answered.
+   */
+  model?: string;
+  /**
    * Set for judge calls (`LanguageModel.judge`): the labels, their probabilities (request order)
    * and P(labels[0]). `completions[0].text` holds the most probable label (or the parsed reply in
    * text mode).
@@ -113,6 +118,11 @@ export interface TraceSummary {
   warnings?: number;
   /** LLM samples (a call with n = 5 is one call, five samples). */
   samples?: number;
+  /**
+   * What the question's live LLM calls cost in US dollars (`llm.pricing`, `judge.pricing`);
+   * replays from ambiqa's cache cost 0; 0 for the embedded model. Absent when no price is known.
+   */
+  costUsd?: number;
 }
 
 // ---------------------------------------------------------------- method-specific decisions
@@ -317,6 +327,8 @@ export interface Trace {
   questionId: string;
   question: string;
   llm: { provider: string; model: string };
+  /** The model that served the yes/no judgments, when the run has a `judge:` section of its own. */
+  judge?: { provider: string; model: string };
   /** Demo question ids used as few-shot examples. */
   demoIds: string[];
   llmCalls: LlmCallRecord[];
