@@ -1,5 +1,5 @@
 import type { TraceRecorder } from '../../trace/recorder';
-import { parseCot, parseFeverLabel, parseLongAnswer, parseShortAnswer } from '../parsing';
+import { parseCot, parseDisambiguations, parseFeverLabel, parseLongAnswer, parseShortAnswer, type QaPairText } from '../parsing';
 import type { TaskKind } from './task';
 import { splitSentences } from './text';
 
@@ -16,12 +16,12 @@ export interface FinalAnswer {
  */
 export function readFinalAnswer(rec: TraceRecorder, task: TaskKind, raw: string, purpose: string): FinalAnswer {
   if (task === 'long') {
-    const parsed = parseLongAnswer(raw);
-    if (parsed.text === '') {
+    const text = readLongAnswer(rec, raw, purpose);
+    if (text === '') {
       rec.parseFailure(purpose, 'empty long answer', raw, 'empty output');
       return { output: '' };
     }
-    return { output: parsed.text };
+    return { output: text };
   }
   if (task === 'fact') {
     const cot = parseCot(raw);
@@ -40,6 +40,49 @@ export function readFinalAnswer(rec: TraceRecorder, task: TaskKind, raw: string,
     return { output: '', answer: '' };
   }
   return { output: short.text, answer: short.text };
+}
+
+// A reply that opens with a `DQ n:` or `DA n:` marker (after quotes or a bullet a small model puts
+// before it): the clarification lines themselves, not a long answer.
+const OPENS_WITH_PAIR_MARKER = /^[\s"'“”‘’*•-]*(?:DQ|DA)\s*\d*\s*[:.)]/i;
+// Quotes a model wraps around a DQ line (`"DQ 1: Who …? " DA 1: X`) hide the marker from the pair parser.
+const QUOTES_BEFORE_MARKER = /["“”'‘’]+\s*(?=(?:DQ|DA)\s*\d*\s*:)/gi;
+
+/** DQ/DA pairs as the sentences of a long answer: "Who sang X? Kim Carnes." per pair. */
+export function pairsAsSentences(pairs: readonly QaPairText[]): string {
+  return pairs.map((p) => `${p.question.trim().replace(/\?+$/, '')}? ${p.answer.trim().replace(/[.]+$/, '')}.`).join(' ');
+}
+
+/**
+ * The long answer of a method's final step. A small model sometimes replies with its
+ * clarification lines instead ("DQ 1: Who sang …? DA 1: Kim Carnes"): a long-form metric would
+ * then score marker tokens and half-questions. Such a reply becomes the long answer the method
+ * promises — the text after its `Answer:` line when it wrote one (no failure: only the order was
+ * odd), else its pairs (or `fallbackPairs`, the method's own, when given and non-empty) written as
+ * sentences, recorded as a parse failure so `decision_parse_failure_rate` counts it. Returns ''
+ * for an empty reply (the caller names its own fallback).
+ */
+export function readLongAnswer(
+  rec: TraceRecorder,
+  raw: string,
+  purpose: string,
+  options: { fallbackPairs?: readonly QaPairText[] } = {},
+): string {
+  const text = parseLongAnswer(raw).text;
+  if (!OPENS_WITH_PAIR_MARKER.test(text)) return text;
+  const parsed = parseDisambiguations(raw.replace(QUOTES_BEFORE_MARKER, ''));
+  if (parsed.longAnswer !== null) return parsed.longAnswer;
+  const own = options.fallbackPairs ?? [];
+  const pairs = own.length > 0 ? own : parsed.pairs;
+  if (pairs.length > 0) {
+    const source = own.length > 0 ? "the method's own DQ/DA pairs" : 'its DQ/DA pairs';
+    rec.parseFailure(purpose, 'the reply is DQ/DA lines, not a long answer', raw, `${source} written as sentences`);
+    return pairsAsSentences(pairs);
+  }
+  // Markers but no readable pair (a lone truncated DQ line): the words without the markers.
+  const words = text.replace(/(?:^|\s)["“”'‘’]*(?:DQ|DA)\s*\d*\s*[:.)]\s*/gi, ' ').replace(/\s+/g, ' ').trim();
+  rec.parseFailure(purpose, 'the reply is DQ/DA lines, not a long answer', raw, 'the reply without its DQ/DA markers');
+  return words;
 }
 
 export interface CotSample {

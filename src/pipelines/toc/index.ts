@@ -24,7 +24,8 @@ import { CONTENT_FREE, contentFreePassage, judgeCalibrated, priorCallsNeeded } f
 import { callLlm, DEMO_STOPS } from '../common/llm';
 import { CachingEmbedder, chooseReranker, retrieveAndRerank, uniquePassages } from '../common/retrieval';
 import { normaliseAnswer, normaliseQuestion } from '../common/text';
-import { parseDisambiguations, parseLongAnswer } from '../parsing';
+import { parseDisambiguations } from '../parsing';
+import { pairsAsSentences, readLongAnswer } from '../common/outputs';
 import type { Pipeline, PipelineContext, PipelineOutput } from '../types';
 import { detectDemoCopy } from './demo-copy';
 import type { TocOptions } from './options';
@@ -323,11 +324,11 @@ export class TocPipeline implements Pipeline {
       stop: DEMO_STOPS,
       ...sampling,
     });
-    let output = parseLongAnswer(texts[0]).text;
+    // A reply that is DQ/DA lines again becomes the tree's valid pairs as sentences (a parse failure).
+    let output = readLongAnswer(rec, texts[0], 'toc.answer', { fallbackPairs: pairs });
     if (output === '') {
-      const fallback = pairs.map((p) => `${p.question.replace(/\?$/, '')}? ${p.answer}.`).join(' ');
       rec.parseFailure('toc.answer', 'empty long answer', texts[0], 'the valid DQ/DA pairs as sentences');
-      output = fallback;
+      output = pairsAsSentences(pairs);
     }
 
     const decisions: TocDecisions = {
