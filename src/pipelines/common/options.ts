@@ -24,3 +24,13 @@ export const rerankerChoice = z
  * (`pipeline toc: options.pruneThreshold: must be ≤ 1 (got 1.5)`).
  */
 export const probabilityThreshold = (def: number, what: string) => z.number().min(0).max(1).default(def).describe(what);
+
+/**
+ * Worked examples in a yes/no verification prompt: 'none' is the paper's zero-shot prompt;
+ * 'balanced' shows one supported and one unsupported example of ambiqa's own first, so a small
+ * judge that prefers one label sees both answers (issue 26; docs/pipelines.md).
+ */
+export const verifyDemos = z
+  .enum(['none', 'balanced'])
+  .default('none')
+  .describe("worked examples in the verification prompt: 'none' (the paper's zero-shot prompt) or 'balanced' (one supported, one unsupported example of ambiqa's own)");

@@ -124,9 +124,9 @@ export class DivaPipeline implements Pipeline {
         checkAborted(ctx);
         const v = await judgeCalibrated(rec, ctx, {
           purpose: 'diva.verify',
-          messages: verifyPrompt(interpretation, passages),
+          messages: verifyPrompt(interpretation, passages, o.verifyDemos),
           // Content-free twin: the interpretation and every passage replaced, the passage count kept.
-          contentFree: () => ({ messages: verifyPrompt(CONTENT_FREE, passages.map((_, i) => contentFreePassage(i))) }),
+          contentFree: () => ({ messages: verifyPrompt(CONTENT_FREE, passages.map((_, i) => contentFreePassage(i)), o.verifyDemos) }),
           labels: ['Yes', 'No'],
           calibration: o.judgeCalibration,
           fallback: 'No (not answered)',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { judgeCalibrationSchema } from '../common/judge';
-import { maxTokens, nShots, probabilityThreshold, seed, temperature, topP } from '../common/options';
+import { maxTokens, verifyDemos, nShots, probabilityThreshold, seed, temperature, topP } from '../common/options';
 import { answerStyleSchema } from '../common/task';
 
 /** Diva knobs (paper: 5 passages, temperature 0.3, 300 new tokens). */
@@ -14,6 +14,7 @@ export const divaOptionsSchema = z.strictObject({
     'an interpretation counts as answered by the passages when the judge gives P(yes) at least this; none answered → Useless → closed-book',
   ),
   judgeCalibration: judgeCalibrationSchema,
+  verifyDemos,
   adaptive: z.boolean().default(true).describe('adaptive generation on/off (off: always RAG)'),
   earlyExit: z
     .boolean()

@@ -59,16 +59,46 @@ export function diversifyPrompt(question: string, examples: DiversifyExamples): 
   return fewShot(DIVERSIFY_INSTRUCTION, shots, `Question: ${question}`);
 }
 
-export function verifyPrompt(interpretation: string, passages: Passage[]): ChatMessage[] {
-  return [
-    {
-      role: 'user',
-      content:
-        `Passages:\n${formatContext(passages)}\n\n` +
-        `Question: ${interpretation}\n\n` +
-        'Do the passages contain the answer to this question? Reply with Yes or No only.',
-    },
-  ];
+/** Which worked examples the verification prompt shows: none (zero-shot) or one of each label. */
+export type VerifyDemos = 'none' | 'balanced';
+
+function verifyTurn(interpretation: string, context: string): string {
+  return `Passages:\n${context}\n\nQuestion: ${interpretation}\n\nDo the passages contain the answer to this question? Reply with Yes or No only.`;
+}
+
+/**
+ * `verifyDemos: balanced`: one example of each label, written for ambiqa on invented topics. The
+ * "No" example's passages are on the question's topic but leave its answer out (the hard case:
+ * related, not answering); it comes first so the last turn before the real question is "Yes".
+ */
+export const BALANCED_VERIFY_SHOTS: ReadonlyArray<{ user: string; assistant: string }> = [
+  {
+    user: verifyTurn(
+      'In which year did the Harlow ferry line start service?',
+      '[1] Harlow ferry; The ferry crosses the estuary every half hour and carries up to forty cars.\n' +
+        '[2] Harlow; The town lies on the north bank of the estuary and is known for its boatyards.',
+    ),
+    assistant: 'No',
+  },
+  {
+    user: verifyTurn(
+      'Who founded the Quell Observatory?',
+      '[1] Quell Observatory; The observatory was founded by the astronomer Ines Okafor on a hill above the town.\n' +
+        '[2] Quell; A market town with a weekly fair.',
+    ),
+    assistant: 'Yes',
+  },
+];
+
+export function verifyPrompt(interpretation: string, passages: Passage[], demos: VerifyDemos = 'none'): ChatMessage[] {
+  const shots: ChatMessage[] =
+    demos === 'balanced'
+      ? BALANCED_VERIFY_SHOTS.flatMap((s) => [
+          { role: 'user' as const, content: s.user },
+          { role: 'assistant' as const, content: s.assistant },
+        ])
+      : [];
+  return [...shots, { role: 'user', content: verifyTurn(interpretation, formatContext(passages)) }];
 }
 
 const GENERATE: Record<'rag' | 'closed-book', Record<TaskKind, string>> = {

@@ -245,9 +245,9 @@ export class TocPipeline implements Pipeline {
           // is likewise P(true) = 0, but counted as a parse failure.
           const v = await judgeCalibrated(rec, ctx, {
             purpose: 'toc.verify',
-            messages: verifyPrompt(example.question, child.answer!, evidence),
+            messages: verifyPrompt(example.question, child.answer!, evidence, o.verifyDemos),
             // Content-free twin: question, answer and passage replaced (no passage stays no passage).
-            contentFree: () => ({ messages: verifyPrompt(CONTENT_FREE, CONTENT_FREE, evidence ? contentFreePassage() : null) }),
+            contentFree: () => ({ messages: verifyPrompt(CONTENT_FREE, CONTENT_FREE, evidence ? contentFreePassage() : null, o.verifyDemos) }),
             labels: ['True', 'False'],
             calibration: o.judgeCalibration,
             fallback: 'False (pruned)',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { judgeCalibrationSchema } from '../common/judge';
-import { maxTokens, nShots, probabilityThreshold, rerankerChoice, seed, temperature, topP } from '../common/options';
+import { maxTokens, verifyDemos, nShots, probabilityThreshold, rerankerChoice, seed, temperature, topP } from '../common/options';
 
 /**
  * Every knob of Tree of Clarifications. Defaults follow METHODS.md and the paper's released code
@@ -30,6 +30,7 @@ export const tocOptionsSchema = z
       ),
     pruneThreshold: probabilityThreshold(0.5, 'keep a node when its self-verification P(true) is at least this (0.5 = the paper\'s True/False)'),
     judgeCalibration: judgeCalibrationSchema,
+    verifyDemos,
     unpruneFloor: probabilityThreshold(
       0.1,
       'un-pruning never restores a node whose P(true) is below this (a confident rejection); text-mode verdicts carry no confidence and are exempt',

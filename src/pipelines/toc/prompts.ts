@@ -54,21 +54,58 @@ export function answerPrompt(demos: Demo[], question: string, pairs: Pair[], pas
   ];
 }
 
+/** Which worked examples the verification prompt shows: none (the paper's zero-shot prompt) or one of each label. */
+export type VerifyDemos = 'none' | 'balanced';
+
+/** The verification question, instance slots filled. */
+function verifyTurn(rootQuestion: string, answer: string, passage: string): string {
+  return (
+    `Passage: ${passage}\n\n` +
+    `Question: ${rootQuestion}\n` +
+    `Proposed answer: ${answer}\n\n` +
+    'Based on the passage, could the proposed answer be a correct answer to the question under ' +
+    'one of its possible readings? Reply with True or False only.'
+  );
+}
+
 /**
- * Self-verification (zero-shot): could `answer` be a correct answer to the *original* question,
- * given the evidence passage? The reply is True or False.
+ * `verifyDemos: balanced`: one unsupported and one supported example of our own, on topics no
+ * ASQA question is about. A small judge that says "False" to everything zero-shot sees that both
+ * replies occur; the unsupported one (a passage on the right topic stating another figure) comes
+ * first, so the turn right before the real question is not the negative label it already prefers.
  */
-export function verifyPrompt(rootQuestion: string, answer: string, evidence: Passage | null): ChatMessage[] {
+export const BALANCED_VERIFY_SHOTS: ReadonlyArray<{ user: string; assistant: string }> = [
+  {
+    user: verifyTurn(
+      'How high is the waterfall on the river Vell?',
+      '212 metres',
+      'Vell Falls; The Vell drops 64 metres over a basalt ledge near the village of Ardo, the highest fall on the river.',
+    ),
+    assistant: 'False',
+  },
+  {
+    user: verifyTurn(
+      'Who designed the clock tower in Marrow Square?',
+      'Edda Lindqvist',
+      'Marrow Square; The square is dominated by its clock tower, designed by the engineer Edda Lindqvist and finished in 1911.',
+    ),
+    assistant: 'True',
+  },
+];
+
+/**
+ * Self-verification: could `answer` be a correct answer to the *original* question, given the
+ * evidence passage? The reply is True or False. Zero-shot by default (the paper's prompt);
+ * `demos: 'balanced'` puts the two worked examples before it as chat turns.
+ */
+export function verifyPrompt(rootQuestion: string, answer: string, evidence: Passage | null, demos: VerifyDemos = 'none'): ChatMessage[] {
   const passage = evidence ? formatPassage(evidence) : '(no passage was found)';
-  return [
-    {
-      role: 'user',
-      content:
-        `Passage: ${passage}\n\n` +
-        `Question: ${rootQuestion}\n` +
-        `Proposed answer: ${answer}\n\n` +
-        'Based on the passage, could the proposed answer be a correct answer to the question under ' +
-        'one of its possible readings? Reply with True or False only.',
-    },
-  ];
+  const shots: ChatMessage[] =
+    demos === 'balanced'
+      ? BALANCED_VERIFY_SHOTS.flatMap((s) => [
+          { role: 'user' as const, content: s.user },
+          { role: 'assistant' as const, content: s.assistant },
+        ])
+      : [];
+  return [...shots, { role: 'user', content: verifyTurn(rootQuestion, answer, passage) }];
 }
