@@ -2,6 +2,7 @@ import { relative } from 'node:path';
 import { AmbiqaError } from '../errors';
 import { formatCount, formatDuration } from './progress';
 import type { RunOutcome } from './runner';
+import type { RunMetrics } from '../run-files';
 
 /**
  * What `ambiqa run`, `sweep` and `merge` share: Ctrl-C handling and the closing summary.
@@ -59,6 +60,7 @@ export function describeOutcome(outcome: RunOutcome, configFile?: string): strin
   for (const [name, a] of Object.entries(m.metrics)) {
     lines.push(`  ${name.padEnd(width)}  ${a.mean.toFixed(1).padStart(5)}  95% CI [${a.ciLow.toFixed(1)}, ${a.ciHigh.toFixed(1)}]`);
   }
+  lines.push(...judgeLines(m));
   lines.push(
     `  LLM: ${m.usage.llm_calls} calls, ${m.usage.cache_hits} cache hits, ${formatCount(m.usage.prompt_tokens)} prompt + ${formatCount(m.usage.completion_tokens)} completion tokens`,
   );
@@ -81,4 +83,15 @@ export function describeOutcome(outcome: RunOutcome, configFile?: string): strin
     lines.push(`  finish it: run the same command (config ${configFile}, same --name/--set/--shard) with --resume`);
   }
   return lines.join('\n');
+}
+
+/**
+ * One line per graded judge: its verdict (does P separate right from wrong; can a threshold sweep
+ * show anything) and how many judgments the gold data could label.
+ */
+export function judgeLines(m: RunMetrics): string[] {
+  return Object.values(m.judges ?? {}).map((d) => {
+    const brier = d.brier === null ? '' : `, Brier ${d.brier.toFixed(3)}`;
+    return `  judge ${d.verdict} (${d.labelled} of ${d.judgments} judgments labelled${brier})`;
+  });
 }

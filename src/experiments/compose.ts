@@ -7,6 +7,7 @@ import type { LlmClient } from '../llm/client';
 import { createLanguageModel, describeLlmConfig, llmConfigSchema, type LlmConfigInput } from '../llm/config';
 import { buildDemoPool, FixedDemoSelector, KnnDemoSelector } from '../pipelines/demos';
 import type { DemoSelector, PipelineContext } from '../pipelines/types';
+import { labelJudgments } from '../metrics/judge-labels';
 import { loadCorpus, corpusFromPassages, type Corpus } from '../retrieval/corpus';
 import { buildCorpus, defaultSources } from '../retrieval/corpus-builder';
 import { MiniLmEmbedder } from '../retrieval/embedder';
@@ -141,6 +142,12 @@ export function createComposer(options: { notify?: (message: string) => void } =
       const context: PipelineContext = { llm: await getLlm(config) };
       if (needsEmbedder(config)) context.embedder = getEmbedder();
 
+      // Judge diagnostics label passage-based judgments by the passages' texts: the run's corpus.
+      let passageText: (id: string) => string | undefined = () => undefined;
+      if (config.retriever) {
+        const corpus = getCorpus(config.retriever.corpus);
+        passageText = (id) => corpus.byId(id)?.text;
+      }
       if (config.retriever) {
         const { corpus: corpusPath, exclude = 'none', ...retrieverConfig } = config.retriever;
         const key = JSON.stringify([corpusPath ?? null, retrieverConfig]);
@@ -191,6 +198,7 @@ export function createComposer(options: { notify?: (message: string) => void } =
         pipeline: createPipeline(config.pipeline.name, options),
         context,
         score: (example, out) => scorer.score(example, out),
+        labelJudgments: (example, trace) => labelJudgments(trace, example, passageText),
         aggregate: aggregateResults,
         settings: { ...llmSettings(config.llm), ...scorer.settings },
       };

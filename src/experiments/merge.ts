@@ -9,7 +9,7 @@ import type { ExampleResult, MetricAggregate, RunMetrics } from '../run-files';
 import { readJson, runFiles, writeJson, type MlflowRecord, type RunState } from '../run-files';
 import { runStarted } from './run-dir';
 import { configParams, guard, metricsForMlflow, type TrackingFactory } from './run-tracking';
-import { summariseRun } from './runner';
+import { addJudgeDiagnostics, summariseRun } from './runner';
 import { parseShard } from './shard';
 
 /**
@@ -144,6 +144,8 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
   }
   const settings = Object.fromEntries([...values].map(([key, seen]) => [key, [...seen].join(' | ')]));
   if (Object.keys(settings).length > 0) metrics.settings = { ...settings, ...metrics.settings };
+  // Judge quality over all shards' questions at once (its CI resamples questions across shards).
+  addJudgeDiagnostics(metrics, results);
   writeJson(join(dir, runFiles.metrics), metrics);
   writeJson(join(dir, 'shards.json'), {
     count,

@@ -6,7 +6,7 @@ import { questionKey } from '../retrieval/types';
 import type { Trace, TraceSummary } from '../trace/types';
 import { JsonlAppender, readJsonl, writeJsonlAtomic } from '../common/jsonl';
 import type { ProgressSink, ProgressState } from './progress';
-import type { ExampleResult, MetricAggregate } from '../run-files';
+import type { ExampleResult, LabelledJudgment, MetricAggregate } from '../run-files';
 import type { IndexedExample } from './run-state';
 
 /** What a run is made of; built from a config by `compose.ts`, or by hand in tests. */
@@ -24,6 +24,11 @@ export interface RunComponents {
    * `metrics.json` as `settings`, so a report states them.
    */
   settings?: Record<string, string>;
+  /**
+   * The question's graded judgments with silver labels from the gold data (and the corpus for
+   * passage-based labels), stored in its result (`ExampleResult.judgments`); absent: none stored.
+   */
+  labelJudgments?(example: Example, trace: Trace): LabelledJudgment[];
 }
 
 export interface AnswerRequest {
@@ -113,6 +118,7 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
       return;
     }
     const metrics = await components.score(example, out);
+    const judgments = components.labelJudgments?.(example, out.trace) ?? [];
     const result: ExampleResult = {
       id: example.id,
       index,
@@ -121,6 +127,7 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
       ...(out.answer !== undefined ? { answer: out.answer } : {}),
       metrics,
       usage: out.trace.summary,
+      ...(judgments.length > 0 ? { judgments } : {}),
     };
     // The trace goes first: a result line is the mark that an example is done.
     tracesOut.append(out.trace);

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { flattenParams, redactSecrets } from '../tracking/redact';
+import { judgeMetricsForMlflow } from '../tracking/judge-metrics';
 import type { ParamValue, RunTracker, Tracking } from '../tracking/types';
 import type { Example } from '../datasets/types';
 import type { Trace } from '../trace/types';
@@ -141,6 +142,7 @@ export function metricsForMlflow(m: RunMetrics): Record<string, number> {
   }
   for (const [k, v] of Object.entries(m.usage)) out[k] = v;
   for (const [k, v] of Object.entries(m.decisions ?? {})) out[k] = v;
+  Object.assign(out, judgeMetricsForMlflow(m.judges));
   if (m.errors !== undefined) out.errors = m.errors;
   if (m.answered !== undefined) out.answered = m.answered;
   return out;

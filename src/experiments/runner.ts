@@ -7,6 +7,7 @@ import { planWork, RunStateFile } from './run-state';
 import { RunTrackingSession, type FigureLogger, type TrackingFactory } from './run-tracking';
 import { writeJson, type MlflowRecord } from '../run-files';
 import { decisionStatistics } from '../metrics/decisions';
+import { runJudgeDiagnostics } from '../metrics/judge-quality';
 import type { Trace } from '../trace/types';
 import { readJsonl } from '../common/jsonl';
 
@@ -176,6 +177,13 @@ export function addDecisions(metrics: RunMetrics, results: ExampleResult[], trac
   const stats = decisionStatistics(answered);
   if (Object.keys(stats.metrics).length > 0) metrics.decisions = stats.metrics;
   if (stats.judgments > 0) metrics.settings = { ...metrics.settings, judge_mode: stats.judgeMode };
+  addJudgeDiagnostics(metrics, results);
+}
+
+/** Judge quality per graded judge (`judges`, src/metrics/judge-quality.ts) from the results' labelled judgments. */
+export function addJudgeDiagnostics(metrics: RunMetrics, results: ExampleResult[]): void {
+  const judges = runJudgeDiagnostics(results);
+  if (Object.keys(judges).length > 0) metrics.judges = judges;
 }
 
 function round(x: number, digits: number): number {

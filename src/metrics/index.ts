@@ -57,6 +57,18 @@ export { accuracyCoverageAuc, calibrationFamily, accuracyCoverageCurve, type Acc
 export { bootstrapInterval, bootstrapMean, percentile, type BootstrapOptions } from './bootstrap';
 export { aggregate, scoreExample, type ExampleScores, type Prediction, type ScoreOptions } from './example';
 export { decisionStatistics, type DecisionStatistics, type RunJudgeMode } from './decisions';
+export { goldShortAnswers, judgePurposes, labelJudgments, silverLabels, TOC_ANSWER_F1_MIN, type JudgePurpose, type PassageText } from './judge-labels';
+export {
+  auc,
+  clusteredAucInterval,
+  DEFAULT_MIN_PER_CLASS,
+  judgeQuality,
+  judgeVerdict,
+  labelHistogram,
+  reliabilityBins,
+  runJudgeDiagnostics,
+  type JudgeQualityOptions,
+} from './judge-quality';
 
 /** The ONNX QA reader loads transformers.js; import it lazily: `await import('./qa-onnx-reader')`. */
 export type { OnnxQaReader, OnnxQaReaderOptions } from './qa-onnx-reader';

@@ -82,6 +82,25 @@ export interface ExampleResult {
   error?: string;
   /** Position of the example in the run's (unsharded) selection; merged shards are ordered by it. */
   index?: number;
+  /**
+   * The question's graded judgments with their silver labels (src/metrics/judge-labels.ts),
+   * labelled when the example was scored, while the gold data and the corpus are at hand, so
+   * that `metrics.json` `judges`, merges, reports and notebooks need neither. Absent in results
+   * written before judge diagnostics existed and for questions without graded judgments.
+   */
+  judgments?: LabelledJudgment[];
+}
+
+/** One graded judgment of a question and its silver label from the gold data (docs/metrics.md). */
+export interface LabelledJudgment {
+  /** The judge, e.g. `toc.verify`, `diva.verify`, `combo.evidentiality`, `ve.consistency`. */
+  purpose: string;
+  /** The P the pipeline thresholded (calibrated when the pipeline calibrated). */
+  p: number;
+  /** P as the judge gave it, before calibration; present only when the pipeline calibrated it. */
+  pRaw?: number;
+  /** Silver label: true right / useful, false wrong / useless, null when the gold cannot say. */
+  label: boolean | null;
 }
 
 export interface MetricAggregate {
@@ -153,4 +172,35 @@ export interface JudgeDiagnostics {
   separates: boolean;
   /** One plain sentence for summaries and reports (says when a threshold sweep cannot show an effect). */
   verdict: string;
+  /** Labelled judgments needed in each class before the AUC is trusted (judge-quality.ts). */
+  minPerClass?: number;
+  /** Questions with at least one labelled judgment (the bootstrap resamples these). */
+  questions?: number;
+  /** The same statistics of P before calibration, when the pipeline calibrated this judge. */
+  raw?: JudgeRawDiagnostics;
+  /** Reliability diagram: labelled judgments in equal-width P bins (empty bins left out). */
+  reliability?: ReliabilityBin[];
+  /** P histogram by silver label: counts per equal-width bin of [0, 1] (`edges` has one more entry). */
+  histogram?: { edges: number[]; positive: number[]; negative: number[] };
+}
+
+export interface JudgeRawDiagnostics {
+  auc: number | null;
+  aucCiLow: number | null;
+  aucCiHigh: number | null;
+  brier: number | null;
+  meanPPositive: number | null;
+  meanPNegative: number | null;
+  shareAtLeastHalf: number | null;
+}
+
+export interface ReliabilityBin {
+  /** Bin bounds on P: [low, high), the last bin closed. */
+  low: number;
+  high: number;
+  n: number;
+  /** Mean P of the bin's judgments (x of the diagram). */
+  meanP: number;
+  /** Share of them whose silver label is positive (y of the diagram). */
+  positiveRate: number;
 }

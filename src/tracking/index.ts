@@ -22,6 +22,7 @@ export { MLFLOW_LIMITS, sanitizeKey, truncateValue } from './limits';
 export { flattenParams, redactSecrets, redactText, redactDeep, registerSecret, isSecretKey, knownSecrets, REDACTED } from './redact';
 export { MlflowTracking, ResilientTracking, MlflowRunTracker } from './tracking';
 export type { TrackingOptions, ResilientTrackingOptions } from './tracking';
+export { judgeMetricName, judgeMetricsForMlflow } from './judge-metrics';
 export { syncDirectory, syncDirectories, PendingDependencyError } from './sync';
 export type { SyncResult } from './sync';
 export { JOURNAL_FILE, SYNC_STATE_FILE, isPendingRunId, hasJournal } from './journal';
