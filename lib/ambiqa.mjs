@@ -24,7 +24,7 @@ export const {
   parsePipelineOptions, perQuestionUsage, pickMetric, pipelineEntries, pipelineNames, pipelineOf,
   pipelineOptionsSchemas, plotlyText, projectRoot, pruningEffect, pruningEffectFigure,
   readAsqaCoverageItems, readCoverageFile, registerPipeline, resultRows, resume, rougeL, rougeLsum, run, runRows,
-  sampleStd, saveCorpus, score, scoreExample, scottBandwidth, setupPlotly, show, showTable,
+  sampleStd, saveCorpus, score, scoreExample, scottBandwidth, show, showTable,
   showTrace, showTree, strEm, strHit, sweep, thresholdAblationFigure, thresholdAblationFromSweep,
   thresholdAblationFromTraces, toDataFrame, tocAblationFigure, tocAblationPoints, tocNodeRows,
   tocTrace, tokenF1, truncate, unloadModels, wrapForHover, writeFigureHtml, writeReport

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # The Debian packages ambiqa needs beyond Node and Python:
-#   - Jupyter (notebook runner for the tslab notebooks): /usr/bin/jupyter, nbconvert, nbclient, ipykernel
-#   - Chromium + DejaVu fonts (PNG export of plots)
+#   - Chromium + DejaVu fonts (PNG export of plots, the PNG part of notebook figures, browser tests)
 #   - maven, python3-venv, python3-pip only where missing (setup fetches the embedder with mvn and
 #     builds the MLflow venv with python3)
 #
@@ -23,11 +22,8 @@ need() { # need <marker path or command> <package>...
   missing+=("$@")
 }
 
-need /usr/bin/jupyter jupyter-core jupyter-client
-need /usr/bin/jupyter-notebook jupyter-notebook
-need /usr/bin/jupyter-nbconvert jupyter-nbconvert
-need /usr/lib/python3/dist-packages/nbclient python3-nbclient
-need /usr/lib/python3/dist-packages/ipykernel python3-ipykernel
+# Jupyter is not here: JupyterLab 4, nbconvert and plotly's renderer come from PyPI into the
+# project venv (src/setup/venv.ts), pinned like MLflow. Nothing needs Debian's Notebook 6 any more.
 need /usr/bin/chromium chromium
 need /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf fonts-dejavu-core
 need mvn maven

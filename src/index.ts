@@ -183,7 +183,7 @@ export { buildReport, writeReport, type BuiltReport } from './report/build';
 
 // ---------------------------------------------------------------- notebook display
 
-export { show, showTable, showTrace, showTree, setupPlotly } from './notebook/display';
+export { show, showTable, showTrace, showTree } from './notebook/display';
 export { toDataFrame } from './notebook/frame';
 export { runRows, resultRows, llmCallRows, tocNodeRows } from './notebook/records';
 export { NotebookProgress } from './notebook/progress';

@@ -2,67 +2,153 @@
  * One-line display for tslab notebooks: `show(figure)`, `showTable(rows or DataFrame)`,
  * `showTrace(trace)`, `showTree(trace)`.
  *
- * plotly.js (4.8 MB) is sent to the notebook page once per kernel session, with the first figure
- * (or by `setupPlotly()`), not once per figure; later figures wait for it. Everything that came
- * from a model or a dataset is HTML-escaped.
+ * A figure goes out as one Jupyter MIME bundle, the convention JupyterLab, Notebook 7, VS Code,
+ * nbviewer and code hosts follow: `application/vnd.plotly.v1+json` (the figure's JSON, drawn
+ * interactively wherever a plotly renderer is installed, with no script in the notebook), a static
+ * `image/png` rendered by the project's Chromium for every other viewer, and a short
+ * `text/plain`. No copy of plotly.js goes into the notebook, so a notebook opened later, untrusted,
+ * on another machine or on a code host still shows its figures. Everything that came from a model
+ * or a dataset is HTML-escaped; every known secret is masked before anything is sent.
  */
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { projectRoot } from '../config/paths';
-import { escapeHtml, figureDivHtml, inlineScript, plotlyJs } from '../plots/export';
+import { escapeHtml, PLOTLY_CONFIG } from '../plots/export';
 import { clarificationTreeFigure } from '../plots/tree';
 import type { Figure } from '../plots/types';
-import { redactStandardStreams, redactText } from '../common/secrets';
+import { redactDeep, redactStandardStreams, redactText } from '../common/secrets';
 import type { Trace } from '../trace/types';
+import { chromiumPngSync, type PngSize, type SyncPngRenderer } from './figure-png';
 import { frameRows, isDataFrame, type DataFrameLike } from './frame';
 import { llmCallRows, tocNodeRows } from './records';
 
-/** Where HTML goes: tslab's display in a kernel; tests and scripts can install their own. */
+/** The MIME type of a plotly figure's JSON in Jupyter outputs. */
+export const PLOTLY_MIME = 'application/vnd.plotly.v1+json';
+
+/** One Jupyter display: the same content in several MIME types; the front-end picks the richest it can draw. */
+export interface MimeBundle {
+  data: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+}
+
+/** Where outputs go: the kernel's display channel in tslab; tests and scripts can install their own. */
 export interface DisplaySink {
   html(html: string): void;
+  bundle(bundle: MimeBundle): void;
 }
 
 // In a kernel, what the process prints is saved in the notebook: mask it as the CLI does.
 if ((globalThis as { __tslab__?: unknown }).__tslab__ !== undefined) redactStandardStreams();
 
 let sink: DisplaySink | undefined;
-let plotlySent = false;
+let renderPng: SyncPngRenderer = chromiumPngSync;
 
-export function setDisplaySink(next: DisplaySink | undefined): void {
+/** Install another sink (and optionally another PNG renderer); `undefined` restores the defaults. */
+export function setDisplaySink(next: DisplaySink | undefined, options: { renderPng?: SyncPngRenderer } = {}): void {
   sink = next;
-  plotlySent = false;
+  renderPng = options.renderPng ?? chromiumPngSync;
+}
+
+interface TslabDisplayData {
+  data: Record<string, unknown>;
+  metadata: Record<string, unknown>;
+  transient: Record<string, unknown>;
+}
+
+/**
+ * tslab's public `display` sends one MIME type per display (`display.raw(type, value)`), which
+ * would split a figure into outputs that every front-end shows side by side. Underneath,
+ * `display.raw` hands a complete display_data content (`{data, metadata, transient}`) to the
+ * function the kernel installs for the running cell, `lastWriteDisplayData` in tslab's `jupyter`
+ * module (typed in its jupyter.d.ts). Giving it several types at once is the kernel protocol's
+ * display_data message as Jupyter defines it.
+ */
+function tslabSink(): DisplaySink {
+  const fromProject = createRequire(join(projectRoot, 'package.json'));
+  const tslab = fromProject('tslab') as { display: { html(h: string): void } };
+  const jupyter = fromProject('tslab/dist/jupyter') as { lastWriteDisplayData: ((d: TslabDisplayData, update: boolean) => void) | null };
+  return {
+    html: (h) => tslab.display.html(h),
+    bundle: (b) => {
+      const write = jupyter.lastWriteDisplayData;
+      if (typeof write !== 'function') throw new Error('tslab is not ready to display (no cell is running)');
+      write({ data: b.data, metadata: b.metadata, transient: {} }, false);
+    },
+  };
 }
 
 function out(): DisplaySink {
-  if (!sink) {
-    // tslab exists only inside the kernel; resolve it from the project so that this module can be
-    // imported (and tested) outside one.
-    const tslab = createRequire(join(projectRoot, 'package.json'))('tslab') as { display: DisplaySink };
-    sink = { html: (h) => tslab.display.html(h) };
-  }
+  // tslab exists only inside the kernel; resolve it lazily so that this module can be imported
+  // (and tested) outside one.
+  sink ??= tslabSink();
   const target = sink;
   // A notebook's outputs are saved in the .ipynb and shared: mask every known secret first.
-  return { html: (h) => target.html(redactText(h)) };
-}
-
-/** Send plotly.js to the page (once per kernel session; later calls do nothing). */
-export function setupPlotly(force = false): void {
-  if (plotlySent && !force) return;
-  out().html(`<div class="ambiqa-plotly-loader" style="display:none"></div>${inlineScript(plotlyJs())}`);
-  plotlySent = true;
+  return {
+    html: (h) => target.html(redactText(h)),
+    bundle: (b) => target.bundle(redactDeep(b)),
+  };
 }
 
 export interface ShowOptions {
+  /** Height in pixels (default: the figure's own layout height, else 460). */
   height?: number;
+  /** Width of the PNG fallback in pixels (default 900; the interactive figure fills the cell). */
+  width?: number;
   title?: string;
 }
 
-/** Draw one or more figures inline. */
+const DEFAULT_WIDTH = 900;
+const DEFAULT_HEIGHT = 460;
+
+function figureTitle(figure: Figure): string {
+  const title = figure.layout.title;
+  const text = typeof title === 'string' ? title : (title as { text?: unknown } | undefined)?.text;
+  return typeof text === 'string' ? text.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim() : '';
+}
+
+/**
+ * The MIME bundle of one figure. `png` is the static image (base64 in the bundle); without it
+ * the bundle still has the figure's JSON and the text.
+ */
+export function figureBundle(figure: Figure, size: PngSize, png?: Buffer, pngError?: string): MimeBundle {
+  const layout = { ...figure.layout, height: size.height };
+  const title = figureTitle(figure) || 'figure';
+  const data: Record<string, unknown> = {
+    [PLOTLY_MIME]: { data: figure.data, layout, config: { ...PLOTLY_CONFIG } },
+    'text/plain': `<ambiqa figure: ${title} — ${figure.data.length} trace(s)${png ? '' : `; no PNG: ${pngError ?? 'not rendered'}`}>`,
+  };
+  const metadata: Record<string, unknown> = {};
+  if (png) {
+    data['image/png'] = png.toString('base64');
+    metadata['image/png'] = { width: size.width, height: size.height };
+  }
+  return { data, metadata };
+}
+
+/**
+ * Draw one or more figures inline: one display per figure (see the module comment). If Chromium
+ * cannot render the PNG, the figure is still shown where a plotly renderer exists, and the
+ * reason is printed on stderr and kept in the text/plain part.
+ */
 export function show(figure: Figure | Figure[], options: ShowOptions = {}): void {
-  setupPlotly();
   const figures = Array.isArray(figure) ? figure : [figure];
-  const title = options.title ? `<h4>${escapeHtml(options.title)}</h4>` : '';
-  out().html(title + figures.map((f) => figureDivHtml(f, options.height ? { height: options.height } : {})).join(''));
+  const target = out();
+  if (options.title) target.html(`<h4>${escapeHtml(options.title)}</h4>`);
+  for (const f of figures) {
+    const size = {
+      width: options.width ?? DEFAULT_WIDTH,
+      height: options.height ?? (typeof f.layout.height === 'number' ? f.layout.height : DEFAULT_HEIGHT),
+    };
+    let png: Buffer | undefined;
+    let pngError: string | undefined;
+    try {
+      png = renderPng({ data: f.data, layout: { ...f.layout, width: size.width, height: size.height } }, size);
+    } catch (error) {
+      pngError = (error as Error).message;
+      process.stderr.write(`show: no PNG fallback for this figure (${pngError}); it draws only where a plotly renderer is installed\n`);
+    }
+    target.bundle(figureBundle(f, size, png, pngError));
+  }
 }
 
 function cell(value: unknown): string {

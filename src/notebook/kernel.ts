@@ -3,15 +3,17 @@
  * Jupyter prefix (`<repo>/.jupyter`, git-ignored), started from the repository root.
  *
  * Why from the root: tslab compiles every cell and every imported `.ts` file to CommonJS with
- * `rootDir` = the kernel's working directory, so a notebook can import `./src/...` only when the
- * kernel runs at the root — whichever folder the notebook sits in. The kernel's argv therefore
- * `cd`s there before starting tslab. `ambiqa notebook`, CI and the notebook test all register the
- * kernel through `registerKernel()` here (or scripts/jupyter-kernel.sh, which calls it).
+ * `rootDir` = the kernel's working directory, and notebooks `import … from 'ambiqa'`, which
+ * resolves through `<root>/node_modules/ambiqa` — whichever folder the notebook sits in. The
+ * kernel's argv therefore `cd`s there before starting tslab. `ambiqa notebook`, CI and the
+ * notebook tests all register the kernel through `registerKernel()` here (or
+ * scripts/jupyter-kernel.sh, which calls it). Jupyter itself is the project venv's: JupyterLab 4,
+ * nbconvert and plotly's renderer, pinned in src/setup/venv.ts and installed by `ambiqa setup`.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { basename, delimiter, join, resolve, sep } from 'node:path';
-import { projectRoot } from '../config/paths';
+import { projectRoot, venvDir } from '../config/paths';
 import { AmbiqaError } from '../errors';
 
 export const KERNEL_NAME = 'ambiqa-tslab';
@@ -22,13 +24,18 @@ export function jupyterPrefix(root: string = projectRoot): string {
   return resolve(process.env.AMBIQA_JUPYTER_PREFIX ?? join(root, '.jupyter'));
 }
 
-/** Debian's Jupyter (`apt-get install jupyter-notebook jupyter-nbconvert …`, done by setup). */
+/** Where the project's Jupyter is: the venv's (`ambiqa setup` installs it), unless AMBIQA_JUPYTER names another. */
+export function jupyterPath(): string {
+  return process.env.AMBIQA_JUPYTER ?? join(venvDir(), 'bin', 'jupyter');
+}
+
+/** The project's Jupyter, or a clear error saying how to get it. */
 export function jupyterBinary(): string {
-  const bin = process.env.AMBIQA_JUPYTER ?? '/usr/bin/jupyter';
+  const bin = jupyterPath();
   if (!existsSync(bin)) {
     throw new AmbiqaError(
       `Jupyter not found at ${bin}`,
-      'install it: `sudo apt-get install -y --no-install-recommends jupyter-notebook jupyter-nbconvert python3-nbclient python3-ipykernel` (or set AMBIQA_JUPYTER)',
+      'run `npx ambiqa setup` (it installs JupyterLab, nbconvert and plotly into the project venv beside MLflow), or set AMBIQA_JUPYTER to a jupyter command',
     );
   }
   return bin;
@@ -122,8 +129,10 @@ export function jupyterEnv(reg: KernelRegistration, base: NodeJS.ProcessEnv = pr
   return {
     ...base,
     JUPYTER_PATH: [reg.jupyterPath, base.JUPYTER_PATH].filter(Boolean).join(delimiter),
-    // Debian's debugpy warns on every kernel start without this.
+    // debugpy warns on every kernel start without this.
     PYDEVD_DISABLE_FILE_VALIDATION: '1',
+    // jupyter_core 5 warns on every command until told to use the platform's directories.
+    JUPYTER_PLATFORM_DIRS: '1',
     AMBIQA_ROOT: reg.root,
   };
 }

@@ -15,7 +15,7 @@ export async function ensureSystemPackages(report: Reporter, script = systemDeps
   if (!existsSync(script)) throw new AmbiqaError(`${script} is missing`, 'restore it from the repository, or pass --skip-system');
   const check = await runCommand('bash', [script, '--check']);
   if (check.code === 0) {
-    report.ok('system packages: jupyter, chromium and the rest already installed');
+    report.ok('system packages: chromium and the rest already installed');
     return;
   }
   report.note(check.stdout.trim());

@@ -10,9 +10,20 @@ import { classifyFailure, pythonProgram, runCommand, tail } from './fetch';
  */
 export const MLFLOW_VERSION = '3.17.2';
 
+/**
+ * The notebook front-end, pinned, installed into the same venv as MLflow: JupyterLab 4 (what
+ * `ambiqa notebook` opens), nbconvert (with nbclient: headless execution in `ambiqa notebook
+ * --execute`, the tests and CI) and plotly, whose `jupyterlab-plotly` extension draws the
+ * `application/vnd.plotly.v1+json` figures that `show()` emits, without scripts in the notebook.
+ * plotly 6.5.2's extension is declared safe, so it draws in untrusted (received) notebooks too.
+ */
+export const JUPYTER_PACKAGES = { jupyterlab: '4.6.6', nbconvert: '7.17.2', plotly: '6.5.2' } as const;
+
 export interface VenvOptions {
   venvDir: string;
   mlflowVersion?: string;
+  /** Also install JUPYTER_PACKAGES (default true). */
+  jupyter?: boolean;
   report: Reporter;
 }
 
@@ -24,37 +35,46 @@ export function venvMlflow(venvDir: string): string {
   return join(venvDir, 'bin', 'mlflow');
 }
 
-/** Is `mlflow==version` installed in the venv? Looks for its dist-info folder: no Python start-up. */
-export function hasMlflow(venvDir: string, version: string): boolean {
-  if (!existsSync(venvPython(venvDir)) || !existsSync(venvMlflow(venvDir))) return false;
-  const lib = join(venvDir, 'lib');
-  if (!existsSync(lib)) return false;
-  return readdirSync(lib).some((py) => existsSync(join(lib, py, 'site-packages', `mlflow-${version}.dist-info`)));
+export function venvJupyter(venvDir: string): string {
+  return join(venvDir, 'bin', 'jupyter');
 }
 
-/** Create the project venv and install the pinned MLflow into it, unless it is already there. */
-export async function ensureVenv(options: VenvOptions): Promise<void> {
-  const version = options.mlflowVersion ?? MLFLOW_VERSION;
+/** Is `name==version` installed in the venv? Looks for its dist-info folder: no Python start-up. */
+export function hasPackage(venvDir: string, name: string, version: string): boolean {
+  if (!existsSync(venvPython(venvDir))) return false;
+  const lib = join(venvDir, 'lib');
+  if (!existsSync(lib)) return false;
+  return readdirSync(lib).some((py) => existsSync(join(lib, py, 'site-packages', `${name}-${version}.dist-info`)));
+}
+
+export function hasMlflow(venvDir: string, version: string): boolean {
+  return existsSync(venvMlflow(venvDir)) && hasPackage(venvDir, 'mlflow', version);
+}
+
+/** The pinned Jupyter packages the venv lacks, as pip requirements (`name==version`). */
+export function missingJupyterPackages(venvDir: string): string[] {
+  return Object.entries(JUPYTER_PACKAGES)
+    .filter(([name, version]) => !hasPackage(venvDir, name, version))
+    .map(([name, version]) => `${name}==${version}`);
+}
+
+/**
+ * Install the pinned Jupyter packages into an existing venv unless they are there. Called by
+ * `ensureVenv` and by `ambiqa notebook` (a venv made before JupyterLab was part of it).
+ */
+export async function ensureJupyter(options: { venvDir: string; report: Reporter }): Promise<void> {
   const { venvDir, report } = options;
-  if (hasMlflow(venvDir, version)) {
-    report.ok(`Python venv: mlflow ${version} already installed (${venvDir})`);
+  const missing = missingJupyterPackages(venvDir);
+  if (missing.length === 0) {
+    report.ok(`Python venv: JupyterLab ${JUPYTER_PACKAGES.jupyterlab}, nbconvert, plotly already installed`);
     return;
   }
-  const manual = `${venvDir}/bin/python -m pip install mlflow==${version}`;
-  if (!existsSync(venvPython(venvDir))) {
-    report.note(`creating the Python venv ${venvDir}`);
-    const created = await runCommand(pythonProgram(), ['-m', 'venv', venvDir]);
-    if (created.spawnError || created.code !== 0) {
-      const output = created.spawnError ? String(created.spawnError.code) : tail(`${created.stdout}\n${created.stderr}`);
-      throw new AmbiqaError(
-        `cannot create the Python venv ${venvDir} with '${pythonProgram()} -m venv': ${output}`,
-        /ensurepip|venv/i.test(output)
-          ? 'install the venv module (Debian: `apt-get install python3-venv`, or run scripts/system-deps.sh as root), or set AMBIQA_PYTHON to another Python 3'
-          : 'install Python 3 (3.10 or newer), or set AMBIQA_PYTHON to one',
-      );
-    }
-  }
-  report.note(`installing mlflow==${version} into ${venvDir} (about a minute)`);
+  report.note(`installing ${missing.join(' ')} into ${venvDir} (about a minute)`);
+  await pipInstall(venvDir, missing);
+  report.did(`Python venv: ${missing.join(', ')} installed (${venvDir})`);
+}
+
+async function pipInstall(venvDir: string, requirements: string[]): Promise<void> {
   const installed = await runCommand(venvPython(venvDir), [
     '-m',
     'pip',
@@ -63,25 +83,58 @@ export async function ensureVenv(options: VenvOptions): Promise<void> {
     '--progress-bar',
     'off',
     '-q',
-    `mlflow==${version}`,
+    ...requirements,
   ]);
   if (installed.code !== 0) {
     const output = `${installed.stdout}\n${installed.stderr}`;
     const kind = classifyFailure(output);
+    const what = requirements.join(' ');
     const why =
       kind === 'offline'
         ? 'PyPI could not be reached (offline?)'
         : kind === 'missing'
-          ? `PyPI has no installable mlflow==${version} (or one of its dependencies):\n    ${tail(output, 2)}`
+          ? `PyPI has no installable ${what} (or one of their dependencies):\n    ${tail(output, 2)}`
           : `pip failed:\n    ${tail(output)}`;
-    throw new AmbiqaError(`cannot install mlflow==${version} into ${venvDir}: ${why}`, `check the network and run \`${manual}\` by hand, then rerun \`npx ambiqa setup\``);
-  }
-  const check = await runCommand(venvMlflow(venvDir), ['--version']);
-  if (check.code !== 0 || !check.stdout.includes(version)) {
     throw new AmbiqaError(
-      `mlflow in ${venvDir} does not run: \`mlflow --version\` said ${JSON.stringify(tail(`${check.stdout}\n${check.stderr}`, 2))}`,
-      `delete ${venvDir} and rerun \`npx ambiqa setup\``,
+      `cannot install ${what} into ${venvDir}: ${why}`,
+      `check the network and run \`${venvDir}/bin/python -m pip install ${what}\` by hand, then rerun \`npx ambiqa setup\``,
     );
   }
-  report.did(`Python venv: ${check.stdout.trim()} installed (${venvDir})`);
+}
+
+/** Create the project venv and install the pinned MLflow and Jupyter into it, unless they are there. */
+export async function ensureVenv(options: VenvOptions): Promise<void> {
+  const version = options.mlflowVersion ?? MLFLOW_VERSION;
+  const { venvDir, report } = options;
+  if (hasMlflow(venvDir, version)) {
+    report.ok(`Python venv: mlflow ${version} already installed (${venvDir})`);
+  } else {
+    await createVenv(venvDir, report);
+    report.note(`installing mlflow==${version} into ${venvDir} (about a minute)`);
+    await pipInstall(venvDir, [`mlflow==${version}`]);
+    const check = await runCommand(venvMlflow(venvDir), ['--version']);
+    if (check.code !== 0 || !check.stdout.includes(version)) {
+      throw new AmbiqaError(
+        `mlflow in ${venvDir} does not run: \`mlflow --version\` said ${JSON.stringify(tail(`${check.stdout}\n${check.stderr}`, 2))}`,
+        `delete ${venvDir} and rerun \`npx ambiqa setup\``,
+      );
+    }
+    report.did(`Python venv: ${check.stdout.trim()} installed (${venvDir})`);
+  }
+  if (options.jupyter ?? true) await ensureJupyter({ venvDir, report });
+}
+
+async function createVenv(venvDir: string, report: Reporter): Promise<void> {
+  if (existsSync(venvPython(venvDir))) return;
+  report.note(`creating the Python venv ${venvDir}`);
+  const created = await runCommand(pythonProgram(), ['-m', 'venv', venvDir]);
+  if (created.spawnError || created.code !== 0) {
+    const output = created.spawnError ? String(created.spawnError.code) : tail(`${created.stdout}\n${created.stderr}`);
+    throw new AmbiqaError(
+      `cannot create the Python venv ${venvDir} with '${pythonProgram()} -m venv': ${output}`,
+      /ensurepip|venv/i.test(output)
+        ? 'install the venv module (Debian: `apt-get install python3-venv`, or run scripts/system-deps.sh as root), or set AMBIQA_PYTHON to another Python 3'
+        : 'install Python 3 (3.10 or newer), or set AMBIQA_PYTHON to one',
+    );
+  }
 }

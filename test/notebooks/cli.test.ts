@@ -3,12 +3,12 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { KERNEL_NAME } from '../../src/notebook/kernel';
+import { jupyterPath, KERNEL_NAME } from '../../src/notebook/kernel';
 
 const root = resolve(__dirname, '../..');
 const cli = (args: string[], env: NodeJS.ProcessEnv = {}) =>
   spawnSync(process.execPath, [join(root, 'bin/ambiqa.mjs'), 'notebook', ...args], { cwd: root, encoding: 'utf8', env: { ...process.env, ...env }, timeout: 300_000 });
-const hasJupyter = existsSync(process.env.AMBIQA_JUPYTER ?? '/usr/bin/jupyter');
+const hasJupyter = existsSync(jupyterPath());
 
 describe('ambiqa notebook', () => {
   it('registers the kernel under a prefix of choice and prints the environment', () => {

