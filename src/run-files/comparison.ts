@@ -1,0 +1,126 @@
+/**
+ * The shape of a comparison file (`ambiqa compare --out F.json`, `compare()` in the library):
+ * paired deltas of several runs against a baseline, question by question. It is a seam between
+ * the comparison (src/metrics/compare.ts), the report (`ambiqa report F.json` renders it), MLflow
+ * and notebooks, so it is a zod schema: a reader validates what it loads and gets the types.
+ * Documented field by field in docs/compare.md.
+ */
+import { z } from 'zod';
+
+export const COMPARISON_KIND = 'ambiqa.comparison';
+
+const usageSchema = z.object({
+  llm_calls: z.number(),
+  prompt_tokens: z.number(),
+  completion_tokens: z.number(),
+  cache_hits: z.number(),
+  wall_seconds: z.number(),
+  /** Present when the run's metrics.json has it (a price was known for its calls). */
+  cost_usd: z.number().optional(),
+});
+
+export const comparedRunSchema = z.object({
+  /** The run's name (config name; a sweep point's `<sweep>.<label>`). */
+  name: z.string(),
+  /** The name made safe for MLflow metric keys (letters, digits, `_ - .`; see docs/compare.md). */
+  key: z.string(),
+  dir: z.string().optional(),
+  pipeline: z.string().optional(),
+  /** `name/split` (and the ASQA question kind when not the default). */
+  dataset: z.string(),
+  /** Questions with a result, answered and failed. */
+  questions: z.number(),
+  failed: z.number(),
+  /** metrics.json's usage (cost_usd where present); absent for a run without metrics.json. */
+  usage: usageSchema.optional(),
+  /** The run's own per-run means (for the table beside the deltas). */
+  means: z.record(z.string(), z.number()),
+  mlflow: z.object({ runId: z.string(), experimentId: z.string(), runUrl: z.string().optional() }).optional(),
+  /** A sweep point's swept values. */
+  sweepValues: z.record(z.string(), z.unknown()).optional(),
+});
+
+export const pairedRowSchema = z.object({
+  run: z.string(),
+  baseline: z.string(),
+  metric: z.string(),
+  /** Questions paired (answered by both runs, metric present in both). */
+  n: z.number(),
+  baselineMean: z.number(),
+  runMean: z.number(),
+  /** Mean of run − baseline over the paired questions (metric scale, 0–100). */
+  meanDelta: z.number(),
+  ciLow: z.number(),
+  ciHigh: z.number(),
+  /** Two-sided sign-flip randomisation test p-value (null: no question). */
+  p: z.number().nullable(),
+  pMethod: z.enum(['exact', 'monte-carlo', 'none']),
+  /** Holm-adjusted over every row of the comparison. */
+  pHolm: z.number().nullable(),
+  sdDelta: z.number().nullable(),
+  /** Questions needed for 80% power at the observed delta (null: δ = 0 or fewer than 2 questions). */
+  questionsFor80Power: z.number().nullable(),
+  /** Paired questions whose output text differs between the two runs. */
+  answerChanged: z.number(),
+  /** Questions of both runs that one of them failed (left out), by side. */
+  failedInRun: z.number(),
+  failedInBaseline: z.number(),
+  /** Questions in only one of the two runs. */
+  onlyInRun: z.number(),
+  onlyInBaseline: z.number(),
+});
+
+export const questionAnswerSchema = z.object({
+  output: z.string(),
+  answer: z.string().optional(),
+  error: z.string().optional(),
+  metrics: z.record(z.string(), z.number()),
+  /** STR-EM hit per gold disambiguation (same order as the question's `dqs`), where gold was found. */
+  hits: z.array(z.boolean()).optional(),
+});
+
+export const comparedQuestionSchema = z.object({
+  id: z.string(),
+  question: z.string(),
+  /** Gold disambiguations (question and short answers) where the dataset was readable. */
+  dqs: z.array(z.object({ question: z.string(), shortAnswers: z.array(z.string()) })).optional(),
+  /** run name → what that run answered (absent: the question is not in that run). */
+  answers: z.record(z.string(), questionAnswerSchema),
+  /** Whether any run's output differs from the baseline's (both answered). */
+  answerChanged: z.boolean(),
+});
+
+export const comparisonSchema = z.object({
+  kind: z.literal(COMPARISON_KIND),
+  version: z.literal(1),
+  createdAt: z.string(),
+  dataset: z.string(),
+  baseline: z.string(),
+  metrics: z.array(z.string()),
+  /** How the statistics were computed (bootstrap resamples and seed, test, power). */
+  method: z.object({
+    resamples: z.number(),
+    seed: z.number(),
+    level: z.number(),
+    permutations: z.number(),
+    exactLimit: z.number(),
+  }),
+  runs: z.array(comparedRunSchema),
+  rows: z.array(pairedRowSchema),
+  questions: z.array(comparedQuestionSchema),
+  /** Sentences for people: partial overlaps, failed questions left out, metrics missing. */
+  notes: z.array(z.string()),
+  /** Set once the comparison was logged to MLflow. */
+  mlflow: z.object({ experimentName: z.string(), experimentId: z.string(), runId: z.string(), runUrl: z.string().optional() }).optional(),
+});
+
+export type Comparison = z.infer<typeof comparisonSchema>;
+export type ComparedRun = z.infer<typeof comparedRunSchema>;
+export type PairedRow = z.infer<typeof pairedRowSchema>;
+export type ComparedQuestion = z.infer<typeof comparedQuestionSchema>;
+export type QuestionAnswer = z.infer<typeof questionAnswerSchema>;
+
+/** Whether a parsed JSON value is (meant to be) a comparison file. */
+export function isComparisonValue(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === COMPARISON_KIND;
+}
