@@ -23,6 +23,7 @@ const commands: Record<string, () => Promise<Command>> = {
   sync: () => import('./commands/sync'),
   merge: () => import('./commands/merge'),
   report: () => import('./commands/report'),
+  compare: () => import('./commands/compare'),
   notebook: () => import('./commands/notebook'),
 };
 

@@ -11,3 +11,4 @@ export * from './cost';
 export * from './tree';
 export * from './runs';
 export { plotlyText, truncate, wrapForHover } from './text';
+export * from './compare';

@@ -29,6 +29,10 @@ pre{background:var(--bg2);padding:8px;overflow:auto;max-height:480px;white-space
 .role{font-weight:bold;color:#555}
 button.trace-btn{font-size:12px}
 .note{color:var(--muted);font-size:90%}
+.hit{color:var(--ok);font-weight:bold}.miss{color:var(--bad)}
+table.examples td.answer{max-width:360px;white-space:pre-wrap;word-break:break-word}
+td.pos{color:var(--ok)}td.neg{color:var(--bad)}
+.answer .scores{display:block;color:var(--muted);font-size:90%;margin-top:4px}
 `;
 
 export const REPORT_JS = `
@@ -63,16 +67,19 @@ export const REPORT_JS = `
     return root;
   }
   function closeDetail(row){var next=row.nextElementSibling;if(next&&next.classList.contains('detail')){next.parentNode.removeChild(next);return true;}return false;}
-  function toggle(row){
-    if(closeDetail(row))return;
-    var id=row.getAttribute('data-id');var tr=document.createElement('tr');tr.className='detail';
+  function toggle(row,btn){
+    // A row may hold several traces (a comparison: one per run); another run's button switches.
+    var key=(btn&&btn.getAttribute('data-trace'))||'';
+    if(closeDetail(row)&&row.getAttribute('data-open')===key)return;
+    row.setAttribute('data-open',key);
+    var id=(btn&&btn.getAttribute('data-trace'))||row.getAttribute('data-id');var tr=document.createElement('tr');tr.className='detail';
     var td=document.createElement('td');td.colSpan=row.children.length;td.appendChild(renderTrace(traces[id]));tr.appendChild(td);
     row.parentNode.insertBefore(tr,row.nextSibling);
   }
   document.querySelectorAll('table.examples').forEach(function(table){
     var tbody=table.tBodies[0];
     var rows=function(){return Array.prototype.filter.call(tbody.rows,function(r){return !r.classList.contains('detail');});};
-    table.addEventListener('click',function(ev){var b=ev.target.closest&&ev.target.closest('button.trace-btn');if(b){toggle(b.closest('tr'));}});
+    table.addEventListener('click',function(ev){var b=ev.target.closest&&ev.target.closest('button.trace-btn');if(b){toggle(b.closest('tr'),b);}});
     Array.prototype.forEach.call(table.tHead.rows[0].cells,function(th,col){
       th.addEventListener('click',function(){
         var asc=!th.classList.contains('sorted-asc');
@@ -86,11 +93,11 @@ export const REPORT_JS = `
       });
     });
     var box=table.parentNode.querySelector('input[type=search]');var count=table.parentNode.querySelector('.count');
-    var errorsOnly=table.parentNode.querySelector('input.errors-only');
-    function filter(){var q=(box&&box.value||'').toLowerCase();var shown=0;var err=errorsOnly&&errorsOnly.checked;
-      rows().forEach(function(r){var ok=(!q||r.textContent.toLowerCase().indexOf(q)>=0)&&(!err||r.classList.contains('error'));r.style.display=ok?'':'none';closeDetail(r);if(ok)shown++;});
+    var errorsOnly=table.parentNode.querySelector('input.errors-only');var changedOnly=table.parentNode.querySelector('input.changed-only');
+    function filter(){var q=(box&&box.value||'').toLowerCase();var shown=0;var err=errorsOnly&&errorsOnly.checked;var ch=changedOnly&&changedOnly.checked;
+      rows().forEach(function(r){var ok=(!q||r.textContent.toLowerCase().indexOf(q)>=0)&&(!err||r.classList.contains('error'))&&(!ch||r.classList.contains('changed'));r.style.display=ok?'':'none';closeDetail(r);if(ok)shown++;});
       if(count)count.textContent=shown+' of '+rows().length+' examples';}
-    if(box)box.addEventListener('input',filter);if(errorsOnly)errorsOnly.addEventListener('change',filter);filter();
+    if(box)box.addEventListener('input',filter);if(errorsOnly)errorsOnly.addEventListener('change',filter);if(changedOnly)changedOnly.addEventListener('change',filter);filter();
   });
   if(location.hash&&location.hash.indexOf('#ex-')===0){var r=document.getElementById(decodeURIComponent(location.hash.slice(1)));if(r&&r.querySelector('button.trace-btn')){toggle(r);r.scrollIntoView();}}
 })();

@@ -192,7 +192,7 @@ function tracesData(runs: ReadonlyArray<{ run: RunData; prefix: string }>, optio
   return `<script type="application/json" id="ambiqa-traces">${jsonForScript(data)}</script>`;
 }
 
-function page(title: string, body: string, scripts: string): string {
+export function page(title: string, body: string, scripts: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)}</title>
@@ -210,12 +210,12 @@ function configYaml(config: Record<string, unknown>): string {
   return Object.keys(config).length > 0 ? `<pre>${escapeHtml(toYaml(config))}</pre>` : '<p class="note">No config.yaml in the run directory.</p>';
 }
 
-function header(title: string, facts: Array<[string, string | undefined]>, generatedAt: string): string {
+export function header(title: string, facts: Array<[string, string | undefined]>, generatedAt: string): string {
   const spans = facts.filter(([, v]) => v !== undefined && v !== '').map(([k, v]) => `<span><b>${escapeHtml(k)}:</b> ${escapeHtml(v!)}</span>`);
   return `<h1>${escapeHtml(title)}</h1><div class="meta">${spans.join('')}<span><b>report:</b> ${escapeHtml(generatedAt)}</span></div>`;
 }
 
-function mlflowLink(run: { mlflow?: { runUrl?: string; runUrlNote?: string } }): string {
+export function mlflowLink(run: { mlflow?: { runUrl?: string; runUrlNote?: string } }): string {
   const url = run.mlflow?.runUrl;
   if (!url || !/^https?:\/\//.test(url)) return '';
   const note = run.mlflow?.runUrlNote ? ` <span class="note">(${escapeHtml(run.mlflow.runUrlNote)})</span>` : '';

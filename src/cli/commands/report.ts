@@ -4,11 +4,12 @@ import { AmbiqaError } from '../../errors';
 
 export const summary = 'write a self-contained HTML report (and figure files) for a run or sweep directory';
 
-const help = `usage: ambiqa report <run dir | sweep dir> [--out report.html] [options]
+const help = `usage: ambiqa report <run dir | sweep dir | comparison.json> [--out report.html] [options]
 
 Reads what \`ambiqa run\` / \`ambiqa sweep\` wrote (config.yaml, results.jsonl, traces.jsonl,
 metrics.json) and writes one HTML file with the config, metrics with 95% CIs, usage, figures and
-a sortable, filterable table of examples with their traces. Nothing is re-run.
+a sortable, filterable table of examples with their traces. Nothing is re-run. Given the JSON
+file of \`ambiqa compare\`, writes its side-by-side report (default: report.html beside it).
 
 options:
   --out <file>            report file (default: <dir>/report.html)
@@ -53,9 +54,15 @@ export async function run(argv: string[]): Promise<number> {
   if (traces !== undefined && !['compact', 'full', 'none'].includes(traces)) {
     throw new AmbiqaError(`--traces: '${traces}' is not one of compact, full, none`);
   }
+  const dir = positionals[0];
+  const { isComparisonFile, readComparison, writeComparisonReport } = await import('../../report/compare');
+  if (isComparisonFile(dir)) {
+    const out = writeComparisonReport(readComparison(dir), values.out ?? join(dir, '..', 'report.html'), traces ? { traceMode: traces as 'compact' | 'full' | 'none' } : {});
+    console.log(`wrote ${out} (comparison report)`);
+    return 0;
+  }
   // Loaded lazily: `ambiqa --help` must not read plotly.js.
   const { buildReport, writeReport, exportReportFigures, logFiguresToRun } = await import('../../report/index');
-  const dir = positionals[0];
   const report = buildReport(dir, {
     ...(values.data ? { dataPath: values.data } : {}),
     ...(values.coverage ? { coverageFiles: values.coverage } : {}),
