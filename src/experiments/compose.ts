@@ -4,7 +4,9 @@ import type { Example } from '../datasets/types';
 import { AmbiqaError } from '../errors';
 import { defaultCachePath } from '../llm/cache';
 import type { LlmClient } from '../llm/client';
-import { createLanguageModel, describeLlmConfig, llmConfigSchema, type LlmConfigInput } from '../llm/config';
+import { createLanguageModel, describeLlmConfig, embeddedModelFile, llmConfigSchema, type LlmConfigInput, type LlmSection } from '../llm/config';
+import { withJudge } from '../llm/judge-routing';
+import { describeError } from '../errors';
 import { buildDemoPool, FixedDemoSelector, KnnDemoSelector } from '../pipelines/demos';
 import type { DemoSelector, PipelineContext } from '../pipelines/types';
 import { labelJudgments } from '../metrics/judge-labels';
@@ -56,6 +58,7 @@ export const registry: ConfigRegistry = {
   pipelineNames,
   pipelineOptionsSchema,
   llmConfigSchema,
+  checkLlmFiles: (config, section) => checkLlmFiles(config as LlmConfigInput, section),
   retrieverConfigSchema,
   rerankerConfigSchema,
   metricNames,
@@ -90,15 +93,18 @@ export function createComposer(options: { notify?: (message: string) => void } =
 
   const getEmbedder = () => (embedder ??= new MiniLmEmbedder());
 
-  const getLlm = (config: ExperimentConfig): Promise<LlmClient> => {
-    const key = JSON.stringify(config.llm);
+  // One client per distinct section, whichever role it plays: a `judge:` equal to another run's
+  // `llm:` shares its client (one loaded GGUF, one cache connection, one slot pool).
+  const getLlm = (section: ExperimentConfig['llm'], role: LlmSection): Promise<LlmClient> => {
+    const key = JSON.stringify(section);
     let llm = llms.get(key);
     if (!llm) {
       llm =
-        config.llm.provider === 'scripted'
-          ? Promise.resolve(createScriptedLanguageModel(config.llm, defaultCachePath()))
-          : createLanguageModel(config.llm);
+        section.provider === 'scripted'
+          ? Promise.resolve(createScriptedLanguageModel(section, defaultCachePath()))
+          : createLanguageModel(section, { section: role });
       llms.set(key, llm);
+      llm.catch(() => llms.delete(key));
     }
     return llm;
   };
@@ -139,7 +145,8 @@ export function createComposer(options: { notify?: (message: string) => void } =
 
       const options = config.pipeline.options;
       const nShots = typeof options.nShots === 'number' ? options.nShots : 0;
-      const context: PipelineContext = { llm: await getLlm(config) };
+      const llm = await getLlm(config.llm, 'llm');
+      const context: PipelineContext = { llm: config.judge ? withJudge(llm, await getLlm(config.judge, 'judge')) : llm };
       if (needsEmbedder(config)) context.embedder = getEmbedder();
 
       // Judge diagnostics label passage-based judgments by the passages' texts: the run's corpus.
@@ -200,7 +207,7 @@ export function createComposer(options: { notify?: (message: string) => void } =
         score: (example, out) => scorer.score(example, out),
         labelJudgments: (example, trace) => labelJudgments(trace, example, passageText),
         aggregate: aggregateResults,
-        settings: { ...llmSettings(config.llm), ...scorer.settings },
+        settings: { ...llmSettings(config.llm), ...(config.judge ? llmSettings(config.judge, 'judge') : {}), ...scorer.settings },
       };
     },
 
@@ -275,13 +282,25 @@ const RESOLVED_LLM_PARAMS = ['model', 'modelSha256', 'baseUrl', 'threads', 'sequ
  * on the machine's load at start, the model on the setup manifest), so that the run's params say
  * what actually ran. Secret-free by construction (describeLlmConfig never reads a key's value).
  */
-export function llmSettings(llm: ExperimentConfig['llm']): Record<string, string> {
+export function llmSettings(llm: ExperimentConfig['llm'], section: LlmSection = 'llm'): Record<string, string> {
   if (llm.provider === 'scripted') return {};
-  const described = describeLlmConfig(llm as LlmConfigInput);
+  const described = describeLlmConfig(llm as LlmConfigInput, process.env, section);
   const given = llm as Record<string, unknown>;
   const out: Record<string, string> = {};
   for (const key of RESOLVED_LLM_PARAMS) {
-    if (described[key] !== undefined && given[key] === undefined) out[`llm.${key}`] = String(described[key]);
+    // A catalog name given as `model` is logged as given; its checksum is still added.
+    if (described[key] !== undefined && given[key] === undefined) out[`${section}.${key}`] = String(described[key]);
   }
   return out;
+}
+
+/** `<section>.model` names an embedded file or catalog model that is not there: the problem, for the config check. */
+function checkLlmFiles(config: LlmConfigInput, section: LlmSection): string | undefined {
+  if ((config.provider ?? 'embedded') !== 'embedded') return undefined;
+  try {
+    embeddedModelFile(config.model, section);
+    return undefined;
+  } catch (error) {
+    return describeError(error).replace(/\n\s*/g, ' — ');
+  }
 }

@@ -32,8 +32,13 @@ export interface ConfigRegistry {
   pipelineNames: readonly string[];
   /** The zod schema of a pipeline's options (with defaults); undefined when it takes none. */
   pipelineOptionsSchema(name: string): z.ZodType | undefined;
-  /** Checks `llm:` for providers other than the test-only `scripted` one. */
+  /** Checks `llm:` and `judge:` for providers other than the test-only `scripted` one. */
   llmConfigSchema?: z.ZodType;
+  /**
+   * Checks that the model files an `llm:` or `judge:` section names exist (a catalog model that
+   * is not fetched, a missing .gguf); returns the problem (naming `<section>.model`), or undefined.
+   */
+  checkLlmFiles?(config: unknown, section: 'llm' | 'judge'): string | undefined;
   /** Checks `retriever:` (less `corpus`, which the runner resolves, and `exclude`, checked here). */
   retrieverConfigSchema?: z.ZodType;
   /** Checks `reranker:`. */
@@ -127,6 +132,12 @@ export const experimentFileSchema = z.strictObject({
     options: z.record(z.string(), z.unknown()).default({}),
   }),
   llm: z.record(z.string(), z.unknown()).default({}),
+  /**
+   * The model of every yes/no judgment (`LanguageModel.judge`: ToC's verification, Diva's and
+   * COMBO's graded judges, …), with the fields of `llm:`. Absent: the run's LLM judges. A
+   * separate judge has its own client, cache keys and usage, and its own params (`judge.*`).
+   */
+  judge: z.record(z.string(), z.unknown()).optional(),
   /** A mapping, or a bare type name (`retriever: bm25` means `{type: bm25}`). */
   retriever: z.preprocess(typeShorthand, z.record(z.string(), z.unknown())).optional(),
   reranker: z.preprocess(typeShorthand, z.record(z.string(), z.unknown())).optional(),
@@ -156,13 +167,15 @@ type Resolved<T, K extends keyof T, R> = Omit<T, K> & R;
  */
 export type ExperimentConfig = Resolved<
   ExperimentFile,
-  'name' | 'dataset' | 'pipeline' | 'llm' | 'retriever' | 'reranker' | 'metrics',
+  'name' | 'dataset' | 'pipeline' | 'llm' | 'judge' | 'retriever' | 'reranker' | 'metrics',
   {
     name: string;
     /** `path` is absolute once resolved (as are `demos` and `ids`). */
     dataset: Resolved<ExperimentFile['dataset'], 'path', { path: string }>;
     pipeline: { name: PipelineName; options: Record<string, unknown> };
     llm: LlmConfig | ScriptedLlmConfig;
+    /** Absent: judgments go to `llm`. */
+    judge?: LlmConfig | ScriptedLlmConfig;
     /** `exclude`: `none`, or `own` (a question's own annotated passages never reach its results). */
     retriever?: RetrieverConfig & { corpus?: string; exclude: 'none' | 'own' };
     reranker?: RerankerConfig;
@@ -184,10 +197,11 @@ export type PipelineSectionInput = {
  */
 export type ExperimentInput = Resolved<
   z.input<typeof experimentFileSchema>,
-  'pipeline' | 'llm' | 'retriever' | 'reranker',
+  'pipeline' | 'llm' | 'judge' | 'retriever' | 'reranker',
   {
     pipeline: PipelineSectionInput;
     llm?: LlmConfigInput | z.input<typeof scriptedLlmSchema>;
+    judge?: LlmConfigInput | z.input<typeof scriptedLlmSchema>;
     retriever?: RetrieverConfigInput | (Exclude<RetrieverConfigInput, string> & { corpus?: string; exclude?: 'none' | 'own' });
     reranker?: RerankerConfigInput;
   }
@@ -250,16 +264,27 @@ export function resolveExperimentConfig(
     else problems.push(...formatIssues(r.error.issues, { prefix: ['pipeline', 'options'], schema: optionsSchema, input: file.pipeline.options }));
   }
 
-  let llm = file.llm as ExperimentConfig['llm'];
-  if (llm.provider === 'scripted') {
-    const r = scriptedLlmSchema.safeParse(llm);
-    if (r.success) llm = r.data;
-    else problems.push(...formatIssues(r.error.issues, { prefix: ['llm'], schema: scriptedLlmSchema, input: llm }));
-  } else if (registry.llmConfigSchema) {
-    const r = registry.llmConfigSchema.safeParse(llm);
-    if (r.success) llm = r.data as LlmConfig;
-    else problems.push(...formatIssues(r.error.issues, { prefix: ['llm'], schema: registry.llmConfigSchema, input: llm }));
-  }
+  const checkLlmSection = (section: 'llm' | 'judge', given: Record<string, unknown>): ExperimentConfig['llm'] => {
+    let checked = given as ExperimentConfig['llm'];
+    const before = problems.length;
+    if (checked.provider === 'scripted') {
+      const r = scriptedLlmSchema.safeParse(checked);
+      if (r.success) checked = r.data;
+      else problems.push(...formatIssues(r.error.issues, { prefix: [section], schema: scriptedLlmSchema, input: checked }));
+    } else if (registry.llmConfigSchema) {
+      const r = registry.llmConfigSchema.safeParse(checked);
+      if (r.success) checked = r.data as LlmConfig;
+      else problems.push(...formatIssues(r.error.issues, { prefix: [section], schema: registry.llmConfigSchema, input: checked }));
+    }
+    // Only a well-formed section's files are looked for (and never in pure validation tests).
+    if (problems.length === before && options.checkFiles !== false && checked.provider !== 'scripted') {
+      const problem = registry.checkLlmFiles?.(checked, section);
+      if (problem) problems.push(problem);
+    }
+    return checked;
+  };
+  const llm = checkLlmSection('llm', file.llm);
+  const judge = file.judge ? checkLlmSection('judge', file.judge) : undefined;
 
   let retriever: ExperimentConfig['retriever'];
   if (file.retriever) {
@@ -372,6 +397,7 @@ export function resolveExperimentConfig(
     },
     pipeline: { name: file.pipeline.name as PipelineName, options: pipelineOptions },
     llm,
+    ...(judge ? { judge } : {}),
     ...(retriever ? { retriever } : {}),
     ...(reranker ? { reranker } : {}),
     metrics,
@@ -434,9 +460,13 @@ export function configFingerprint(config: ExperimentConfig): Record<string, unkn
     ...(clone.dataset.ids ? { ids: basename(clone.dataset.ids) } : {}),
   };
   if (clone.retriever?.corpus) clone.retriever = { ...clone.retriever, corpus: basename(clone.retriever.corpus) };
-  if (clone.llm && typeof clone.llm === 'object') {
-    const { callLog: _l, cache: _k, ...llm } = clone.llm as Record<string, unknown>;
-    (clone as Record<string, unknown>).llm = llm;
+  // Where the cache and call log sit does not change answers; which judge answers does.
+  for (const section of ['llm', 'judge'] as const) {
+    const value = (clone as Record<string, unknown>)[section];
+    if (value && typeof value === 'object') {
+      const { callLog: _l, cache: _k, ...rest } = value as Record<string, unknown>;
+      (clone as Record<string, unknown>)[section] = rest;
+    }
   }
   return clone;
 }

@@ -47,13 +47,16 @@ export async function describeRunStart(tracker: RunTracker, config: ExperimentCo
  * The LLM a run used, by name: the catalog name of an embedded GGUF (its sha256 is what the
  * trace records, because the cache key must not depend on a path), else the model id itself.
  */
-export function modelTags(trace: Pick<Trace, 'llm'> | undefined): Record<string, string> {
+export function modelTags(trace: Pick<Trace, 'llm' | 'judge'> | undefined): Record<string, string> {
   if (!trace) return {};
-  const { provider, model } = trace.llm;
-  const entry = defaultCatalog.llms.find((e) => e.sha256 === model);
-  return {
-    'ambiqa.llm.provider': provider,
-    'ambiqa.llm.model': entry ? entry.name : model,
-    ...(entry ? { 'ambiqa.llm.model_sha256': model } : {}),
+  const named = (prefix: string, { provider, model }: { provider: string; model: string }): Record<string, string> => {
+    const entry = defaultCatalog.llms.find((e) => e.sha256 === model);
+    return {
+      [`${prefix}.provider`]: provider,
+      [`${prefix}.model`]: entry ? entry.name : model,
+      ...(entry ? { [`${prefix}.model_sha256`]: model } : {}),
+    };
   };
+  // A run with a `judge:` model of its own names both models.
+  return { ...named('ambiqa.llm', trace.llm), ...(trace.judge ? named('ambiqa.judge', trace.judge) : {}) };
 }

@@ -1,5 +1,8 @@
 import { formatIssues } from '../common/zod-issues';
-import { resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { defaultCatalog, findLlm } from '../config/catalog';
+import { cacheDir } from '../config/paths';
 import { z } from 'zod';
 import { AmbiqaError } from '../errors';
 import { defaultCachePath, type CacheOptions } from './cache';
@@ -23,7 +26,11 @@ const cacheSchema = z.strictObject({
 export const llmConfigSchema = z.strictObject({
   /** `embedded`: the GGUF model of `ambiqa setup`, in-process. `openai-compatible`: an HTTP API. */
   provider: z.enum(['embedded', 'openai-compatible']).default('embedded'),
-  /** embedded: a .gguf file (default: the setup manifest's). openai-compatible: the model name (default OPENAI_MODEL). */
+  /**
+   * embedded: a .gguf file, or the name of a catalog model fetched by `ambiqa setup --llm <name>`
+   * or `--fetch-llm <name>` (default: the setup manifest's). openai-compatible: the model name
+   * (default OPENAI_MODEL).
+   */
   model: z.string().min(1).optional(),
   /** openai-compatible: the API root, e.g. http://127.0.0.1:8080/v1 (default OPENAI_BASE_URL, else OpenAI). */
   baseUrl: z
@@ -113,12 +120,58 @@ export interface ResolvedLlmConfig extends LlmConfig {
   cache: { mode: 'use' | 'refresh' | 'off'; path: string };
 }
 
+/**
+ * The config section a model serves: `llm` (the run's model) or `judge` (the model of its yes/no
+ * judgments). Only error messages use it, so that they name the field to fix.
+ */
+export type LlmSection = 'llm' | 'judge';
+
+/**
+ * An embedded model named by the catalog (`qwen2.5-coder-1.5b-instruct-q4_k_m`) rather than by a
+ * file: where `ambiqa setup` unpacks it, and its pinned checksum (so it is not hashed again).
+ * Undefined when `model` is not a catalog name (then it is a file path).
+ */
+export function catalogModelFile(model: string): { name: string; path: string; sha256: string } | undefined {
+  if (/[\\/]/.test(model) || /\.gguf$/i.test(model)) return undefined;
+  const entry = findLlm(defaultCatalog, model);
+  if (!entry) return undefined;
+  return { name: entry.name, path: join(cacheDir(), 'models', 'llm', entry.file), sha256: entry.sha256 };
+}
+
+/**
+ * The embedded model file a config names, checked before anything loads: a catalog name that is
+ * not fetched, or a file that does not exist, is one error naming `<section>.model` and the fix.
+ */
+export function embeddedModelFile(model: string | undefined, section?: LlmSection): { path: string; sha256?: string; name?: string } | undefined {
+  if (model === undefined) return undefined;
+  // Named by field when the caller says which section it checks (a reader's model has none).
+  const field = section ? `${section}.model: ` : '';
+  const fromCatalog = catalogModelFile(model);
+  if (fromCatalog) {
+    if (!existsSync(fromCatalog.path)) {
+      throw new AmbiqaError(
+        `${field}catalog model '${model}' is not fetched (${fromCatalog.path} is missing)`,
+        `fetch it with \`npx ambiqa setup --fetch-llm ${model}\` (it stays beside the run's LLM; docs/models.md)`,
+      );
+    }
+    return fromCatalog;
+  }
+  const path = resolve(model);
+  if (!existsSync(path)) {
+    throw new AmbiqaError(
+      `${field}embedded model file not found: ${path}`,
+      `give a .gguf file or a catalog model name (${defaultCatalog.llms.map((e) => e.name).join(', ')}; \`npx ambiqa setup --list\`)`,
+    );
+  }
+  return { path };
+}
+
 /** Parse (if needed) and fill provider-dependent defaults. Errors name the field and the fix. */
-export function resolveLlmConfig(config: LlmConfigInput | LlmConfig = {}): ResolvedLlmConfig {
+export function resolveLlmConfig(config: LlmConfigInput | LlmConfig = {}, section: LlmSection = 'llm'): ResolvedLlmConfig {
   const parsed = llmConfigSchema.safeParse(config);
   if (!parsed.success) {
-    const lines = formatIssues(parsed.error.issues, { prefix: ['llm'], schema: llmConfigSchema, input: config });
-    throw new AmbiqaError(`invalid llm config:\n  ${lines.join('\n  ')}`, 'fix the `llm:` section (see docs/llm.md)');
+    const lines = formatIssues(parsed.error.issues, { prefix: [section], schema: llmConfigSchema, input: config });
+    throw new AmbiqaError(`invalid ${section} config:\n  ${lines.join('\n  ')}`, `fix the \`${section}:\` section (see docs/llm.md)`);
   }
   const c = parsed.data;
   const embedded = c.provider === 'embedded';
@@ -145,6 +198,8 @@ export interface CreateLanguageModelOptions {
   env?: NodeJS.ProcessEnv;
   /** Told about each retry (e.g. to print "HTTP 429, retrying in 2 s"); messages hold no key. */
   onRetry?: (event: RetryEvent) => void;
+  /** Which config section this is, for error messages (`judge.model: …`). Default `llm`. */
+  section?: LlmSection;
 }
 
 export async function createLanguageModel(
@@ -152,11 +207,12 @@ export async function createLanguageModel(
   options: CreateLanguageModelOptions = {},
 ): Promise<LlmClient> {
   const env = options.env ?? process.env;
-  const c = resolveLlmConfig(config);
+  const c = resolveLlmConfig(config, options.section);
+  const file = c.provider === 'embedded' ? embeddedModelFile(c.model, options.section) : undefined;
   const provider =
     c.provider === 'embedded'
       ? new LlamaCppProvider({
-          ...(c.model ? { modelPath: c.model } : {}),
+          ...(file ? { modelPath: file.path, ...(file.sha256 ? { sha256: file.sha256 } : {}) } : {}),
           threads: c.threads,
           contextSize: c.contextSize,
           sequences: c.sequences,
@@ -194,11 +250,14 @@ export async function createLanguageModel(
 export function describeLlmConfig(
   config: LlmConfigInput | LlmConfig = {},
   env: NodeJS.ProcessEnv = process.env,
+  section: LlmSection = 'llm',
 ): Record<string, string | number | boolean> {
-  const c = resolveLlmConfig(config);
+  const c = resolveLlmConfig(config, section);
   const out: Record<string, string | number | boolean> = { provider: c.provider, judgeMode: c.judgeMode };
   if (c.provider === 'embedded') {
-    let model = c.model ? resolve(c.model) : '(setup manifest)';
+    const fromCatalog = c.model ? catalogModelFile(c.model) : undefined;
+    let model = fromCatalog ? fromCatalog.name : c.model ? resolve(c.model) : '(setup manifest)';
+    if (fromCatalog) out.modelSha256 = fromCatalog.sha256;
     if (!c.model) {
       try {
         const m = embeddedModelFromManifest();

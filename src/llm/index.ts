@@ -7,6 +7,7 @@ export { LlmClient, normaliseRequest, DEFAULT_MAX_TOKENS, type LlmClientOptions 
 export { llmConfigSchema, createLanguageModel, describeLlmConfig, resolveLlmConfig, type LlmConfig, type LlmConfigInput } from './config';
 export { LlmCache, cacheKey, defaultCachePath, type CacheMode, type CacheOptions } from './cache';
 export { Limiter, type LimiterOptions, type RetryEvent } from './limiter';
+export { withJudge } from './judge-routing';
 export { UsageMeter, meteredModel, usageOf, addUsage, diffUsage } from './usage';
 export { LlmRequestError, redactSecrets, type LlmErrorKind } from './errors';
 export { ScriptedProvider } from './providers/scripted';

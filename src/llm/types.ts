@@ -238,6 +238,11 @@ export interface LanguageModelProvider {
 export interface LanguageModel {
   readonly provider: string;
   readonly model: string;
+  /**
+   * Set when `judge` is served by another model than `provider`/`model` (a run's `judge:`
+   * section, `withJudge`): who answers the judgments, so that traces can say so.
+   */
+  readonly judgeModel?: { provider: string; model: string };
   generate(request: GenerateRequest): Promise<GenerateResult>;
   /** A graded closed-label judgment (see `JudgeRequest`); cached and counted like `generate`. */
   judge(request: JudgeRequest): Promise<JudgeResult>;

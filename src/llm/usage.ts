@@ -104,6 +104,7 @@ export function meteredModel(model: LanguageModel, options: { signal?: AbortSign
   return {
     provider: model.provider,
     model: model.model,
+    ...(model.judgeModel ? { judgeModel: model.judgeModel } : {}),
     usage,
     async generate(request: GenerateRequest): Promise<GenerateResult> {
       signal?.throwIfAborted();

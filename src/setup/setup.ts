@@ -1,11 +1,11 @@
 import { join } from 'node:path';
 import { cacheDir, venvDir } from '../config/paths';
 import { AmbiqaError, describeError } from '../errors';
-import { type Catalog, defaultCatalog } from '../config/catalog';
+import { type Catalog, defaultCatalog, findLlm } from '../config/catalog';
 import { type Reporter, type SetupContext, consoleReporter } from './context';
 import { type EmbedderManifestEntry, ensureEmbedder } from './embedder';
 import { type Fetcher, registryFetcher } from './fetch';
-import { type LlmManifestEntry, ensureLlm } from './llm';
+import { type LlmManifestEntry, ensureCatalogLlm, ensureLlm } from './llm';
 import { type ModelManifest, readRawModelManifest, writeModelManifest } from '../config/models';
 import { ensureSystemPackages } from './system';
 import { ensureVenv } from './venv';
@@ -20,6 +20,11 @@ export interface SetupOptions {
   llm?: string;
   /** Use this GGUF file instead of a catalog model. */
   llmFile?: string;
+  /**
+   * Catalog LLMs to fetch besides the embedded LLM, which stays as it is (the manifest does not
+   * change): models that a config names by catalog name, e.g. as its `judge:` model.
+   */
+  fetchLlms?: string[];
   cacheDir?: string;
   venvDir?: string;
   keepDownloads?: boolean;
@@ -93,6 +98,18 @@ export async function runSetup(options: SetupOptions = {}): Promise<SetupResult>
   let llm: LlmManifestEntry | undefined = previous?.llm;
   if (parts.has('llm') || options.llm || options.llmFile) {
     llm = await step('LLM', () => ensureLlm(ctx, { name: options.llm, file: options.llmFile }, previous?.llm));
+  }
+  for (const name of options.fetchLlms ?? []) {
+    await step(`LLM ${name}`, async () => {
+      const entry = findLlm(ctx.catalog, name);
+      if (!entry) {
+        throw new AmbiqaError(
+          `--fetch-llm: unknown model '${name}'`,
+          `choose one of ${ctx.catalog.llms.map((e) => e.name).join(', ')} (see \`npx ambiqa setup --list\`)`,
+        );
+      }
+      return ensureCatalogLlm(ctx, entry);
+    });
   }
   if (parts.has('venv')) {
     const dir = options.venvDir ?? venvDir();

@@ -34,9 +34,13 @@ export class TraceRecorder {
   ) {
     const calls = this.llmCalls;
     const warnings = this.warnings;
+    // Judgments served by a model of their own (a run's `judge:` section) say which one.
+    const judgeModel = model.judgeModel;
+    const judgedBy = judgeModel ? `${judgeModel.provider}:${judgeModel.model}` : undefined;
     this.llm = {
       provider: model.provider,
       model: model.model,
+      ...(judgeModel ? { judgeModel } : {}),
       async generate(request: GenerateRequest): Promise<GenerateResult> {
         const result = await model.generate(request);
         calls.push(toCallRecord(calls.length, result));
@@ -46,7 +50,7 @@ export class TraceRecorder {
       },
       async judge(request: JudgeRequest): Promise<JudgeResult> {
         const result = await model.judge(request);
-        calls.push(toJudgeRecord(calls.length, result));
+        calls.push({ ...toJudgeRecord(calls.length, result), ...(judgedBy ? { model: judgedBy } : {}) });
         return result;
       },
     };
@@ -114,6 +118,7 @@ export class TraceRecorder {
       questionId: this.example.id,
       question: this.example.question,
       llm: { provider: this.llm.provider, model: this.llm.model },
+      ...(this.llm.judgeModel ? { judge: { ...this.llm.judgeModel } } : {}),
       demoIds: this.demoIds,
       llmCalls: this.llmCalls,
       retrievals: this.retrievals,

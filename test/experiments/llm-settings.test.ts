@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { llmSettings } from '../../src/experiments/compose';
+import { modelTags } from '../../src/experiments/run-page';
+import { defaultCatalog } from '../../src/config/catalog';
+import { describeLlmConfig } from '../../src/llm/config';
 
 describe('resolved LLM settings in a run\'s params', () => {
   it('adds what an embedded config left to defaults (threads as resolved now, reuse, batching, slots)', () => {
@@ -22,5 +25,33 @@ describe('resolved LLM settings in a run\'s params', () => {
     expect(server['llm.engine']).toBeUndefined();
     expect(server['llm.baseUrl']).toMatch(/^https?:\/\//);
     expect(llmSettings({ provider: 'scripted' } as never)).toEqual({});
+  });
+
+  it("a judge: section's resolved settings are judge.* params; a catalog name is resolved to its pinned checksum", () => {
+    const base = { contextSize: 4096, judgeMode: 'probability' as const, apiKeyEnv: 'OPENAI_API_KEY', cache: { mode: 'use' as const } };
+    const onePointFive = defaultCatalog.llms.find((e) => e.name === 'qwen2.5-coder-1.5b-instruct-q4_k_m')!;
+    const s = llmSettings({ provider: 'embedded', model: onePointFive.name, ...base }, 'judge');
+    expect(s['judge.threads']).toBe('1');
+    expect(s['judge.modelSha256']).toBe(onePointFive.sha256);
+    // Given in the config, so logged from it (judge.model = the catalog name), not repeated here.
+    expect(s['judge.model']).toBeUndefined();
+    expect(Object.keys(s).every((k) => k.startsWith('judge.'))).toBe(true);
+    expect(describeLlmConfig({ provider: 'embedded', model: onePointFive.name }, {}, 'judge').model).toBe(onePointFive.name);
+    const server = llmSettings({ provider: 'openai-compatible', model: 'judge-7b', baseUrl: 'http://127.0.0.1:9/v1', ...base }, 'judge');
+    expect(server).toEqual({});
+  });
+
+  it('MLflow tags name both models of a run with a judge: (catalog names for embedded files)', () => {
+    const [generator, judge] = ['qwen2.5-coder-0.5b-instruct-q4_k_m', 'qwen2.5-coder-1.5b-instruct-q4_k_m'].map((n) => defaultCatalog.llms.find((e) => e.name === n)!);
+    const tags = modelTags({ llm: { provider: 'llama-cpp', model: generator!.sha256 }, judge: { provider: 'llama-cpp', model: judge!.sha256 } });
+    expect(tags).toEqual({
+      'ambiqa.llm.provider': 'llama-cpp',
+      'ambiqa.llm.model': generator!.name,
+      'ambiqa.llm.model_sha256': generator!.sha256,
+      'ambiqa.judge.provider': 'llama-cpp',
+      'ambiqa.judge.model': judge!.name,
+      'ambiqa.judge.model_sha256': judge!.sha256,
+    });
+    expect(modelTags({ llm: { provider: 'openai-compatible', model: 'gpt-x' } })).toEqual({ 'ambiqa.llm.provider': 'openai-compatible', 'ambiqa.llm.model': 'gpt-x' });
   });
 });

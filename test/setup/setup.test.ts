@@ -176,4 +176,20 @@ describe('setup on a fake registry', () => {
     const unknown = await runSetup(options(cache, { llm: 'gpt-17' }));
     expect(describeError(unknown.failed[0].error)).toMatch(/--llm: unknown model 'gpt-17'\n {2}fix: choose one of fake-llm/);
   });
+
+  it('--fetch-llm: fetches another catalog model beside the embedded LLM, which stays the manifest\'s', async () => {
+    const cache = freshCache();
+    // A catalog whose second model is the same bytes under another file name (a judge model).
+    const judge = { ...fake.catalog.llms[0]!, name: 'fake-judge', file: 'fake-judge.gguf' };
+    const catalog: Catalog = { ...fake.catalog, llms: [...fake.catalog.llms, judge] };
+    const r = await runSetup(options(cache, { catalog, fetchLlms: ['fake-judge'] }));
+    expect(r.failed).toEqual([]);
+    expect(readFileSync(join(cache, 'models', 'llm', 'fake-judge.gguf')).equals(fake.gguf)).toBe(true);
+    expect(r.manifest?.llm).toMatchObject({ name: 'fake-llm', selectedBy: 'default' });
+    // A second time: verified by its stamp, nothing done.
+    const again = await runSetup(options(cache, { catalog, fetchLlms: ['fake-judge'] }));
+    expect(again.changed).toEqual([]);
+    const unknown = await runSetup(options(cache, { catalog, fetchLlms: ['gpt-17'] }));
+    expect(describeError(unknown.failed[0]!.error)).toMatch(/--fetch-llm: unknown model 'gpt-17'\n {2}fix: choose one of fake-llm, fake-judge/);
+  });
 });

@@ -21,6 +21,8 @@ and writes <cache>/models/manifest.json. A second run checks stamps and does not
 options:
   --llm <name>        switch the embedded LLM (kept for later runs; 'default' goes back)
   --llm-file <path>   use any GGUF file you already have as the embedded LLM
+  --fetch-llm <name>  also fetch this catalog LLM, without switching the embedded LLM (e.g. a
+                      model for a config's judge: section; repeatable)
   --list              list the LLMs setup can fetch, and exit
   --only <parts>      comma-separated subset of: ${SETUP_PARTS.join(', ')} ('models' = embedder,llm)
   --skip-system       do not check/install Debian packages
@@ -66,6 +68,7 @@ function parse(argv: string[]) {
       options: {
         llm: { type: 'string' },
         'llm-file': { type: 'string' },
+        'fetch-llm': { type: 'string', multiple: true },
         list: { type: 'boolean' },
         only: { type: 'string' },
         'skip-system': { type: 'boolean' },
@@ -106,6 +109,7 @@ export async function run(argv: string[]): Promise<number> {
     parts,
     llm: values.llm,
     llmFile: values['llm-file'],
+    ...(values['fetch-llm'] ? { fetchLlms: values['fetch-llm'] } : {}),
     cacheDir: cacheDir(),
     keepDownloads: values['keep-downloads'],
     quiet: values.quiet,

@@ -1,0 +1,180 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { examplesDir } from '../../src/config/paths';
+import type { ExperimentInput } from '../../src/experiments/config';
+import { registry } from '../../src/experiments/compose';
+import { resolveExperimentConfig } from '../../src/experiments/config';
+import { closeSession, runInProcess } from '../../src/experiments/session';
+import { describeError } from '../../src/errors';
+import { buildCorpus } from '../../src/retrieval/corpus-builder';
+import { saveCorpus } from '../../src/retrieval/corpus';
+import { readJsonl } from '../../src/common/jsonl';
+import type { Trace } from '../../src/trace/types';
+import type { ProviderCallLogLine } from '../../src/experiments/scripted-llm';
+
+/**
+ * A run's `judge:` section: every yes/no judgment goes to the judge's model, everything else to
+ * `llm:`, and the trace, the call log and the run's identity say so. Scripted models (each with
+ * its own call log), ToC over the example corpus with BM25.
+ */
+const dir = mkdtempSync(join(tmpdir(), 'ambiqa-judge-section-'));
+const before = { artifacts: process.env.AMBIQA_ARTIFACTS_DIR, tracking: process.env.AMBIQA_TRACKING };
+const corpus = join(dir, 'corpus.jsonl');
+const generatorLog = join(dir, 'generator.jsonl');
+const judgeLog = join(dir, 'judge.jsonl');
+
+function config(judgeModel: string | undefined): ExperimentInput {
+  return {
+    dataset: { name: 'asqa', path: join(examplesDir, 'asqa-mini.json'), limit: 2 },
+    pipeline: { name: 'toc', options: { maxNodes: 3, maxDepth: 1, maxTrials: 1, nPassages: 2, nShots: 0, pruning: true } },
+    llm: {
+      provider: 'scripted',
+      model: 'generator',
+      replies: {
+        'toc.rac': 'DQ 1: Which one? DA 1: This one.\nDQ 2: Which other? DA 2: That one.',
+        'toc.answer': 'The answer is this one or that one.',
+        // What the generator would say if it were asked to judge: never, when a judge is set.
+        'toc.verify': 'False',
+      },
+      callLog: generatorLog,
+      cache: join(dir, 'llm-cache.sqlite'),
+    },
+    ...(judgeModel
+      ? { judge: { provider: 'scripted' as const, model: judgeModel, replies: { 'toc.verify': 'True' }, callLog: judgeLog, cache: join(dir, 'llm-cache.sqlite') } }
+      : {}),
+    retriever: { type: 'bm25', corpus },
+    metrics: ['str_em'],
+    tracking: { enabled: false },
+    concurrency: 1,
+  };
+}
+
+const calls = (file: string): ProviderCallLogLine[] => {
+  try {
+    return readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as ProviderCallLogLine);
+  } catch {
+    return [];
+  }
+};
+
+beforeAll(() => {
+  process.env.AMBIQA_ARTIFACTS_DIR = join(dir, 'artifacts');
+  process.env.AMBIQA_TRACKING = 'off';
+  saveCorpus(corpus, buildCorpus([{ kind: 'asqa', path: join(examplesDir, 'asqa-mini.json') }]).passages);
+});
+afterAll(async () => {
+  await closeSession();
+  for (const [k, v] of [['AMBIQA_ARTIFACTS_DIR', before.artifacts], ['AMBIQA_TRACKING', before.tracking]] as const) {
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('judge: a model of its own for yes/no judgments', () => {
+  it('routes every judgment to the judge and every generation to the llm; traces name the judge', async () => {
+    const run = await runInProcess(config('judge-a'), { name: 'with-judge' });
+    expect(run.status).toBe('FINISHED');
+    const judged = calls(judgeLog).filter((c) => c.event === 'start');
+    const generated = calls(generatorLog).filter((c) => c.event === 'start');
+    expect(judged.length).toBeGreaterThan(0);
+    expect(judged.every((c) => c.purpose === 'toc.verify')).toBe(true);
+    expect(generated.some((c) => c.purpose === 'toc.verify')).toBe(false);
+    expect(generated.some((c) => c.purpose === 'toc.rac')).toBe(true);
+
+    const traces = readJsonl<Trace>(join(run.dir, 'traces.jsonl'));
+    expect(traces).toHaveLength(2);
+    for (const t of traces) {
+      expect(t.llm).toEqual({ provider: 'scripted', model: 'generator' });
+      expect(t.judge).toEqual({ provider: 'scripted', model: 'judge-a' });
+      const verify = t.llmCalls.filter((c) => c.purpose === 'toc.verify');
+      expect(verify.length).toBeGreaterThan(0);
+      // The judge said True (text mode: the scripted model has no probabilities): nodes kept.
+      for (const c of verify) {
+        expect(c.model).toBe('scripted:judge-a');
+        expect(c.judge!.p).toBe(1);
+      }
+      for (const c of t.llmCalls.filter((c) => c.purpose !== 'toc.verify')) expect(c.model).toBeUndefined();
+      // Judge calls count in the question's usage like any other call.
+      expect(t.summary.llmCalls).toBe(t.llmCalls.length);
+    }
+    // The generator's own "False" would have pruned every node.
+    expect(run.results.every((r) => r.error === undefined)).toBe(true);
+    const saved = readFileSync(join(run.dir, 'config.yaml'), 'utf8');
+    expect(saved).toMatch(/^judge:\n(\s+.*\n)*\s+model: judge-a/m);
+  });
+
+  it('refuses to resume a run with another judge, names the field; the same judge resumes without a call', async () => {
+    await expect(runInProcess(config('judge-b'), { name: 'with-judge' })).rejects.toThrow(/different config \(.*judge\.model/);
+    await expect(runInProcess(config(undefined), { name: 'with-judge' })).rejects.toThrow(/different config \(.*judge/);
+    const judgedBefore = calls(judgeLog).length;
+    const generatedBefore = calls(generatorLog).length;
+    const again = await runInProcess(config('judge-a'), { name: 'with-judge' });
+    expect(again.status).toBe('FINISHED');
+    expect(again.answeredNow).toBe(0);
+    expect(calls(judgeLog)).toHaveLength(judgedBefore);
+    expect(calls(generatorLog)).toHaveLength(generatedBefore);
+  });
+
+  it('a run without judge: sends judgments to the llm and its trace has no judge', async () => {
+    const run = await runInProcess(config(undefined), { name: 'without-judge' });
+    const traces = readJsonl<Trace>(join(run.dir, 'traces.jsonl'));
+    for (const t of traces) {
+      expect(t.judge).toBeUndefined();
+      const verify = t.llmCalls.filter((c) => c.purpose === 'toc.verify');
+      expect(verify.length).toBeGreaterThan(0);
+      for (const c of verify) {
+        expect(c.model).toBeUndefined();
+        expect(c.judge!.p).toBe(0);
+      }
+    }
+  });
+});
+
+describe('judge: bad input is one error naming the field, before any model call', () => {
+  const resolve = (judge: Record<string, unknown>) => () =>
+    resolveExperimentConfig(
+      { dataset: { name: 'asqa', path: join(examplesDir, 'asqa-mini.json') }, pipeline: { name: 'closed-book' }, judge, metrics: ['str_em'] },
+      registry,
+      { source: 'x.yaml' },
+    );
+  const message = (fn: () => unknown): string => {
+    try {
+      fn();
+    } catch (error) {
+      return describeError(error);
+    }
+    throw new Error('expected an error');
+  };
+
+  it('an unknown provider', () => {
+    const text = message(resolve({ provider: 'llamafile' }));
+    expect(text).toMatch(/^x\.yaml: judge\.provider: /);
+    expect(text).toContain('embedded');
+    expect(text.split('\n')[0]).toContain('openai-compatible');
+  });
+
+  it('a missing model file, and a catalog model that is not fetched', () => {
+    const missing = join(dir, 'nope.gguf');
+    const text = message(resolve({ provider: 'embedded', model: missing }));
+    expect(text.split('\n')[0]).toMatch(new RegExp(`^x\\.yaml: judge\\.model: embedded model file not found: ${missing.replace(/[.]/g, '\\.')} — fix: give a \\.gguf file or a catalog model name \\(.*qwen2\\.5-coder-1\\.5b-instruct-q4_k_m.*\\)$`));
+    const cache = process.env.AMBIQA_CACHE_DIR;
+    process.env.AMBIQA_CACHE_DIR = join(dir, 'empty-cache');
+    try {
+      const notFetched = message(resolve({ model: 'qwen2.5-coder-1.5b-instruct-q4_k_m' }));
+      expect(notFetched).toMatch(/^x\.yaml: judge\.model: catalog model 'qwen2\.5-coder-1\.5b-instruct-q4_k_m' is not fetched \(.*empty-cache\/models\/llm\/qwen2\.5-coder-1\.5b-instruct-q4_k_m\.gguf is missing\)/);
+      expect(notFetched).toContain('npx ambiqa setup --fetch-llm qwen2.5-coder-1.5b-instruct-q4_k_m');
+    } finally {
+      if (cache === undefined) delete process.env.AMBIQA_CACHE_DIR;
+      else process.env.AMBIQA_CACHE_DIR = cache;
+    }
+  });
+
+  it('a key in the judge section is refused without echoing it', () => {
+    const text = message(resolve({ provider: 'openai-compatible', apiKey: 'sk-judge-secret-123' }));
+    expect(text).toContain('judge.apiKey');
+    expect(text).not.toContain('sk-judge-secret-123');
+  });
+});
