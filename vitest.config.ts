@@ -8,6 +8,7 @@ import { defineConfig } from 'vitest/config';
  * other processes. `npm test` (the Quick start's command) runs both.
  */
 const integration = [
+  'test/experiments/judge-diagnostics.test.ts',
   'test/experiments/merge.test.ts',
   'test/experiments/offline-sync.test.ts',
   'test/experiments/readme-shards.test.ts',

@@ -11,7 +11,7 @@
  *   metrics      the papers' metrics (SQuAD EM/F1, STR-EM, ROUGE, D-F1, DR, AUC, AC@k)
  *   figures      the plots built from run files, and their HTML/PNG export
  *   reports      buildReport, writeReport
- *   notebook     show, showTable, showTrace, showTree, toDataFrame, runRows, resultRows
+ *   notebook     show, showTable, showTrace, showTree, toDataFrame, runRows, resultRows, judgeDiagnostics
  */
 import type { ExperimentInput } from './experiments/config';
 import type { ProgressSink } from './experiments/progress';
@@ -172,7 +172,13 @@ export {
   defaultMetrics,
   decisionStatistics,
   type DecisionStatistics,
+  labelJudgments,
+  judgeQuality,
+  runJudgeDiagnostics,
+  judgePurposes,
+  type JudgeQualityOptions,
 } from './metrics/index';
+export type { JudgeDiagnostics, LabelledJudgment, ReliabilityBin } from './run-files';
 export { rougeL, rougeLsum } from './metrics/rouge';
 
 // ---------------------------------------------------------------- figures and reports
@@ -187,3 +193,4 @@ export { show, showTable, showTrace, showTree } from './notebook/display';
 export { toDataFrame } from './notebook/frame';
 export { runRows, resultRows, llmCallRows, tocNodeRows } from './notebook/records';
 export { NotebookProgress } from './notebook/progress';
+export { judgeDiagnostics, judgeRows, type JudgeDiagnosticsView } from './notebook/judges';

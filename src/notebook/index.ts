@@ -2,4 +2,5 @@
 export * from './display';
 export * from './records';
 export * from './frame';
+export * from './judges';
 export { registerKernel, executeNotebook, jupyterEnv, jupyterPrefix, KERNEL_NAME } from './kernel';

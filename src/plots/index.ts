@@ -10,5 +10,6 @@ export * from './ablation';
 export * from './cost';
 export * from './tree';
 export * from './runs';
+export * from './judges';
 export { plotlyText, truncate, wrapForHover } from './text';
 export * from './compare';

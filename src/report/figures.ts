@@ -13,6 +13,7 @@ import { pruningEffect, pruningEffectFigure, type GoldDqs } from '../plots/pruni
 import { findOption, pipelineOf } from '../plots/runs';
 import { thresholdAblationFigure, thresholdAblationFromSweep, thresholdAblationFromTraces } from '../plots/threshold';
 import { clarificationTreeFigure } from '../plots/tree';
+import { judgeFigureSlug, judgeHistogramFigure, judgeReliabilityFigure, judgesOf } from '../plots/judges';
 import type { Figure, RunData } from '../plots/types';
 
 export interface NamedFigure {
@@ -82,6 +83,13 @@ export function figuresForRun(run: RunData, inputs: FigureInputs = {}): FigureCh
     } else {
       choice.skipped.push({ name: 'pruning-effect', reason: 'no gold disambiguations given (the dataset file could not be read)' });
     }
+  }
+  // Judge quality: one reliability diagram and one P histogram per graded judge.
+  for (const d of Object.values(judgesOf(run))) {
+    const slug = judgeFigureSlug(d.purpose);
+    const caption = `${d.verdict} Silver label: ${d.silverLabel}; ${d.labelled} of ${d.judgments} judgments labelled (docs/metrics.md, "Judge diagnostics").`;
+    attempt(choice, `judge-reliability-${slug}`, `Judge reliability: ${d.purpose}`, () => judgeReliabilityFigure(d), caption);
+    attempt(choice, `judge-p-histogram-${slug}`, `Judge P by silver label: ${d.purpose}`, () => judgeHistogramFigure(d), caption);
   }
   if (inputs.coverage && inputs.coverage.length > 0) {
     attempt(choice, 'answer-coverage', 'Answer coverage AC@k', () => coverageFigure(inputs.coverage!));

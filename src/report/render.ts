@@ -11,6 +11,7 @@ import type { ExampleResult, RunMetrics } from '../run-files';
 import { escapeHtml, figureDivHtml, inlineScript, jsonForScript, plotlyJs } from '../plots/export';
 import { metricOf, perQuestionUsage, pipelineOf } from '../plots/runs';
 import type { RunData } from '../plots/types';
+import { judgesOf } from '../plots/judges';
 import type { Trace } from '../trace/types';
 import { decisionStatistics } from '../metrics/decisions';
 import { REPORT_CSS, REPORT_JS } from './assets';
@@ -99,6 +100,27 @@ function decisionsTable(run: RunData): string {
   return (
     `<table class="decisions"><thead><tr><th>decision statistic</th><th class="num">value</th></tr></thead><tbody>${rows.join('')}</tbody></table>` +
     '<p class="note">Computed from the traces: rates and shares in [0, 1]; <code>decision_p_yes_*</code> is the mean raw P(yes) of each judge, <code>decision_p_cal_*</code> its mean calibrated P (with <code>judgeCalibration</code>; <code>*_prior</code>: the content-free prior).</p>'
+  );
+}
+
+/** Judge quality per graded judge (src/metrics/judge-quality.ts), with each judge's verdict sentence. */
+function judgesTable(run: RunData): string {
+  const judges = Object.values(judgesOf(run));
+  if (judges.length === 0) return '';
+  const f = (x: number | null, digits = 3) => (x === null ? '' : fmt(x, digits));
+  const rows = judges.map(
+    (d) =>
+      `<tr><td><code>${escapeHtml(d.purpose)}</code></td><td class="num">${d.judgments}</td><td class="num">${d.labelled}</td>` +
+      `<td class="num">${d.positives} / ${d.negatives}</td>` +
+      `<td class="num">${f(d.auc, 2)}${d.aucCiLow !== null && d.aucCiHigh !== null ? ` [${fmt(d.aucCiLow, 2)}, ${fmt(d.aucCiHigh, 2)}]` : ''}</td>` +
+      `<td class="num">${f(d.brier)}</td><td class="num">${f(d.meanPPositive)}</td><td class="num">${f(d.meanPNegative)}</td><td class="num">${f(d.shareAtLeastHalf, 2)}</td>` +
+      `<td>${d.separates ? 'yes' : 'no'}</td></tr>`,
+  );
+  return (
+    '<h2>Judges</h2>' +
+    `<table class="judges"><thead><tr><th>judge</th><th class="num">judgments</th><th class="num">labelled</th><th class="num">right / wrong</th><th class="num">AUC [95% CI]</th><th class="num">Brier</th><th class="num">mean P right</th><th class="num">mean P wrong</th><th class="num">share P ≥ 0.5</th><th>separates</th></tr></thead><tbody>${rows.join('')}</tbody></table>` +
+    `<ul class="verdicts">${judges.map((d) => `<li class="verdict">${escapeHtml(d.verdict)} <span class="note">Silver label: ${escapeHtml(d.silverLabel)}.</span></li>`).join('')}</ul>` +
+    '<p class="note">P against a silver label from the gold data (docs/metrics.md, "Judge diagnostics"); the CI resamples questions. A judge separates when each label has enough labelled judgments and the CI excludes 0.5.</p>'
   );
 }
 
@@ -254,6 +276,7 @@ export function renderRunReport(run: RunData & Partial<Pick<LoadedRun, 'mlflow' 
     mlflowLink(run),
     '<h2>Metrics</h2>', metricsTable(run),
     '<h2>Decisions</h2>', decisionsTable(run),
+    judgesTable(run),
     '<h2>Usage</h2>', usageTable(run),
     '<h2>Figures</h2>', figuresHtml(options.figures),
     '<h2>Examples</h2>', examplesTable(run, options),
