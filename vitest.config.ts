@@ -24,6 +24,7 @@ const integration = [
   'test/notebooks/notebooks.test.ts',
   'test/pipelines/e2e.test.ts',
   'test/plots/export.test.ts',
+  'test/plots/overlap.test.ts',
   'test/report/mlflow.test.ts',
   'test/report/report.test.ts',
   'test/retrieval/dense.test.ts',

@@ -107,7 +107,6 @@ export function tocAblationFigure(
       yaxis: { title: { text: `${metric} (mean, 95% CI)` } },
       xaxis2: { domain: [0.54, 1], anchor: 'y2', title: { text: knob }, dtick: 1 },
       yaxis2: { anchor: 'x2', title: { text: 'LLM calls per question' }, rangemode: 'tozero' },
-      legend: { orientation: 'h', yanchor: 'bottom', y: 1.02, x: 0 },
       ...(points.length === 0 ? { annotations: [noDataAnnotation(`no runs with a ${knob} setting`)] } : {}),
     }),
   };

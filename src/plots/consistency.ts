@@ -92,7 +92,6 @@ export function consistencyKdeFigure(
       xaxis: { title: { text: 'consistency (votes of the majority answer / n)' }, zeroline: false, anchor: 'y2', range: [lo, hi] },
       yaxis: { title: { text: 'density (Gaussian KDE, Scott)' }, domain: [0.22, 1], rangemode: 'tozero' },
       yaxis2: { domain: [0, 0.16], showgrid: false, categoryorder: 'array', categoryarray: ['incorrect', 'correct'] },
-      legend: { orientation: 'h', yanchor: 'bottom', y: 1.02, x: 0 },
       margin: { l: 64, r: 24, t: 84, b: 56 },
       ...(pts.length === 0
         ? { annotations: [noDataAnnotation('no verify-edit or cot-sc traces with a scored result')] }

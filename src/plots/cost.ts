@@ -77,7 +77,6 @@ export function costQualityFigure(
     layout: baseLayout(options.title ?? `Cost against quality (${metric})`, {
       xaxis: { title: { text: COST_LABEL[cost] }, rangemode: 'tozero' },
       yaxis: { title: { text: `${metric} (mean, 95% CI)` } },
-      legend: { orientation: 'h', yanchor: 'bottom', y: 1.02, x: 0 },
       ...(points.length === 0 ? { annotations: [noDataAnnotation(`no runs with ${metric}`)] } : {}),
     }),
   };

@@ -170,7 +170,6 @@ export function coverageFigure(curves: readonly CoverageCurve[], options: { titl
     layout: baseLayout(options.title ?? 'Answer coverage of retrieved passages', {
       xaxis: { title: { text: 'k (top-k passages)' }, type: logK ? 'log' : 'linear' },
       yaxis: { title: { text: 'AC@k (% of gold DQs with an answer in the top k)' }, range: [0, 100] },
-      legend: { orientation: 'h', yanchor: 'bottom', y: 1.02, x: 0 },
       ...(curves.length === 0 ? { annotations: [noDataAnnotation('no coverage curves')] } : {}),
     }),
   };

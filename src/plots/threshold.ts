@@ -164,14 +164,13 @@ export function thresholdAblationFigure(points: readonly ThresholdPoint[], optio
   const subtitle = sources.has('sweep') ? 'one run per threshold' : 'thresholds re-applied to one run\'s recorded votes';
   return {
     data,
-    layout: baseLayout(options.title ?? `Verify-and-Edit threshold ablation (${subtitle})`, {
-      xaxis: { title: { text: 'consistency threshold (votes needed to keep the majority answer)' }, dtick: 1 },
+    layout: baseLayout(options.title ?? 'Verify-and-Edit threshold ablation', {
+      xaxis: { title: { text: 'threshold (votes needed to keep the majority answer)' }, dtick: 1 },
       // A little room above 100 and below 0 so that markers on the bounds stay visible.
       yaxis: { title: { text: 'percent' }, range: [-3, 104] },
-      legend: { orientation: 'h', yanchor: 'bottom', y: 1.02, x: 0 },
       margin: { l: 64, r: 24, t: 84, b: missing.length > 0 ? 110 : 56 },
       annotations,
       shapes,
-    }),
+    }, options.title ? undefined : subtitle),
   };
 }

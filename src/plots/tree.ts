@@ -125,7 +125,7 @@ export function clarificationTreeFigure(trace: Trace, options: { title?: string;
   const width = Math.max(1, ...[...pos.values()].map((p) => p.x));
   return {
     data,
-    layout: baseLayout(options.title ?? `Clarification tree: ${plotlyText(truncate(trace.question, 70))}`, {
+    layout: baseLayout(options.title ?? 'Clarification tree', {
       xaxis: { visible: false, range: [-0.8, width + 0.8] },
       yaxis: { visible: false, range: [-depth - 0.6, 0.5] },
       legend: { orientation: 'h', y: -0.05, x: 0 },
@@ -135,7 +135,7 @@ export function clarificationTreeFigure(trace: Trace, options: { title?: string;
           xref: 'paper', yref: 'paper', x: 1, y: 1.04, xanchor: 'right', showarrow: false, font: { size: 11, color: colors.neutral },
         },
       ],
-    }),
+    }, options.title ? undefined : plotlyText(truncate(trace.question, 90))),
   };
 }
 

@@ -59,9 +59,23 @@ export const colors = {
   series: ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b', '#e377c2', '#17becf'],
 } as const;
 
-export function baseLayout(title: string, extra: PlotlyLayout = {}): PlotlyLayout {
+/**
+ * The layout every figure starts from. The title hangs from the top edge of the figure (not the
+ * middle of the top margin), and legends stand to the right of the plot (plotly's default, which
+ * widens the right margin to fit): a horizontal legend above the plot shares the top margin with
+ * the title and runs into it as soon as it wraps or the fonts differ (test/plots/overlap.test.ts).
+ * A long title keeps its detail on a second, smaller line (`subtitle`).
+ */
+export function baseLayout(title: string, extra: PlotlyLayout = {}, subtitle?: string): PlotlyLayout {
   return {
-    title: { text: title },
+    title: {
+      text: title,
+      ...(subtitle ? { subtitle: { text: subtitle, font: { size: 12, color: '#555555' } } } : {}),
+      yref: 'container',
+      y: 1,
+      yanchor: 'top',
+      pad: { t: 12 },
+    },
     font: { family: 'DejaVu Sans, Arial, sans-serif', size: 13 },
     margin: { l: 64, r: 24, t: 84, b: 56 },
     plot_bgcolor: '#ffffff',

@@ -1,0 +1,162 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { nodeCapFigure, tocAblationFigure } from '../../src/plots/ablation';
+import { consistencyKdeFigure } from '../../src/plots/consistency';
+import { costQualityFigure } from '../../src/plots/cost';
+import { coverageFigure } from '../../src/plots/coverage';
+import { CHROMIUM_ARGS, chromiumPath, plotlyJs } from '../../src/plots/export';
+import { pruningEffect, pruningEffectFigure } from '../../src/plots/pruning';
+import { thresholdAblationFigure, thresholdAblationFromTraces } from '../../src/plots/threshold';
+import { clarificationTreeFigure } from '../../src/plots/tree';
+import type { Figure } from '../../src/plots/types';
+import { result, run, summary, tocNode, tocTrace, veTrace } from './fixtures';
+
+/**
+ * What a reader sees: every figure builder of src/plots/, drawn by plotly.js in Chromium at the
+ * sizes notebooks (the PNG is 900 px wide; a JupyterLab cell beside a side panel is about 640)
+ * and reports (about 1,200) use. The title, the legend, the axis titles and the annotations must
+ * not cover one another (their bounding boxes may not intersect) and must lie inside the figure.
+ */
+
+const veTraces = [5, 4, 3, 2, 1].map((votes, i) => veTrace(`q${i}`, { votes }));
+const veResults = [100, 100, 0, 100, 0].map((em, i) => result(`q${i}`, { em, f1: em }));
+const tocRun = (maxNodes: number, maxDepth: number, dr: number, calls: number) =>
+  run(`toc-n${maxNodes}-d${maxDepth}`, { pipeline: { name: 'toc', options: { maxNodes, maxDepth } } }, [
+    result('q1', { dr, str_em: dr + 1 }, { usage: summary({ llmCalls: calls, promptTokens: 1000 * calls, completionTokens: 10 }) }),
+    result('q2', { dr: dr + 4, str_em: dr + 3 }, { usage: summary({ llmCalls: calls + 1, promptTokens: 900 * calls, completionTokens: 12 }) }),
+  ], []);
+const costRun = (name: string, pipeline: string, dr: number, tokens: number) =>
+  run(name, { pipeline }, [
+    result('q1', { dr, str_em: dr }, { usage: summary({ promptTokens: tokens, completionTokens: 100, seconds: tokens / 1000 }) }),
+    result('q2', { dr: dr + 6, str_em: dr + 2 }, { usage: summary({ promptTokens: tokens * 1.2, completionTokens: 90, seconds: tokens / 800 }) }),
+  ], []);
+const tree = {
+  ...tocTrace('q', [
+    tocNode(0, null, null, { question: 'Who won the most recent FIFA World Cup held in South America?' }),
+    tocNode(1, 0, 'Argentina', { expanded: true }),
+    tocNode(2, 0, 'Uruguay'),
+    tocNode(3, 1, 'Lionel Messi captained the side', { depth: 2 }),
+    tocNode(4, 1, 'Nobody', { depth: 2, verdict: false, pruned: true }),
+    tocNode(5, 0, 'Argentina', { duplicateOf: 1 }),
+  ], [1, 3]),
+  question: 'Who won the most recent FIFA World Cup held in South America?',
+};
+const pruningTraces = [
+  tocTrace('q1', [
+    tocNode(0, null, null),
+    tocNode(1, 0, 'Paris', { verdict: true }),
+    tocNode(2, 0, 'Berlin', { verdict: false, pruned: true }),
+    tocNode(3, 0, 'Rome Italy', { verdict: false, unpruned: true }),
+    tocNode(4, 0, 'Paris', { duplicateOf: 1 }),
+    tocNode(5, 0, 'Madrid', { verdict: null, skipped: 'max-calls' }),
+  ]),
+  tocTrace('q2', [tocNode(0, null, null), tocNode(1, 0, 'Lyon', { verdict: null })]),
+];
+const dq = (...answers: string[]) => answers.map((a) => ({ question: `Which ${a}?`, shortAnswers: [a] }));
+
+const figures: Record<string, Figure> = {
+  'consistency KDE': consistencyKdeFigure(veTraces, veResults),
+  'threshold ablation': thresholdAblationFigure(thresholdAblationFromTraces(veTraces, veResults)),
+  'pruning effect': pruningEffectFigure(pruningEffect(pruningTraces, new Map([['q1', dq('Paris', 'Rome')], ['q2', dq('Lyon')]]))),
+  coverage: coverageFigure(['bm25', 'dense', 'hybrid', 'multi-query bm25'].map((name, i) => ({ name, k: [1, 2, 3, 5, 10, 100], coverage: [10, 20, 30, 40, 50, 60].map((c) => c + i) }))),
+  'node cap ablation': nodeCapFigure([tocRun(2, 2, 18, 3), tocRun(6, 2, 25, 8), tocRun(2, 3, 20, 4), tocRun(6, 3, 30, 12)]),
+  'depth ablation': tocAblationFigure([tocRun(10, 1, 20, 3), tocRun(10, 2, 25, 7), tocRun(10, 3, 30, 12)], { knob: 'maxDepth' }),
+  'cost against quality': costQualityFigure([
+    costRun('nb04-vanilla-rag', 'vanilla-rag', 30, 1500),
+    costRun('nb04-diva', 'diva', 36, 4000),
+    costRun('nb04-toc', 'toc', 40, 12000),
+    costRun('nb04-combo', 'combo', 38, 6000),
+    costRun('nb04-closed-book', 'closed-book', 20, 600),
+  ]),
+  'clarification tree': clarificationTreeFigure(tree),
+};
+
+const WIDTHS = [640, 900, 1200];
+
+interface Box {
+  name: string;
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+}
+
+let context: BrowserContext;
+let page: Page;
+let profile: string;
+
+beforeAll(async () => {
+  profile = mkdtempSync(join(tmpdir(), 'ambiqa-overlap-'));
+  context = await chromium.launchPersistentContext(profile, { executablePath: chromiumPath(), headless: true, args: CHROMIUM_ARGS, viewport: { width: 1300, height: 900 } });
+  page = context.pages()[0] ?? (await context.newPage());
+  await page.setContent('<!doctype html><html><head><meta charset="utf-8"></head><body style="margin:0"><div id="fig"></div></body></html>');
+  await page.addScriptTag({ content: plotlyJs() });
+}, 120_000);
+
+afterAll(async () => {
+  await context?.close();
+  if (profile) rmSync(profile, { recursive: true, force: true });
+});
+
+/** Draw the figure at a size and read the boxes of what must stay apart. */
+async function labelBoxes(figure: Figure, width: number, height: number): Promise<Box[]> {
+  return page.evaluate(
+    async (arg: { data: unknown; layout: Record<string, unknown>; width: number; height: number }) => {
+      const Plotly = (globalThis as unknown as { Plotly: { newPlot(el: Element, d: unknown, l: unknown, c: unknown): Promise<void>; purge(el: Element): void } }).Plotly;
+      const el = document.getElementById('fig')!;
+      Plotly.purge(el);
+      el.style.width = `${arg.width}px`;
+      el.style.height = `${arg.height}px`;
+      await Plotly.newPlot(el, arg.data, { ...arg.layout, width: arg.width, height: arg.height }, { staticPlot: true });
+      const boxes: Array<{ name: string; x: number; y: number; w: number; h: number }> = [];
+      const add = (name: string, node: Element | null) => {
+        if (!node) return;
+        const r = node.getBoundingClientRect();
+        if (r.width > 0 && r.height > 0) boxes.push({ name, x: r.x, y: r.y, w: r.width, h: r.height });
+      };
+      add('title', el.querySelector('.gtitle'));
+      add('subtitle', el.querySelector('.gtitle-subtitle'));
+      add('legend', el.querySelector('.legend .bg') ?? el.querySelector('.legend'));
+      el.querySelectorAll('[class$="title"]').forEach((t) => {
+        const cls = t.getAttribute('class') ?? '';
+        if (/^(x|y)\d*title$/.test(cls)) add(cls.replace('title', ' axis title'), t);
+      });
+      el.querySelectorAll('.annotation').forEach((a, i) => add(`annotation ${i}`, a.querySelector('.annotation-text-g') ?? a));
+      return boxes;
+    },
+    JSON.parse(JSON.stringify({ data: figure.data, layout: figure.layout, width, height })),
+  );
+}
+
+function intersect(a: Box, b: Box): boolean {
+  // One pixel of tolerance: text boxes that merely touch are not an overlap.
+  return a.x + 1 < b.x + b.w && b.x + 1 < a.x + a.w && a.y + 1 < b.y + b.h && b.y + 1 < a.y + a.h;
+}
+
+describe('figure labels do not overlap', () => {
+  it.each(Object.keys(figures))('%s', async (name) => {
+    const figure = figures[name]!;
+    const height = typeof figure.layout.height === 'number' ? figure.layout.height : 460;
+    const problems: string[] = [];
+    for (const width of WIDTHS) {
+      const boxes = await labelBoxes(figure, width, height);
+      expect(boxes.some((b) => b.name === 'title'), `${name} at ${width}px has a title`).toBe(true);
+      // Nothing is cut off at the figure's edges either (a long title overflows both sides).
+      for (const b of boxes) {
+        if (b.x < -1 || b.y < -1 || b.x + b.w > width + 1 || b.y + b.h > height + 1) problems.push(`${width}x${height}: ${b.name} ${JSON.stringify(b)} runs off the figure`);
+      }
+      for (let i = 0; i < boxes.length; i++) {
+        for (let j = i + 1; j < boxes.length; j++) {
+          const [a, b] = [boxes[i]!, boxes[j]!];
+          if (a.name.startsWith('annotation') && b.name.startsWith('annotation')) continue;
+          if (a.name === 'title' && b.name === 'subtitle') continue;
+          if (intersect(a, b)) problems.push(`${width}x${height}: ${a.name} ${JSON.stringify(a)} overlaps ${b.name} ${JSON.stringify(b)}`);
+        }
+      }
+    }
+    expect(problems).toEqual([]);
+  }, 60_000);
+});
