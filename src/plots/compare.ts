@@ -38,11 +38,10 @@ export function comparisonFigure(comparison: Comparison, options: { metrics?: re
   });
   return {
     data,
-    layout: baseLayout(`Paired delta against ${plotlyText(comparison.baseline)} (95% CI, questions resampled jointly)`, {
+    layout: baseLayout(`Paired delta against ${plotlyText(comparison.baseline)}`, {
       xaxis: { title: { text: 'mean delta (run − baseline), metric points' }, zeroline: true, zerolinecolor: colors.neutral, zerolinewidth: 2 },
       yaxis: { automargin: true, autorange: 'reversed' },
       height: Math.max(260, 120 + 60 * runs.length),
-      legend: { orientation: 'h', y: -0.25 },
-    }),
+    }, '95% CI, questions resampled jointly'),
   };
 }

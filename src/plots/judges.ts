@@ -29,9 +29,12 @@ export function judgeFigureSlug(purpose: string): string {
   return purpose.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-+|-+$/g, '');
 }
 
-/** The verdict as a figure subtitle, wrapped to the plot's width (plotly does not wrap titles). */
+/**
+ * The verdict as a figure subtitle, wrapped (plotly does not wrap titles) to fit the narrowest
+ * figure notebooks show (640 px; test/plots/overlap.test.ts).
+ */
 function subtitle(d: JudgeDiagnostics): string {
-  return wrapForHover(d.verdict, 90);
+  return wrapForHover(d.verdict, 80);
 }
 
 function aucText(d: JudgeDiagnostics): string {
@@ -56,7 +59,8 @@ export function judgeReliabilityFigure(d: JudgeDiagnostics): Figure {
     {
       type: 'scatter',
       mode: 'lines+markers',
-      name: `${d.purpose} (${aucText(d)}, Brier ${d.brier === null ? 'n/a' : d.brier.toFixed(3)})`,
+      // Two lines: a one-line entry makes the legend so wide that a 640 px figure has no room for its plot.
+      name: `${d.purpose}<br>${aucText(d)}, Brier ${d.brier === null ? 'n/a' : d.brier.toFixed(3)}`,
       x: bins.map((b) => b.meanP),
       y: bins.map((b) => b.positiveRate),
       text: bins.map((b) => `P in [${b.low.toFixed(2)}, ${b.high.toFixed(2)}): ${b.n} judgments`),
@@ -67,14 +71,13 @@ export function judgeReliabilityFigure(d: JudgeDiagnostics): Figure {
   ];
   return {
     data,
-    layout: baseLayout(`Reliability of ${d.purpose}<br><sub>${subtitle(d)}</sub>`, {
+    layout: baseLayout(`Reliability of ${d.purpose}`, {
       xaxis: { title: { text: 'P the pipeline thresholded (mean of the bin)' }, range: [-0.02, 1.02], zeroline: false },
       yaxis: { title: { text: `share right by the silver label (n=${d.labelled})` }, range: [-0.02, 1.02], zeroline: false },
       shapes: [{ type: 'line', x0: 0.5, x1: 0.5, y0: 0, y1: 1, xref: 'x', yref: 'paper', line: { color: colors.neutral, width: 1, dash: 'dash' } }],
-      legend: { orientation: 'h', yanchor: 'top', y: -0.18, x: 0 },
-      margin: { l: 64, r: 24, t: 110, b: 96 },
+      margin: { l: 64, r: 24, t: 110, b: 64 },
       ...(bins.length === 0 ? { annotations: [noDataAnnotation('no labelled judgments')] } : {}),
-    }),
+    }, subtitle(d)),
   };
 }
 
@@ -95,14 +98,13 @@ export function judgeHistogramFigure(d: JudgeDiagnostics): Figure {
   const total = h.positive.reduce((s, c) => s + c, 0) + h.negative.reduce((s, c) => s + c, 0);
   return {
     data: [bar('right (silver label)', h.positive, colors.correct, d.meanPPositive), bar('wrong (silver label)', h.negative, colors.incorrect, d.meanPNegative)],
-    layout: baseLayout(`P of ${d.purpose} by silver label<br><sub>${subtitle(d)}</sub>`, {
+    layout: baseLayout(`P of ${d.purpose} by silver label`, {
       barmode: 'overlay',
       xaxis: { title: { text: 'P the pipeline thresholded' }, range: [0, 1] },
       yaxis: { title: { text: 'judgments' }, rangemode: 'tozero' },
       shapes: [{ type: 'line', x0: 0.5, x1: 0.5, y0: 0, y1: 1, xref: 'x', yref: 'paper', line: { color: colors.neutral, width: 1, dash: 'dash' } }],
-      legend: { orientation: 'h', yanchor: 'top', y: -0.18, x: 0 },
-      margin: { l: 64, r: 24, t: 110, b: 96 },
+      margin: { l: 64, r: 24, t: 110, b: 64 },
       ...(total === 0 ? { annotations: [noDataAnnotation('no labelled judgments')] } : {}),
-    }),
+    }, subtitle(d)),
   };
 }

@@ -10,8 +10,12 @@ import { coverageFigure } from '../../src/plots/coverage';
 import { CHROMIUM_ARGS, chromiumPath, plotlyJs } from '../../src/plots/export';
 import { pruningEffect, pruningEffectFigure } from '../../src/plots/pruning';
 import { thresholdAblationFigure, thresholdAblationFromTraces } from '../../src/plots/threshold';
+import { comparisonFigure } from '../../src/plots/compare';
+import { judgeHistogramFigure, judgeReliabilityFigure } from '../../src/plots/judges';
 import { clarificationTreeFigure } from '../../src/plots/tree';
 import type { Figure } from '../../src/plots/types';
+import type { Comparison } from '../../src/run-files/comparison';
+import type { JudgeDiagnostics } from '../../src/run-files';
 import { result, run, summary, tocNode, tocTrace, veTrace } from './fixtures';
 
 /**
@@ -57,6 +61,31 @@ const pruningTraces = [
 ];
 const dq = (...answers: string[]) => answers.map((a) => ({ question: `Which ${a}?`, shortAnswers: [a] }));
 
+const judge: JudgeDiagnostics = {
+  purpose: 'toc.verify',
+  silverLabel: 'node answer matches a gold disambiguation (Answer-F1 ≥ 0.5)',
+  judgments: 120, labelled: 96, positives: 40, negatives: 56,
+  auc: 0.58, aucCiLow: 0.46, aucCiHigh: 0.7, brier: 0.27, meanPPositive: 0.61, meanPNegative: 0.55, shareAtLeastHalf: 0.7,
+  separates: false,
+  verdict: 'toc.verify does not separate right from wrong judgments (AUC 0.58, 95% CI [0.46, 0.70] contains 0.5): a threshold sweep on this judge cannot show an effect',
+  reliability: [0.1, 0.3, 0.5, 0.7, 0.9].map((m, i) => ({ low: i * 0.2, high: (i + 1) * 0.2, n: 10 + i * 5, meanP: m, positiveRate: 0.3 + i * 0.05 })),
+  histogram: { edges: [0, 0.25, 0.5, 0.75, 1], positive: [4, 8, 16, 12], negative: [6, 14, 20, 16] },
+};
+const pairedRow = (run: string, metric: string, delta: number) => ({
+  run, baseline: 'vanilla-rag', metric, n: 50, baselineMean: 40, runMean: 40 + delta, meanDelta: delta, ciLow: delta - 4, ciHigh: delta + 4,
+  p: 0.04, pMethod: 'exact' as const, pHolm: 0.08, sdDelta: 10, answerChanged: 30, failedInRun: 0, failedInBaseline: 0, onlyInRun: 0, onlyInBaseline: 0,
+});
+const comparedRun = (name: string) => ({ name, key: name, dataset: 'asqa', questions: 50, failed: 0, means: {} });
+const comparison: Comparison = {
+  kind: 'ambiqa.comparison', version: 1, createdAt: '2026-12-03T00:00:00Z', dataset: 'asqa', baseline: 'vanilla-rag',
+  metrics: ['str_em', 'rougeLsum', 'dr'],
+  method: { resamples: 1000, seed: 1, level: 0.95, permutations: 10000, exactLimit: 20 },
+  runs: ['vanilla-rag', 'toc', 'diva', 'combo'].map(comparedRun),
+  rows: ['toc', 'diva', 'combo'].flatMap((run, i) => ['str_em', 'rougeLsum', 'dr'].map((metric, j) => pairedRow(run, metric, i * 2 - j))),
+  questions: [],
+  notes: [],
+} as unknown as Comparison;
+
 const figures: Record<string, Figure> = {
   'consistency KDE': consistencyKdeFigure(veTraces, veResults),
   'threshold ablation': thresholdAblationFigure(thresholdAblationFromTraces(veTraces, veResults)),
@@ -72,6 +101,9 @@ const figures: Record<string, Figure> = {
     costRun('nb04-closed-book', 'closed-book', 20, 600),
   ]),
   'clarification tree': clarificationTreeFigure(tree),
+  'judge reliability': judgeReliabilityFigure(judge),
+  'judge P histogram': judgeHistogramFigure(judge),
+  'paired comparison': comparisonFigure(comparison),
 };
 
 const WIDTHS = [640, 900, 1200];
