@@ -150,8 +150,21 @@ export const experimentFileSchema = z.strictObject({
   tracking: trackingSchema.default({ experiment: 'ambiqa', enabled: true, traces: true, tags: {} }),
   /** Examples answered at once. LLM concurrency is the LLM layer's own limit. */
   concurrency: z.int().min(1).max(256).default(2),
-  /** `ambiqa sweep`: dotted field path → values; the grid is their Cartesian product. */
-  sweep: z.record(z.string(), z.array(z.unknown()).min(1)).optional(),
+  /**
+   * `ambiqa sweep`: dotted field path → values; the grid is their Cartesian product. The key
+   * `reference` is not an axis: it names the point every other point is compared with, paired,
+   * in the summary, the report and MLflow (a point label such as `pruneThreshold=0.5`, a value of
+   * the only axis, or a mapping axis → value; default the first point).
+   */
+  sweep: z
+    .record(z.string(), z.unknown())
+    .superRefine((sweep, ctx) => {
+      for (const [key, values] of Object.entries(sweep)) {
+        if (key === 'reference') continue;
+        if (!Array.isArray(values) || values.length === 0) ctx.addIssue({ code: 'custom', path: [key], message: 'must be a non-empty list of values' });
+      }
+    })
+    .optional(),
   /** Set by `--shard i/N`. */
   shard: z.string().optional(),
 });
@@ -350,6 +363,7 @@ export function resolveExperimentConfig(
 
   if (file.sweep) {
     for (const key of Object.keys(file.sweep)) {
+      if (key === 'reference') continue;
       if (key.startsWith('sweep.') || key === 'sweep' || key === 'shard' || key === 'name') {
         problems.push(`sweep.${key}: cannot sweep over '${key.split('.')[0]}'`);
       }

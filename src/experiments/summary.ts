@@ -1,6 +1,7 @@
 import type { GridAxis, GridPoint } from './grid';
 import { formatValue } from './grid';
 import type { RunMetrics } from '../run-files';
+import type { PairedRow } from '../run-files/comparison';
 
 /**
  * The table a sweep leaves on its parent run: one row per grid point, the swept values, each
@@ -12,6 +13,27 @@ export interface SummaryRow {
   runDir: string;
   status: string;
   metrics: RunMetrics | null;
+  /** This point's paired deltas against the sweep's reference point, one per metric. */
+  paired?: PairedRow[];
+  /** This point is the reference the others are compared with. */
+  reference?: boolean;
+}
+
+/** Metrics with a paired delta in any row, in first-seen order. */
+export function pairedColumns(rows: SummaryRow[]): string[] {
+  const names: string[] = [];
+  for (const r of rows) for (const p of r.paired ?? []) if (!names.includes(p.metric)) names.push(p.metric);
+  return names;
+}
+
+const fmtP = (p: number | null) => (p === null ? '' : p < 0.001 ? p.toExponential(1) : p.toFixed(3));
+
+/** `+1.2 [−3.0, 5.1] p 0.62` (the reference point: `reference`). */
+export function pairedCell(r: SummaryRow, metric: string): string {
+  if (r.reference) return 'reference';
+  const p = r.paired?.find((x) => x.metric === metric);
+  if (!p || !Number.isFinite(p.meanDelta)) return '';
+  return `${p.meanDelta > 0 ? '+' : ''}${p.meanDelta.toFixed(1)} [${p.ciLow.toFixed(1)}, ${p.ciHigh.toFixed(1)}] p ${fmtP(p.p)}`;
 }
 
 export function metricColumns(rows: SummaryRow[]): string[] {
@@ -32,7 +54,8 @@ const usageColumns = ['llm_calls', 'cache_hits', 'prompt_tokens', 'completion_to
 export function summaryMarkdown(axes: GridAxis[], rows: SummaryRow[]): string {
   const metrics = metricColumns(rows);
   const decisions = decisionColumns(rows);
-  const header = [...axes.map((a) => a.label), 'n', ...metrics, ...decisions, ...usageColumns, 'status'];
+  const deltas = pairedColumns(rows);
+  const header = [...axes.map((a) => a.label), 'n', ...metrics, ...deltas.map((m) => `Δ ${m} vs reference [95% CI] p`), ...decisions, ...usageColumns, 'status'];
   const lines = [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`];
   for (const r of rows) {
     const m = r.metrics;
@@ -43,6 +66,7 @@ export function summaryMarkdown(axes: GridAxis[], rows: SummaryRow[]): string {
         const a = m?.metrics[name];
         return a ? `${a.mean.toFixed(1)} [${a.ciLow.toFixed(1)}, ${a.ciHigh.toFixed(1)}]` : '';
       }),
+      ...deltas.map((name) => pairedCell(r, name)),
       ...decisions.map((name) => {
         const v = m?.decisions?.[name];
         return v === undefined ? '' : v.toFixed(3);
@@ -62,6 +86,7 @@ export function summaryCsv(axes: GridAxis[], rows: SummaryRow[]): string {
     ...axes.map((a) => a.label),
     'n',
     ...metrics.flatMap((m) => [m, `${m}_ci_low`, `${m}_ci_high`]),
+    ...pairedColumns(rows).flatMap((m) => [`delta_${m}`, `delta_${m}_ci_low`, `delta_${m}_ci_high`, `p_${m}`, `p_holm_${m}`, `n_paired_${m}`]),
     ...decisions,
     ...usageColumns,
     'status',
@@ -76,6 +101,11 @@ export function summaryCsv(axes: GridAxis[], rows: SummaryRow[]): string {
       ...metrics.flatMap((name): Array<string | number> => {
         const a = m?.metrics[name];
         return a ? [a.mean, a.ciLow, a.ciHigh] : ['', '', ''];
+      }),
+      ...pairedColumns(rows).flatMap((name): Array<string | number> => {
+        if (r.reference) return [0, 0, 0, '', '', ''];
+        const p = r.paired?.find((x) => x.metric === name);
+        return p ? [p.meanDelta, p.ciLow, p.ciHigh, p.p ?? '', p.pHolm ?? '', p.n] : ['', '', '', '', '', ''];
       }),
       ...decisions.map((name) => m?.decisions?.[name] ?? ''),
       ...usageColumns.map((u) => (m ? m.usage[u] : '')),

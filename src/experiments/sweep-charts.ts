@@ -1,5 +1,6 @@
 import type { GridAxis, GridPoint } from './grid';
 import type { RunMetrics } from '../run-files';
+import type { SummaryRow } from './summary';
 
 /**
  * How a sweep shows up in MLflow's charts. The parent run gets each point's headline metrics as a
@@ -53,4 +54,29 @@ export function sweepPointTags(axes: readonly GridAxis[], point: GridPoint): Rec
     tags[`ambiqa.sweep.${axis.key}`] = typeof value === 'string' ? value : JSON.stringify(value);
   }
   return tags;
+}
+
+/**
+ * The parent's paired metrics at one point: `delta.<metric>` with `delta.<metric>.ci_low` and
+ * `.ci_high` (the band, three series in MLflow's chart) and `p.<metric>` against the reference
+ * point; the reference itself is 0 with a zero-width band.
+ */
+export function sweepPairedMetrics(row: Pick<SummaryRow, 'paired' | 'reference'>, metrics?: readonly string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  if (row.reference) {
+    for (const m of metrics ?? []) {
+      out[`delta.${m}`] = 0;
+      out[`delta.${m}.ci_low`] = 0;
+      out[`delta.${m}.ci_high`] = 0;
+    }
+    return out;
+  }
+  for (const p of row.paired ?? []) {
+    if (!Number.isFinite(p.meanDelta)) continue;
+    out[`delta.${p.metric}`] = p.meanDelta;
+    out[`delta.${p.metric}.ci_low`] = p.ciLow;
+    out[`delta.${p.metric}.ci_high`] = p.ciHigh;
+    if (p.p !== null) out[`p.${p.metric}`] = p.p;
+  }
+  return out;
 }

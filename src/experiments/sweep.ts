@@ -13,7 +13,8 @@ import { runStarted } from './run-dir';
 import { configParams, guard, type FigureLogger, type TrackingFactory } from './run-tracking';
 import { runExperiment, type RunComponents } from './runner';
 import { redactConfig } from './secrets';
-import { stepsAreValues, sweepPointMetrics, sweepPointTags, sweepStep } from './sweep-charts';
+import { stepsAreValues, sweepPairedMetrics, sweepPointMetrics, sweepPointTags, sweepStep } from './sweep-charts';
+import { compareDirs, writeComparison, writeComparisonReport, type ComparedDirs } from '../report/compare';
 import { summaryCsv, summaryMarkdown, type SummaryRow } from './summary';
 
 /**
@@ -52,6 +53,8 @@ export interface SweepPlan {
   base: ExperimentConfig;
   axes: GridAxis[];
   points: Array<{ point: GridPoint; config: ExperimentConfig; runDir: string }>;
+  /** The point the others are compared with, paired (`sweep.reference`, default 0). */
+  referenceIndex: number;
 }
 
 /** Validate the base config and every grid point before anything runs. */
@@ -61,10 +64,13 @@ export function planSweep(request: Pick<SweepRequest, 'raw' | 'source' | 'regist
   if (!base.sweep) {
     throw new AmbiqaError(`${source}: has no sweep: section`, 'add e.g. `sweep: {pipeline.options.threshold: [1, 2, 3, 4, 5]}`, or use `ambiqa run`');
   }
-  const axes = gridAxes(base.sweep);
+  const { reference, ...grid } = base.sweep;
+  const axes = gridAxes(grid as Record<string, unknown[]>);
   const dir = request.sweepDir(base.name);
   const { sweep: _s, ...rawBase } = raw;
-  const points = expandGrid(axes).map((point) => {
+  const gridPoints = expandGrid(axes);
+  const referenceIndex = findReferencePoint(axes, gridPoints, reference, source);
+  const points = gridPoints.map((point) => {
     const pointRaw = applyOverrides(rawBase, point.overrides, `${source} (sweep point ${point.label})`);
     const config = resolveExperimentConfig(pointRaw, registry, {
       ...options,
@@ -73,7 +79,32 @@ export function planSweep(request: Pick<SweepRequest, 'raw' | 'source' | 'regist
     });
     return { point, config, runDir: join(dir, 'runs', point.label) };
   });
-  return { name: base.name, dir, base, axes, points };
+  return { name: base.name, dir, base, axes, points, referenceIndex };
+}
+
+/**
+ * The point `sweep.reference` names: a point label (`pruneThreshold=0.5`), a value of the only
+ * axis (`0.5`), or a mapping from axis (label or dotted key) to value. Default: the first point.
+ */
+export function findReferencePoint(axes: readonly GridAxis[], points: readonly GridPoint[], reference: unknown, source = 'sweep'): number {
+  if (reference === undefined || reference === null) return 0;
+  const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+  let index = -1;
+  if (typeof reference === 'string') index = points.findIndex((p) => p.label === reference);
+  if (index < 0 && axes.length === 1 && typeof reference !== 'object') index = points.findIndex((p) => same(p.values[axes[0].label], reference));
+  if (index < 0 && typeof reference === 'object' && !Array.isArray(reference)) {
+    const wanted = Object.entries(reference as Record<string, unknown>).map(([k, v]) => [axes.find((a) => a.key === k || a.label === k)?.label, v] as const);
+    if (wanted.every(([label]) => label !== undefined) && wanted.length === axes.length) {
+      index = points.findIndex((p) => wanted.every(([label, v]) => same(p.values[label!], v)));
+    }
+  }
+  if (index < 0) {
+    throw new AmbiqaError(
+      `${source}: sweep.reference ${JSON.stringify(reference)} is not a point of the grid`,
+      `use a point label (${points.slice(0, 4).map((p) => p.label).join(', ')}${points.length > 4 ? ', …' : ''})${axes.length === 1 ? ` or one of ${JSON.stringify(axes[0].values)}` : ''}`,
+    );
+  }
+  return index;
 }
 
 export interface SweepOutcome {
@@ -178,6 +209,16 @@ export async function runSweep(request: SweepRequest): Promise<SweepOutcome> {
     throw error;
   }
 
+  // ---------------------------------------------------------------- paired deltas
+  // Each point against the reference on the same questions (src/metrics/paired.ts): the summary,
+  // the report and the parent's chart speak in paired deltas beside the per-point values.
+  const paired = pairedAgainstReference(plan, rows, warn);
+  for (const r of rows) {
+    const mine = paired?.comparison.rows.filter((x) => x.run === plan.points[r.point.index].config.name);
+    if (mine && mine.length > 0) r.paired = mine;
+    if (paired && r.point.index === plan.referenceIndex) r.reference = true;
+  }
+
   // ---------------------------------------------------------------- the summary
   const markdown = summaryMarkdown(plan.axes, rows);
   // Through the run-dir writer, which masks known secrets like every other run file.
@@ -185,8 +226,20 @@ export async function runSweep(request: SweepRequest): Promise<SweepOutcome> {
   writeFileAtomic(join(plan.dir, 'summary.csv'), summaryCsv(plan.axes, rows));
   writeJson(
     join(plan.dir, 'summary.json'),
-    rows.map((r) => ({ label: r.point.label, values: r.point.values, status: r.status, runDir: r.runDir, metrics: r.metrics })),
+    rows.map((r) => ({
+      label: r.point.label,
+      values: r.point.values,
+      status: r.status,
+      runDir: r.runDir,
+      metrics: r.metrics,
+      ...(r.reference ? { reference: true } : {}),
+      ...(r.paired ? { paired: r.paired } : {}),
+    })),
   );
+  if (paired) {
+    writeComparison(paired.comparison, join(plan.dir, 'comparison.json'));
+    await guard(warn, 'write the sweep comparison report', async () => void writeComparisonReport(paired.comparison, join(plan.dir, 'comparison.html'), { traceMode: 'none' }));
+  }
   log('');
   log(markdown);
   if (parent) {
@@ -195,10 +248,11 @@ export async function runSweep(request: SweepRequest): Promise<SweepOutcome> {
     await guard(warn, 'tag the sweep steps', () => parent!.setTags({ 'ambiqa.sweep.step': stepsAreValues(plan.axes) ? plan.axes[0].key : 'point index' }));
     for (const r of rows) {
       if (!r.metrics) continue;
-      const m = sweepPointMetrics(plan.axes, r.point, r.metrics);
+      const m = { ...sweepPointMetrics(plan.axes, r.point, r.metrics), ...sweepPairedMetrics(r, paired?.comparison.metrics) };
       await guard(warn, 'log the sweep metrics', () => parent!.logMetrics(m, sweepStep(plan.axes, r.point)));
     }
-    for (const f of ['summary.md', 'summary.csv', 'summary.json', 'sweep.yaml']) {
+    for (const f of ['summary.md', 'summary.csv', 'summary.json', 'sweep.yaml', ...(paired ? ['comparison.json', 'comparison.html'] : [])]) {
+      if (!existsSync(join(plan.dir, f))) continue;
       await guard(warn, `upload ${f}`, () => parent!.logArtifact(join(plan.dir, f)));
     }
     const figures = request.figures;
@@ -206,4 +260,27 @@ export async function runSweep(request: SweepRequest): Promise<SweepOutcome> {
     await guard(warn, 'finish the sweep run', () => parent!.finish(status));
   }
   return { status, dir: plan.dir, rows, summary: markdown, mlflow };
+}
+
+/**
+ * Every finished point against the reference point, paired on the questions both answered. Null
+ * (with a warning) when the reference did not finish or fewer than two points did.
+ */
+function pairedAgainstReference(plan: SweepPlan, rows: readonly SummaryRow[], warn: (m: string) => void): ComparedDirs | null {
+  const finished = rows.filter((r) => r.metrics && r.status !== 'NOT RUN' && existsSync(join(r.runDir, runFiles.results)));
+  const reference = plan.points[plan.referenceIndex];
+  if (!finished.some((r) => r.point.index === plan.referenceIndex)) {
+    if (rows.length > 1) warn(`no paired deltas: the reference point ${reference.point.label} has no results`);
+    return null;
+  }
+  if (finished.length < 2) return null;
+  try {
+    return compareDirs(
+      finished.map((r) => r.runDir),
+      { baseline: reference.config.name },
+    );
+  } catch (error) {
+    warn(`no paired deltas against ${reference.point.label}: ${(error as Error).message}`);
+    return null;
+  }
 }

@@ -14,6 +14,7 @@ import type { ExampleResult, RunMetrics } from '../run-files';
 import { runFiles, type MlflowRecord, type RunState } from '../run-files';
 import type { RunData, SweepData } from '../plots/types';
 import type { Trace } from '../trace/types';
+import type { PairedRow } from '../run-files/comparison';
 
 export interface LoadedRun extends RunData {
   dir: string;
@@ -21,6 +22,10 @@ export interface LoadedRun extends RunData {
   state?: RunState;
   /** For a sweep's child: the swept values of its grid point (axis label → value). */
   sweepValues?: Record<string, unknown>;
+  /** For a sweep's child: its paired deltas against the sweep's reference point (summary.json). */
+  sweepPaired?: PairedRow[];
+  /** For a sweep's child: it is the reference point. */
+  sweepReference?: boolean;
 }
 
 export interface LoadedSweep extends SweepData {
@@ -102,6 +107,8 @@ interface SummaryEntry {
   label?: string;
   values?: Record<string, unknown>;
   runDir?: string;
+  paired?: PairedRow[];
+  reference?: boolean;
 }
 
 export function loadSweep(dir: string): LoadedSweep {
@@ -119,7 +126,12 @@ export function loadSweep(dir: string): LoadedSweep {
   const runs = children.map((child) => {
     const run = loadRun(child);
     const entry = byDir.get(child) ?? byLabel.get(basename(child));
-    return entry?.values ? { ...run, sweepValues: entry.values } : run;
+    return {
+      ...run,
+      ...(entry?.values ? { sweepValues: entry.values } : {}),
+      ...(entry && Array.isArray(entry.paired) ? { sweepPaired: entry.paired } : {}),
+      ...(entry?.reference === true ? { sweepReference: true } : {}),
+    };
   });
   runs.sort((a, b) => (order.get(basename(a.dir)) ?? Infinity) - (order.get(basename(b.dir)) ?? Infinity));
   const axes = [...new Set(entries.flatMap((e) => Object.keys(e.values ?? {})))];

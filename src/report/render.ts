@@ -293,8 +293,11 @@ function sweepTable(sweep: LoadedSweep): string {
   for (const r of sweep.runs) for (const k of Object.keys(decisionsOf(r))) decisionSet.add(k);
   const decisions = [...decisionSet];
   const axes = sweep.axes.length > 0 ? sweep.axes : [];
+  const paired: string[] = [];
+  for (const r of sweep.runs) for (const p of r.sweepPaired ?? []) if (!paired.includes(p.metric)) paired.push(p.metric);
   const head = ['<th>run</th>', ...axes.map((a) => `<th>${escapeHtml(a)}</th>`), '<th class="num">n</th>',
     ...metrics.map((m) => `<th class="num">${escapeHtml(m)}</th>`),
+    ...paired.map((m) => `<th class="num">Δ ${escapeHtml(m)} vs reference</th>`),
     ...decisions.map((d) => `<th class="num">${escapeHtml(d)}</th>`),
     '<th class="num">LLM calls / q</th><th class="num">tokens / q</th><th class="num">seconds / q</th>'].join('');
   const rows = sweep.runs.map((run, i) => {
@@ -306,10 +309,20 @@ function sweepTable(sweep: LoadedSweep): string {
         const a = metricOf(run, m);
         return `<td class="num">${a ? `${fmt(a.mean)}${a.ciLow !== a.ciHigh ? ` <span class="note">[${fmt(a.ciLow)}, ${fmt(a.ciHigh)}]</span>` : ''}` : ''}</td>`;
       }).join('') +
+      paired.map((m) => {
+        if (run.sweepReference) return '<td class="num note">reference</td>';
+        const p = run.sweepPaired?.find((x) => x.metric === m);
+        if (!p || !Number.isFinite(p.meanDelta)) return '<td class="num"></td>';
+        const pText = p.p === null ? '' : p.p < 0.001 ? p.p.toExponential(1) : p.p.toFixed(3);
+        return `<td class="num">${p.meanDelta > 0 ? '+' : ''}${fmt(p.meanDelta)} <span class="note">[${fmt(p.ciLow)}, ${fmt(p.ciHigh)}] p ${pText}</span></td>`;
+      }).join('') +
       ((d) => decisions.map((k) => `<td class="num">${d[k] === undefined ? '' : fmt(d[k], 3)}</td>`).join(''))(decisionsOf(run)) +
       `<td class="num">${fmt(per.llmCalls)}</td><td class="num">${fmt(per.tokens, 0)}</td><td class="num">${fmt(per.seconds, 2)}</td></tr>`;
   });
-  return `<table class="sweep"><thead><tr>${head}</tr></thead><tbody>${rows.join('\n')}</tbody></table>`;
+  const note = paired.length > 0
+    ? '<p class="note">Δ vs reference: each point minus the sweep\'s reference point (<code>sweep.reference</code>, default the first) on the questions both answered, paired bootstrap 95% CI and two-sided sign-flip p (docs/compare.md); the side-by-side view is <code>comparison.html</code> in the sweep folder.</p>'
+    : '';
+  return `<table class="sweep"><thead><tr>${head}</tr></thead><tbody>${rows.join('\n')}</tbody></table>${note}`;
 }
 
 /** A sweep's report. Traces are left out unless asked for (`traces: 'compact'`): a sweep has many. */

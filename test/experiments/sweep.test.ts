@@ -44,7 +44,8 @@ describe.skipIf(!uri && !process.env.CI)('ambiqa sweep (VE threshold, real MLflo
       },
       retriever: { type: 'bm25', corpus: writeCorpus(dir) },
       tracking: { experiment },
-      sweep: { 'pipeline.options.threshold': [1, 2, 3, 4, 5] },
+      // The reference of the paired deltas: threshold 3 (the default would be the first point).
+      sweep: { 'pipeline.options.threshold': [1, 2, 3, 4, 5], reference: 3 },
     });
     expect(await sweepCommand([config, '--quiet'])).toBe(0);
     const runs = await searchRuns(uri, experiment);
@@ -121,6 +122,37 @@ describe.skipIf(!uri && !process.env.CI)('ambiqa sweep (VE threshold, real MLflo
       }
     }
     expect(tag(parent, 'ambiqa.sweep.step')).toBe('pipeline.options.threshold');
+  });
+
+  it('speaks in paired deltas against the reference point: summary, comparison file and parent metrics', async () => {
+    const sweepDir = tag(parent, 'ambiqa.sweep_dir')!;
+    const md = readFileSync(join(sweepDir, 'summary.md'), 'utf8');
+    expect(md).toContain('Δ em vs reference [95% CI] p');
+    const summary = JSON.parse(readFileSync(join(sweepDir, 'summary.json'), 'utf8')) as Array<{ label: string; reference?: boolean; paired?: Array<{ metric: string; n: number; meanDelta: number; baseline: string }> }>;
+    expect(summary.filter((r) => r.reference).map((r) => r.label)).toEqual(['threshold=3']);
+    for (const row of summary.filter((r) => !r.reference)) {
+      const em = row.paired!.find((p) => p.metric === 'em')!;
+      expect(em.n).toBe(Q);
+      expect(em.baseline).toMatch(/threshold=3$/);
+    }
+    expect(md.split('\n').find((l) => /^\| 3 \|/.test(l))).toContain('reference');
+    expect(existsSync(join(sweepDir, 'comparison.json'))).toBe(true);
+    expect(await listArtifacts(uri, parent.info.run_id)).toEqual(expect.arrayContaining(['comparison.json', 'comparison.html']));
+    // Every question is in every point, so each point's paired mean delta is the difference of
+    // the two children's own means; the reference is 0 with a zero-width band.
+    const reference = children[2];
+    for (const key of ['delta.em', 'delta.em.ci_low', 'delta.em.ci_high']) {
+      const res = await fetch(`${uri}/api/2.0/mlflow/metrics/get-history?run_id=${parent.info.run_id}&metric_key=${key}`);
+      const history = ((await res.json()) as { metrics: Array<{ step: number; value: number }> }).metrics;
+      expect(history.map((m) => m.step).sort()).toEqual([1, 2, 3, 4, 5]);
+      expect(history.find((m) => m.step === 3)?.value).toBe(0);
+      if (key === 'delta.em') {
+        for (const c of children) {
+          const step = Number(param(c, 'pipeline.options.threshold'));
+          expect(history.find((m) => m.step === step)?.value).toBeCloseTo(metric(c, 'em')! - metric(reference, 'em')!, 9);
+        }
+      }
+    }
   });
 });
 
