@@ -25,6 +25,7 @@ const commands: Record<string, () => Promise<Command>> = {
   report: () => import('./commands/report'),
   compare: () => import('./commands/compare'),
   notebook: () => import('./commands/notebook'),
+  serve: () => import('./commands/serve'),
 };
 
 async function usage(): Promise<string> {

@@ -1,6 +1,7 @@
 import { relative } from 'node:path';
 import { AmbiqaError } from '../errors';
 import { formatCount, formatDuration } from './progress';
+import { formatUsd } from '../llm/pricing';
 import type { RunOutcome } from './runner';
 import type { RunMetrics } from '../run-files';
 
@@ -35,6 +36,18 @@ export function interruptSignal(stream: NodeJS.WriteStream = process.stderr): { 
   };
 }
 
+/** `--max-cost 2.50` (US dollars): a positive number. */
+export function parseUsd(text: string, option: string): number {
+  const x = Number(text.trim().replace(/^\$/, ''));
+  if (!/^\$?\d*\.?\d+$/.test(text.trim()) || !Number.isFinite(x) || x <= 0) {
+    throw new AmbiqaError(`${option} ${text}: must be a positive amount of US dollars, e.g. ${option} 2.50`);
+  }
+  return x;
+}
+
+/** Exit status of a run the cost cap stopped: not a failure (130 is Ctrl-C's), not success either. */
+export const COST_CAP_EXIT = 3;
+
 export function parsePositiveInt(text: string, option: string): number {
   const n = Number(text);
   if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(n) || n < 1) {
@@ -64,10 +77,15 @@ export function describeOutcome(outcome: RunOutcome, configFile?: string): strin
   lines.push(
     `  LLM: ${m.usage.llm_calls} calls, ${m.usage.cache_hits} cache hits, ${formatCount(m.usage.prompt_tokens)} prompt + ${formatCount(m.usage.completion_tokens)} completion tokens`,
   );
+  if (m.usage.cost_usd !== undefined) {
+    const source = m.settings?.['llm.pricing'];
+    lines.push(`  cost: ${formatUsd(m.usage.cost_usd)}${source ? ` (${source})` : ''}`);
+  }
   const rel = relative(process.cwd(), outcome.runDir);
   lines.push(`  results: ${rel.startsWith('..') ? outcome.runDir : rel || '.'}/`);
   if (outcome.mlflow?.runUrl) lines.push(`  MLflow:  ${outcome.mlflow.runUrl}`);
   if (outcome.error) lines.push(`  error:   ${outcome.error}`);
+  if (outcome.stoppedBy) lines.push(`  stopped: ${outcome.stoppedBy}`);
   // A run with failed questions still finishes; say why they failed, or the user has to dig
   // through results.jsonl to learn that, e.g., the endpoint was unreachable.
   const failures = outcome.results.filter((r) => r.error);
@@ -80,7 +98,9 @@ export function describeOutcome(outcome: RunOutcome, configFile?: string): strin
     if (distinct.length > 3) lines.push(`  … ${distinct.length - 3} other error messages in results.jsonl`);
   }
   if (outcome.status !== 'FINISHED' && configFile) {
-    lines.push(`  finish it: run the same command (config ${configFile}, same --name/--set/--shard) with --resume`);
+    lines.push(
+      `  finish it: run the same command (config ${configFile}, same --name/--set/--shard) with --resume${outcome.stoppedBy ? ' and a higher --max-cost' : ''}`,
+    );
   }
   return lines.join('\n');
 }

@@ -4,8 +4,9 @@ import type { Example } from '../datasets/types';
 import { AmbiqaError } from '../errors';
 import { defaultCachePath } from '../llm/cache';
 import type { LlmClient } from '../llm/client';
-import { createLanguageModel, describeLlmConfig, embeddedModelFile, llmConfigSchema, type LlmConfigInput, type LlmSection } from '../llm/config';
+import { createLanguageModel, describeLlmConfig, embeddedModelFile, llmConfigSchema, resolveLlmConfig, type LlmConfigInput, type LlmSection } from '../llm/config';
 import { withJudge } from '../llm/judge-routing';
+import type { PriceSource } from '../llm/pricing';
 import { describeError } from '../errors';
 import { buildDemoPool, FixedDemoSelector, KnnDemoSelector } from '../pipelines/demos';
 import type { DemoSelector, PipelineContext } from '../pipelines/types';
@@ -200,6 +201,7 @@ export function createComposer(options: { notify?: (message: string) => void } =
         reader = await handle;
       }
       const scorer = createScorer(name, config.metrics, reader ? { reader: reader.reader } : {});
+      const price = runPrice(config);
       return {
         examples,
         pipeline: createPipeline(config.pipeline.name, options),
@@ -208,6 +210,7 @@ export function createComposer(options: { notify?: (message: string) => void } =
         labelJudgments: (example, trace) => labelJudgments(trace, example, passageText),
         aggregate: aggregateResults,
         settings: { ...llmSettings(config.llm), ...(config.judge ? llmSettings(config.judge, 'judge') : {}), ...scorer.settings },
+        ...(price ? { price } : {}),
       };
     },
 
@@ -274,6 +277,19 @@ function readIds(path: string): string[] {
   return value.map(String);
 }
 
+/**
+ * The run's price for the progress line: the LLM's, and "free" only when every model of the run
+ * (a separate `judge:` too) is. Each client prices its own calls whatever this says.
+ */
+function runPrice(config: ExperimentConfig): PriceSource | undefined {
+  const of = (section: ExperimentConfig['llm'] | undefined) =>
+    section && section.provider !== 'scripted' ? resolveLlmConfig(section as LlmConfigInput).price : undefined;
+  const price = of(config.llm);
+  if (!price || !config.judge) return price;
+  const judge = of(config.judge);
+  return price.free && !judge?.free ? { ...price, free: false } : price;
+}
+
 /** Resolved LLM settings the config left to defaults and that change results or speed. */
 const RESOLVED_LLM_PARAMS = ['model', 'modelSha256', 'baseUrl', 'threads', 'sequences', 'prefixReuse', 'batchSamples', 'flashAttention', 'engine'] as const;
 
@@ -291,6 +307,8 @@ export function llmSettings(llm: ExperimentConfig['llm'], section: LlmSection = 
     // A catalog name given as `model` is logged as given; its checksum is still added.
     if (described[key] !== undefined && given[key] === undefined) out[`${section}.${key}`] = String(described[key]);
   }
+  // Always stated: what a dollar figure of this run was computed from (or that there is none).
+  out[`${section}.pricing`] = String(described.pricing);
   return out;
 }
 

@@ -474,11 +474,13 @@ export function configFingerprint(config: ExperimentConfig): Record<string, unkn
     ...(clone.dataset.ids ? { ids: basename(clone.dataset.ids) } : {}),
   };
   if (clone.retriever?.corpus) clone.retriever = { ...clone.retriever, corpus: basename(clone.retriever.corpus) };
-  // Where the cache and call log sit does not change answers; which judge answers does.
+  // Where the cache and call log sit does not change answers; which judge answers does. A price
+  // and a spending cap change what a run costs, never its answers: a run stopped by its cap
+  // resumes with a higher one.
   for (const section of ['llm', 'judge'] as const) {
     const value = (clone as Record<string, unknown>)[section];
     if (value && typeof value === 'object') {
-      const { callLog: _l, cache: _k, ...rest } = value as Record<string, unknown>;
+      const { callLog: _l, cache: _k, pricing: _p, maxCostUsd: _m, ...rest } = value as Record<string, unknown>;
       (clone as Record<string, unknown>)[section] = rest;
     }
   }

@@ -1,6 +1,8 @@
 import type { Example } from '../datasets/types';
 import type { UsageTotals } from '../llm/types';
 import { meteredModel } from '../llm/usage';
+import { CostCap, CostLimitError } from '../llm/budget';
+import type { PriceSource } from '../llm/pricing';
 import type { Pipeline, PipelineContext, PipelineOutput } from '../pipelines/types';
 import { questionKey } from '../retrieval/types';
 import type { Trace, TraceSummary } from '../trace/types';
@@ -29,6 +31,8 @@ export interface RunComponents {
    * passage-based labels), stored in its result (`ExampleResult.judgments`); absent: none stored.
    */
   labelJudgments?(example: Example, trace: Trace): LabelledJudgment[];
+  /** The run model's price and where it came from (absent: unknown, no `cost_usd`). */
+  price?: PriceSource;
 }
 
 export interface AnswerRequest {
@@ -45,8 +49,10 @@ export interface AnswerRequest {
   tracesPath: string;
   progress: ProgressSink;
   signal?: AbortSignal;
-  /** Called after each example's result line is written, with the example's trace. */
-  onAnswered(result: ExampleResult, done: number, trace: Trace): void;
+  /** Stop before a live call would take the run's spend past `maxUsd` (earlier sessions spent `priorUsd`). */
+  costCap?: { maxUsd: number; priorUsd: number; priorCalls: number };
+  /** Called after each example's result line is written, with the example's trace and this session's usage so far. */
+  onAnswered(result: ExampleResult, done: number, trace: Trace, usage: UsageTotals): void;
 }
 
 export interface AnswerOutcome {
@@ -54,6 +60,8 @@ export interface AnswerOutcome {
   interrupted: boolean;
   /** Set when the session gave up after a run of errors. */
   fatal?: string;
+  /** Set when the cost cap stopped the session (resumable, like an interrupt). */
+  stoppedBy?: string;
   answeredNow: number;
   progress: ProgressState;
   usage: UsageTotals;
@@ -70,7 +78,10 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
   const onOuterAbort = () => abort.abort(request.signal?.reason);
   if (request.signal?.aborted) abort.abort(request.signal.reason);
   request.signal?.addEventListener('abort', onOuterAbort, { once: true });
-  const llm = meteredModel(components.context.llm, { signal: abort.signal });
+  // The cap aborts the run like Ctrl-C: questions in flight are abandoned and answered on resume,
+  // where the cache replays their finished calls for free.
+  const cap = request.costCap ? new CostCap(request.costCap.maxUsd, request.costCap.priorUsd, request.costCap.priorCalls, (e) => abort.abort(e)) : undefined;
+  const llm = meteredModel(components.context.llm, { signal: abort.signal, ...(cap ? { budget: cap } : {}) });
   const context: PipelineContext = { ...components.context, llm, signal: abort.signal };
 
   const resultsOut = new JsonlAppender(request.resultsPath);
@@ -81,6 +92,7 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
     resumed: request.resumedCount,
     errors: 0,
     usage: llm.usage.snapshot(),
+    ...(components.price?.free ? { costFree: true } : {}),
   };
   const syncProgress = () => {
     state.usage = llm.usage.snapshot();
@@ -136,7 +148,7 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
     successesNow += 1;
     answeredNow += 1;
     state.done += 1;
-    request.onAnswered(result, state.done, out.trace);
+    request.onAnswered(result, state.done, out.trace, llm.usage.snapshot());
     syncProgress();
     progress.update(state);
   };
@@ -156,7 +168,15 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
     tracesOut.close();
   }
   syncProgress();
-  return { interrupted: abort.signal.aborted, ...(fatal ? { fatal } : {}), answeredNow, progress: state, usage: state.usage };
+  const reason: unknown = abort.signal.reason;
+  return {
+    interrupted: abort.signal.aborted,
+    ...(fatal ? { fatal } : {}),
+    ...(reason instanceof CostLimitError ? { stoppedBy: reason.message } : {}),
+    answeredNow,
+    progress: state,
+    usage: state.usage,
+  };
 }
 
 function failedResult(example: Example, index: number, metrics: Record<string, number>, error: string): ExampleResult {

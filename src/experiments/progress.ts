@@ -1,4 +1,5 @@
 import type { UsageTotals } from '../llm/types';
+import { formatUsd } from '../llm/pricing';
 
 /**
  * The live progress line of `ambiqa run` on stderr: examples done/total, ETA, LLM calls, tokens,
@@ -13,6 +14,8 @@ export interface ProgressState {
   errors: number;
   /** LLM usage of this session so far (calls finished, cache hits included). */
   usage: UsageTotals;
+  /** The model costs nothing (the embedded one): the line says so beside its $0. */
+  costFree?: boolean;
 }
 
 export interface ProgressSink {
@@ -92,6 +95,7 @@ export class ProgressBar implements ProgressSink {
     parts.push(`llm ${state.usage.calls} calls`);
     parts.push(`tokens ${formatCount(state.usage.promptTokens)}+${formatCount(state.usage.completionTokens)}`);
     parts.push(`cache hits ${state.usage.cacheHits}`);
+    if (state.usage.costUsd !== undefined) parts.push(`cost ${formatUsd(state.usage.costUsd)}${state.costFree ? ' (embedded)' : ''}`);
     parts.push(`errors ${state.errors}`);
     return parts.join(' | ');
   }

@@ -1,6 +1,7 @@
 import type { Example } from '../datasets/types';
 import { AmbiqaError } from '../errors';
 import type { ExperimentConfig } from './config';
+import type { UsageTotals } from '../llm/types';
 import { readJsonl } from '../common/jsonl';
 import type { ExampleResult } from '../run-files';
 import { readJson, writeJson, type RunState } from '../run-files';
@@ -51,6 +52,9 @@ export function planWork(config: ExperimentConfig, examples: Example[], resultsP
 export class RunStateFile {
   readonly state: RunState;
   private readonly baseWall: number;
+  /** Live LLM spend of earlier sessions (USD); undefined when none was priced. */
+  readonly priorCostUsd: number | undefined;
+  readonly priorLiveCalls: number;
   private readonly sessionStart = performance.now();
   private lastCheckpoint = 0;
 
@@ -68,8 +72,11 @@ export class RunStateFile {
       updatedAt: new Date().toISOString(),
       total,
       done,
+      ...(prior?.costUsd !== undefined ? { costUsd: prior.costUsd, liveCalls: prior.liveCalls ?? 0 } : {}),
     };
     this.baseWall = this.state.wallSeconds;
+    this.priorCostUsd = prior?.costUsd;
+    this.priorLiveCalls = prior?.liveCalls ?? 0;
     this.checkpoint();
   }
 
@@ -83,12 +90,21 @@ export class RunStateFile {
     this.write();
   }
 
+  /** This session's live spend so far, added to the earlier sessions'. */
+  setSessionCost(usage: UsageTotals): void {
+    if (usage.costUsd === undefined && this.priorCostUsd === undefined) return;
+    this.state.costUsd = (this.priorCostUsd ?? 0) + (usage.costUsd ?? 0);
+    this.state.liveCalls = this.priorLiveCalls + usage.samples - usage.cacheHits;
+  }
+
   /** Records the session's end (wall time included). */
-  end(status: RunState['status'], done: number, error?: string): void {
+  end(status: RunState['status'], done: number, error?: string, stoppedBy?: string): void {
     this.checkpoint();
     this.state.status = status;
     this.state.done = done;
     if (error !== undefined) this.state.error = error;
+    if (stoppedBy !== undefined) this.state.stoppedBy = stoppedBy;
+    else delete this.state.stoppedBy;
     this.write();
   }
 

@@ -140,7 +140,9 @@ export function metricsForMlflow(m: RunMetrics): Record<string, number> {
     out[`${name}_ci_low`] = a.ciLow;
     out[`${name}_ci_high`] = a.ciHigh;
   }
-  for (const [k, v] of Object.entries(m.usage)) out[k] = v;
+  for (const [k, v] of Object.entries(m.usage)) if (k !== 'cost_usd' && v !== undefined) out[k] = v;
+  // Dollars under the name other eval tools' users look for.
+  if (m.usage.cost_usd !== undefined) out['usage.cost_usd'] = m.usage.cost_usd;
   for (const [k, v] of Object.entries(m.decisions ?? {})) out[k] = v;
   Object.assign(out, judgeMetricsForMlflow(m.judges));
   if (m.errors !== undefined) out.errors = m.errors;
@@ -150,10 +152,15 @@ export function metricsForMlflow(m: RunMetrics): Record<string, number> {
 
 /**
  * The config as MLflow params: flattened dotted keys, secrets already removed. `concurrency`
- * and `tracking.*` are left out because a resumed run may change them and MLflow params are
+ * `tracking.*` and `llm.maxCostUsd` are left out because a resumed run may change them and MLflow params are
  * immutable; they do not change results.
  */
 export function configParams(config: ExperimentConfig): Record<string, ParamValue> {
   const { concurrency: _c, tracking: _t, sweep: _s, description: _d, ...rest } = config;
+  // The spending cap is raised to resume a run it stopped; it changes no result.
+  if (rest.llm && 'maxCostUsd' in rest.llm) {
+    const { maxCostUsd: _m, ...llm } = rest.llm;
+    (rest as { llm: unknown }).llm = llm;
+  }
   return redactSecrets(flattenParams(rest));
 }

@@ -45,6 +45,8 @@ export interface RunOutcome {
   /** Examples answered in this session (not replayed from an earlier one). */
   answeredNow: number;
   error?: string;
+  /** Why the session stopped early without failing: the cost cap's message (resume with a higher cap). */
+  stoppedBy?: string;
 }
 
 /**
@@ -72,6 +74,7 @@ export async function runExperiment(request: RunRequest): Promise<RunOutcome> {
   const { paths, redacted } = openRunDir(config, runDir, resume, warn);
   const plan = planWork(config, components.examples, paths.results);
   const runState = new RunStateFile(paths.state, plan.selection.length, plan.resumedCount);
+  const maxCostUsd = (config.llm as { maxCostUsd?: number }).maxCostUsd;
   const tracking = await RunTrackingSession.start({
     config,
     redacted,
@@ -100,8 +103,11 @@ export async function runExperiment(request: RunRequest): Promise<RunOutcome> {
       tracesPath: paths.traces,
       progress,
       ...(request.signal ? { signal: request.signal } : {}),
-      onAnswered: (result, done, trace) => {
+      // The cap counts every session of the run: a resumed run has already spent what run.json says.
+      ...(maxCostUsd !== undefined ? { costCap: { maxUsd: maxCostUsd, priorUsd: runState.priorCostUsd ?? 0, priorCalls: runState.priorLiveCalls } } : {}),
+      onAnswered: (result, done, trace, usage) => {
         runState.state.done = done;
+        runState.setSessionCost(usage);
         runState.checkpoint(false);
         tracking.logQuestion(trace, result.metrics);
       },
@@ -111,13 +117,21 @@ export async function runExperiment(request: RunRequest): Promise<RunOutcome> {
     const status: RunOutcome['status'] = fatal ? 'FAILED' : answered.interrupted ? 'KILLED' : 'FINISHED';
     const results = collectResults(plan.selection, paths.results, paths.traces, status === 'FINISHED');
     const answeredCount = results.filter((r) => r.error === undefined).length;
-    runState.end(status, answeredCount, fatal);
+    runState.setSessionCost(answered.usage);
+    runState.end(status, answeredCount, fatal, answered.stoppedBy);
 
     const metrics = summariseRun(results, components.aggregate, { wallSeconds: runState.state.wallSeconds, total: plan.selection.length, status });
+    // The run's whole spend includes calls of attempts abandoned by an interrupt or the cap
+    // (their questions' traces, written on resume, replay them at 0).
+    const spent = runState.state.costUsd;
+    if (spent !== undefined && spent > (metrics.usage.cost_usd ?? 0)) metrics.usage.cost_usd = round(spent, 6);
     if (components.settings && Object.keys(components.settings).length > 0) metrics.settings = components.settings;
     addDecisions(metrics, results, readJsonl<Trace>(paths.traces));
     writeJson(paths.metrics, metrics);
-    progress.finish({ ...answered.progress, done: answeredCount }, status === 'FINISHED' ? undefined : status === 'KILLED' ? 'stopped' : fatal);
+    progress.finish(
+      { ...answered.progress, done: answeredCount },
+      status === 'FINISHED' ? undefined : status === 'KILLED' ? (answered.stoppedBy ?? 'stopped') : fatal,
+    );
 
     await tracking.finish(metrics, [paths.config, paths.metrics, paths.results, paths.traces, paths.state], status);
     return {
@@ -128,6 +142,7 @@ export async function runExperiment(request: RunRequest): Promise<RunOutcome> {
       mlflow: tracking.record,
       answeredNow: answered.answeredNow,
       ...(fatal ? { error: fatal } : {}),
+      ...(answered.stoppedBy ? { stoppedBy: answered.stoppedBy } : {}),
     };
   } catch (error) {
     // An unexpected failure (a scorer bug, a full disk): the run dir keeps what is done, and the
@@ -144,13 +159,18 @@ export function summariseRun(
   aggregate: (results: ExampleResult[]) => Record<string, MetricAggregate>,
   info: { wallSeconds: number; total: number; status: RunMetrics['status'] },
 ): RunMetrics {
-  const usage = { llm_calls: 0, prompt_tokens: 0, completion_tokens: 0, cache_hits: 0, wall_seconds: round(info.wallSeconds, 3) };
+  const usage: RunMetrics['usage'] = { llm_calls: 0, prompt_tokens: 0, completion_tokens: 0, cache_hits: 0, wall_seconds: round(info.wallSeconds, 3) };
+  let costUsd: number | undefined;
   for (const r of results) {
     usage.llm_calls += r.usage.llmCalls;
     usage.prompt_tokens += r.usage.promptTokens;
     usage.completion_tokens += r.usage.completionTokens;
     usage.cache_hits += r.usage.cacheHits;
+    if (r.usage.costUsd !== undefined) costUsd = (costUsd ?? 0) + r.usage.costUsd;
   }
+  // What the answers in this file cost when their calls were made (replays count 0); calls of
+  // abandoned attempts are in run.json's costUsd, the run's whole spend.
+  if (costUsd !== undefined) usage.cost_usd = round(costUsd, 6);
   // Metrics describe answers: a question whose pipeline failed has none, and scoring it as an
   // empty answer would mix "the method is wrong" with "the endpoint was down". Failures are
   // counted beside them (`errors`), and the closing line states both.

@@ -49,12 +49,19 @@ export function decisionColumns(rows: SummaryRow[]): string[] {
   return [...names];
 }
 
-const usageColumns = ['llm_calls', 'cache_hits', 'prompt_tokens', 'completion_tokens', 'wall_seconds'] as const;
+const baseUsageColumns = ['llm_calls', 'cache_hits', 'prompt_tokens', 'completion_tokens', 'wall_seconds'] as const;
+type UsageColumn = keyof RunMetrics['usage'];
+
+/** The usage columns; `cost_usd` when any row was priced. */
+function usageColumnsOf(rows: SummaryRow[]): UsageColumn[] {
+  return rows.some((r) => r.metrics?.usage.cost_usd !== undefined) ? [...baseUsageColumns, 'cost_usd'] : [...baseUsageColumns];
+}
 
 export function summaryMarkdown(axes: GridAxis[], rows: SummaryRow[]): string {
   const metrics = metricColumns(rows);
   const decisions = decisionColumns(rows);
   const deltas = pairedColumns(rows);
+  const usageColumns = usageColumnsOf(rows);
   const header = [...axes.map((a) => a.label), 'n', ...metrics, ...deltas.map((m) => `Δ ${m} vs reference [95% CI] p`), ...decisions, ...usageColumns, 'status'];
   const lines = [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`];
   for (const r of rows) {
@@ -71,7 +78,7 @@ export function summaryMarkdown(axes: GridAxis[], rows: SummaryRow[]): string {
         const v = m?.decisions?.[name];
         return v === undefined ? '' : v.toFixed(3);
       }),
-      ...usageColumns.map((u) => (m ? formatNumber(m.usage[u]) : '')),
+      ...usageColumns.map((u) => (m && m.usage[u] !== undefined ? (u === 'cost_usd' ? m.usage[u]!.toFixed(4) : formatNumber(m.usage[u]!)) : '')),
       r.status,
     ];
     lines.push(`| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`);
@@ -82,6 +89,7 @@ export function summaryMarkdown(axes: GridAxis[], rows: SummaryRow[]): string {
 export function summaryCsv(axes: GridAxis[], rows: SummaryRow[]): string {
   const metrics = metricColumns(rows);
   const decisions = decisionColumns(rows);
+  const usageColumns = usageColumnsOf(rows);
   const header = [
     ...axes.map((a) => a.label),
     'n',
@@ -108,7 +116,7 @@ export function summaryCsv(axes: GridAxis[], rows: SummaryRow[]): string {
         return p ? [p.meanDelta, p.ciLow, p.ciHigh, p.p ?? '', p.pHolm ?? '', p.n] : ['', '', '', '', '', ''];
       }),
       ...decisions.map((name) => m?.decisions?.[name] ?? ''),
-      ...usageColumns.map((u) => (m ? m.usage[u] : '')),
+      ...usageColumns.map((u) => (m ? (m.usage[u] ?? '') : '')),
       r.status,
       r.runDir,
     ];

@@ -10,6 +10,7 @@ import type {
   NormalisedJudgeRequest,
   NormalisedRequest,
   ProviderJudgement,
+  TokenUsage,
   UsageTotals,
 } from './types';
 import { redactText } from '../common/secrets';
@@ -17,6 +18,8 @@ import { AmbiqaError } from '../errors';
 import { LlmCache, cacheKey, judgeCacheKey, openCache, type CacheMode, type CacheOptions, type CachedSample } from './cache';
 import { Limiter, type LimiterOptions } from './limiter';
 import { UsageMeter } from './usage';
+import type { SpendGuard } from './budget';
+import { callCostUsd, type Pricing } from './pricing';
 
 /**
  * The one place every model call goes through: request normalisation, the persistent cache
@@ -38,6 +41,13 @@ export interface LlmClientOptions {
    * graded judgments — the baseline of the probability-vs-text ablation (`llm.judgeMode`).
    */
   judgeMode?: 'probability' | 'text';
+  /**
+   * What this client's model costs (USD per million tokens): every live sample and judgment gets
+   * its `costUsd`, cache hits 0. Null/absent: no price known, no `costUsd`. Each client prices its
+   * own calls, so a run with a separate judge model counts each call at the price of the model
+   * that served it.
+   */
+  pricing?: Pricing | null;
 }
 
 export const DEFAULT_MAX_TOKENS = 256;
@@ -164,6 +174,16 @@ export class LlmClient implements LanguageModel {
     return { provider: this.provider, model: this.model, ...(endpoint ? { endpoint } : {}), ...(engine ? { engine } : {}) };
   }
 
+  /** The price this client charges its calls at; null when none is known. */
+  get pricing(): Pricing | null {
+    return this.options.pricing ?? null;
+  }
+
+  /** USD of a live call with this usage, or undefined without a price. */
+  private costOf(usage: { promptTokens: number; completionTokens: number; cachedPromptTokens?: number }): number | undefined {
+    return this.options.pricing ? callCostUsd(usage, this.options.pricing) : undefined;
+  }
+
   get cacheMode(): CacheMode {
     return this.cache?.mode ?? 'off';
   }
@@ -187,8 +207,8 @@ export class LlmClient implements LanguageModel {
     // provider at once.
     const completions =
       this.backend.doGenerateBatch && normalised.n > 1
-        ? await this.sampleMany(normalised, warnings, request.signal)
-        : await Promise.all(sampleIndices(normalised).map((i) => this.sample(normalised, i, request.signal)));
+        ? await this.sampleMany(normalised, warnings, request.signal, request.budget)
+        : await Promise.all(sampleIndices(normalised).map((i) => this.sample(normalised, i, request.signal, request.budget)));
     const result: GenerateResult = {
       request: normalised,
       completions,
@@ -220,7 +240,7 @@ export class LlmClient implements LanguageModel {
         judgement = await pending;
         cacheHit = true;
       } else {
-        const flight = this.liveJudge(normalised, request.signal).then((j) => {
+        const flight = this.guarded(request.budget, () => this.liveJudge(normalised, request.signal), (j) => this.costOf(j.usage)).then((j) => {
           if (key) this.writeCache(() => this.cache!.putJudgement(key, { provider: this.provider, model: this.model }, j));
           return j;
         });
@@ -248,6 +268,8 @@ export class LlmClient implements LanguageModel {
       cacheHit,
       wallSeconds: (performance.now() - started) / 1000,
     };
+    const cost = cacheHit ? (this.options.pricing ? 0 : undefined) : this.costOf(judgement.usage);
+    if (cost !== undefined) result.costUsd = cost;
     this.meter.addJudgement(result);
     return result;
   }
@@ -257,15 +279,33 @@ export class LlmClient implements LanguageModel {
     if (this.ownsCache) this.cache?.close();
   }
 
-  private async sample(request: NormalisedRequest, sampleIndex: number, signal?: AbortSignal): Promise<Completion> {
-    if (!this.cache) return this.live(request, sampleIndex, signal);
+  /**
+   * A live call under the run's spending cap: asked before the call (it may refuse), told the
+   * call's cost after. Cache hits never come here, so replays are never refused.
+   */
+  private async guarded<T>(budget: SpendGuard | undefined, call: () => Promise<T>, cost: (result: T) => number | undefined): Promise<T> {
+    if (!budget) return call();
+    const settle = budget.open();
+    try {
+      const result = await call();
+      settle(cost(result));
+      return result;
+    } catch (error) {
+      settle(undefined);
+      throw error;
+    }
+  }
+
+  private async sample(request: NormalisedRequest, sampleIndex: number, signal?: AbortSignal, budget?: SpendGuard): Promise<Completion> {
+    const live = () => this.guarded(budget, () => this.live(request, sampleIndex, signal), (c) => c.costUsd);
+    if (!this.cache) return live();
     const keyInput = { ...this.keyIdentity(), request, sampleIndex };
     const key = cacheKey(keyInput);
     const stored = this.cache.get(key);
-    if (stored) return replayed(stored, sampleIndex);
+    if (stored) return replayed(stored, sampleIndex, this.pricing !== null);
     const pending = this.inflight.get(key);
     if (pending) return shared(await pending, sampleIndex);
-    const flight = this.live(request, sampleIndex, signal).then((completion) => {
+    const flight = live().then((completion) => {
       this.store(key, keyInput, completion);
       return completion;
     });
@@ -283,7 +323,7 @@ export class LlmClient implements LanguageModel {
    * provider in one call. Each sample is still cached under its own key (sample index), so a
    * later request replays it whether it was drawn alone or in a batch.
    */
-  private async sampleMany(request: NormalisedRequest, warnings: string[], signal?: AbortSignal): Promise<Completion[]> {
+  private async sampleMany(request: NormalisedRequest, warnings: string[], signal?: AbortSignal, budget?: SpendGuard): Promise<Completion[]> {
     const results: Array<Completion | Promise<Completion>> = [];
     const missing: number[] = [];
     const keys: Array<string | null> = [];
@@ -293,7 +333,7 @@ export class LlmClient implements LanguageModel {
       if (key) {
         const stored = this.cache!.get(key);
         if (stored) {
-          results.push(replayed(stored, i));
+          results.push(replayed(stored, i, this.pricing !== null));
           continue;
         }
         const pending = this.inflight.get(key);
@@ -307,9 +347,13 @@ export class LlmClient implements LanguageModel {
     }
     const first = request.firstSample ?? 0;
     if (missing.length === 1) {
-      results[missing[0]! - first] = this.sample(request, missing[0]!, signal);
+      results[missing[0]! - first] = this.sample(request, missing[0]!, signal, budget);
     } else if (missing.length > 1) {
-      const batch = this.liveBatch(request, missing, signal);
+      const batch = this.guarded(
+        budget,
+        () => this.liveBatch(request, missing, signal),
+        (b) => (this.pricing ? b.completions.reduce((sum, c) => sum + (c.costUsd ?? 0), 0) : undefined),
+      );
       for (const [j, i] of missing.entries()) {
         const key = keys[i - first];
         const flight = batch.then((b) => {
@@ -354,15 +398,19 @@ export class LlmClient implements LanguageModel {
         }
         const each = (performance.now() - t0) / 1000 / sampleIndices.length;
         return {
-          completions: batch.completions.map((c, j) => ({
-            text: redactText(c.text), // masked before the cache, as in live()
-            finishReason: c.finishReason,
-            usage: { promptTokens: c.usage.promptTokens, completionTokens: c.usage.completionTokens },
-            latencySeconds: each,
-            cacheHit: false,
-            sampleIndex: sampleIndices[j]!,
-            ...(c.logprob !== undefined ? { logprob: c.logprob } : {}),
-          })),
+          completions: batch.completions.map((c, j) => {
+            const cost = this.costOf(c.usage);
+            return {
+              text: redactText(c.text), // masked before the cache, as in live()
+              finishReason: c.finishReason,
+              usage: tokenUsage(c.usage),
+              latencySeconds: each,
+              cacheHit: false,
+              sampleIndex: sampleIndices[j]!,
+              ...(c.logprob !== undefined ? { logprob: c.logprob } : {}),
+              ...(cost !== undefined ? { costUsd: cost } : {}),
+            };
+          }),
           ...(batch.warnings && batch.warnings.length > 0 ? { warnings: batch.warnings } : {}),
         };
       },
@@ -378,17 +426,19 @@ export class LlmClient implements LanguageModel {
           signal: attemptSignal,
           ...(this.limiter.timeoutMs > 0 ? { timeoutMs: this.limiter.timeoutMs } : {}),
         });
+        const cost = this.costOf(c.usage);
         return {
           // Model output is untrusted: a server that echoes the API key must not get it into
           // the cache, traces, results or MLflow. Masking here, before the cache, also keeps
           // later replays clean when the key is no longer in the environment.
           text: redactText(c.text),
           finishReason: c.finishReason,
-          usage: { promptTokens: c.usage.promptTokens, completionTokens: c.usage.completionTokens },
+          usage: tokenUsage(c.usage),
           latencySeconds: (performance.now() - t0) / 1000,
           cacheHit: false,
           sampleIndex,
           ...(c.logprob !== undefined ? { logprob: c.logprob } : {}),
+          ...(cost !== undefined ? { costUsd: cost } : {}),
         };
       },
       signal ? { signal } : {},
@@ -430,7 +480,9 @@ export class LlmClient implements LanguageModel {
             mode: 'text',
             text: reply.text,
             ...(index === null ? { unparsed: true } : {}),
-            usage: reply.usage,
+            // A probability request that came back without usable logprobs was still sent (and
+            // billed): its tokens count with the text reply's.
+            usage: judgement ? addTokens(judgement.usage, reply.usage) : reply.usage,
           };
         }
         return {
@@ -460,8 +512,18 @@ export class LlmClient implements LanguageModel {
   }
 }
 
-/** A sample replayed from the persistent cache. */
-function replayed(stored: CachedSample, sampleIndex: number): Completion {
+function addTokens(a: TokenUsage, b: TokenUsage): TokenUsage {
+  const cached = (a.cachedPromptTokens ?? 0) + (b.cachedPromptTokens ?? 0);
+  return { promptTokens: a.promptTokens + b.promptTokens, completionTokens: a.completionTokens + b.completionTokens, ...(cached ? { cachedPromptTokens: cached } : {}) };
+}
+
+/** Token counts as a provider gave them, cached prompt tokens kept where the endpoint reported them. */
+function tokenUsage(u: { promptTokens: number; completionTokens: number; cachedPromptTokens?: number }) {
+  return { promptTokens: u.promptTokens, completionTokens: u.completionTokens, ...(u.cachedPromptTokens ? { cachedPromptTokens: u.cachedPromptTokens } : {}) };
+}
+
+/** A sample replayed from the persistent cache: no request was sent, so it costs 0 (when priced at all). */
+function replayed(stored: CachedSample, sampleIndex: number, priced: boolean): Completion {
   return {
     // Masked again on replay: a row written before the key was known (or by an older version)
     // must not carry it into this run's files.
@@ -472,12 +534,13 @@ function replayed(stored: CachedSample, sampleIndex: number): Completion {
     cacheHit: true,
     sampleIndex,
     ...(stored.logprob !== undefined ? { logprob: stored.logprob } : {}),
+    ...(priced ? { costUsd: 0 } : {}),
   };
 }
 
 /** Served by an identical call already running: costs nothing live, so it counts as a hit. */
 function shared(c: Completion, sampleIndex: number): Completion {
-  return { ...c, usage: { ...c.usage }, latencySeconds: 0, cacheHit: true, sampleIndex };
+  return { ...c, usage: { ...c.usage }, latencySeconds: 0, cacheHit: true, sampleIndex, ...(c.costUsd !== undefined ? { costUsd: 0 } : {}) };
 }
 
 /** The sample indices a request asks for: firstSample … firstSample + n − 1. */

@@ -9,6 +9,7 @@ import { defaultCachePath, type CacheOptions } from './cache';
 import { LlmClient } from './client';
 import { safeUrl } from './errors';
 import type { RetryEvent } from './limiter';
+import { BUILTIN_PRICES_AS_OF, builtinPrice, describePricing, pricingSchema, type PriceSource } from './pricing';
 import { CREDENTIALS_HINT, OPENAI_DEFAULT_BASE_URL, OpenAICompatibleProvider } from './providers/openai-compatible';
 import { DEFAULT_CONTEXT_SIZE, DEFAULT_SEQUENCES, DEFAULT_FLASH_ATTENTION, LlamaCppProvider, defaultThreads, embeddedModelFromManifest, machineLooksIdle, embeddedEngine } from './providers/llama-cpp';
 
@@ -92,6 +93,16 @@ export const llmConfigSchema = z.strictObject({
   maxBackoffSeconds: z.number().positive().max(600).optional(),
   /** Per-call timeout (default: 600 s embedded, 120 s openai-compatible). */
   timeoutSeconds: z.number().positive().optional(),
+  /**
+   * USD per million tokens: `{prompt, completion, cachedPrompt?}`. Default: the built-in table for
+   * common hosted models (src/llm/pricing.ts, dated), 0 for the embedded model, else unknown.
+   */
+  pricing: pricingSchema.optional(),
+  /**
+   * Stop the run cleanly before a live call would take its spend (all sessions of the run
+   * together) past this many US dollars; `--resume` with a higher cap finishes it. Needs a price.
+   */
+  maxCostUsd: z.number().positive().optional(),
   /** The persistent cache: `{mode, path}`; a string is shorthand for `{path}`. */
   cache: z.preprocess((v) => (typeof v === 'string' ? { path: v } : v), cacheSchema).prefault({}),
 });
@@ -118,6 +129,21 @@ export interface ResolvedLlmConfig extends LlmConfig {
   batchSamples: boolean;
   flashAttention: boolean;
   cache: { mode: 'use' | 'refresh' | 'off'; path: string };
+  /** The price calls are charged at, and where it came from; undefined when unknown. */
+  price?: PriceSource;
+}
+
+/**
+ * The price of a config's model: `llm.pricing`, else free for the embedded model, else the
+ * built-in table by model name (OPENAI_MODEL when the config names none), else unknown.
+ */
+export function resolvePrice(c: Pick<LlmConfig, 'provider' | 'model' | 'pricing'>, env: NodeJS.ProcessEnv = process.env): PriceSource | undefined {
+  if (c.pricing) return { pricing: c.pricing, source: `llm.pricing: ${describePricing(c.pricing)}` };
+  if (c.provider === 'embedded') return { pricing: { prompt: 0, completion: 0 }, source: 'embedded model: free (runs on this machine)', free: true };
+  const model = c.model ?? env.OPENAI_MODEL;
+  const known = model ? builtinPrice(model) : undefined;
+  if (known) return { pricing: known.pricing, source: `built-in table (${BUILTIN_PRICES_AS_OF}) for ${known.name}: ${describePricing(known.pricing)}` };
+  return undefined;
 }
 
 /**
@@ -175,6 +201,13 @@ export function resolveLlmConfig(config: LlmConfigInput | LlmConfig = {}, sectio
   }
   const c = parsed.data;
   const embedded = c.provider === 'embedded';
+  const price = resolvePrice(c);
+  if (c.maxCostUsd !== undefined && !price) {
+    throw new AmbiqaError(
+      `invalid llm config: llm.maxCostUsd is set, but no price is known for model "${c.model ?? process.env.OPENAI_MODEL ?? '(unset)'}"`,
+      'add `pricing: {prompt: <USD per M tokens>, completion: <USD per M tokens>}` to the `llm:` section',
+    );
+  }
   return {
     ...c,
     maxConcurrency: c.maxConcurrency ?? (embedded ? 1 : 4),
@@ -186,6 +219,7 @@ export function resolveLlmConfig(config: LlmConfigInput | LlmConfig = {}, sectio
     batchSamples: c.batchSamples ?? true,
     flashAttention: c.flashAttention ?? DEFAULT_FLASH_ATTENTION,
     cache: { mode: c.cache.mode, path: resolve(c.cache.path ?? defaultCachePath()) },
+    ...(price ? { price } : {}),
   };
 }
 
@@ -232,6 +266,7 @@ export async function createLanguageModel(
   return new LlmClient(provider, {
     cache,
     judgeMode: c.judgeMode,
+    pricing: c.price?.pricing ?? null,
     limiter: {
       maxConcurrency: c.maxConcurrency,
       ...(c.maxRetries !== undefined ? { maxRetries: c.maxRetries } : {}),
@@ -284,6 +319,8 @@ export function describeLlmConfig(
   out.maxConcurrency = c.maxConcurrency;
   out.maxRetries = c.maxRetries ?? 'adaptive';
   out.timeoutSeconds = c.timeoutSeconds;
+  out.pricing = c.price ? c.price.source : 'unknown (no price known for this model: set pricing for cost_usd)';
+  if (c.maxCostUsd !== undefined) out.maxCostUsd = c.maxCostUsd;
   out.cacheMode = c.cache.mode;
   if (c.cache.mode !== 'off') out.cachePath = c.cache.path;
   return out;

@@ -1,3 +1,4 @@
+import type { SpendGuard } from './budget';
 /**
  * The language-model contract. Providers implement `LanguageModelProvider.doGenerate` (one
  * sample, no caching, no retries); everything else goes through `LanguageModel.generate`, which
@@ -46,11 +47,15 @@ export interface GenerateRequest extends SamplingOptions {
   /** What the call is for, e.g. `toc.rac` or `ve.verifying-question`; recorded in traces. */
   purpose?: string;
   signal?: AbortSignal;
+  /** A run's spending cap, asked before each live call (not part of the cache key). */
+  budget?: SpendGuard;
 }
 
 export interface TokenUsage {
   promptTokens: number;
   completionTokens: number;
+  /** Prompt tokens the endpoint served from its own prompt cache, when it says (billed at the cached rate). */
+  cachedPromptTokens?: number;
 }
 
 export type FinishReason = 'stop' | 'length' | 'other';
@@ -68,6 +73,8 @@ export interface Completion {
   sampleIndex: number;
   /** Sum of token log-probabilities, when the request asked for `logprobs` and the provider knows. */
   logprob?: number;
+  /** US dollars this sample cost (0 for cache hits and the embedded model); absent when no price is known. */
+  costUsd?: number;
 }
 
 export interface GenerateResult {
@@ -133,6 +140,8 @@ export interface JudgeRequest {
   /** What the call is for, e.g. `toc.verify`; recorded in traces. */
   purpose?: string;
   signal?: AbortSignal;
+  /** A run's spending cap, asked before each live call (not part of the cache key). */
+  budget?: SpendGuard;
 }
 
 /** A judge request with every default filled in; what providers receive and the cache keys on. */
@@ -180,6 +189,8 @@ export interface JudgeResult {
   cacheHit: boolean;
   /** Wall seconds for the whole call, cache lookup included. */
   wallSeconds: number;
+  /** US dollars this judgment cost (0 for cache hits and the embedded model); absent when no price is known. */
+  costUsd?: number;
 }
 
 export interface LanguageModelProvider {
@@ -257,6 +268,8 @@ export interface UsageTotals {
   cacheHits: number;
   /** Seconds spent in providers (cache hits cost none). */
   liveSeconds: number;
+  /** US dollars of the live calls; absent when no call had a known price. */
+  costUsd?: number;
 }
 
 export function emptyUsage(): UsageTotals {

@@ -7,6 +7,7 @@ import {
   type LanguageModel,
   type UsageTotals,
 } from './types';
+import type { SpendGuard } from './budget';
 
 /**
  * Usage accounting. Every `GenerateResult` carries its own per-sample usage; a `UsageMeter`
@@ -50,6 +51,7 @@ export function addResult(totals: UsageTotals, result: GenerateResult): void {
     totals.completionTokens += c.usage.completionTokens;
     if (c.cacheHit) totals.cacheHits += 1;
     else totals.liveSeconds += c.latencySeconds;
+    if (c.costUsd !== undefined) totals.costUsd = (totals.costUsd ?? 0) + c.costUsd;
   }
 }
 
@@ -60,6 +62,7 @@ export function addJudgeResult(totals: UsageTotals, result: JudgeResult): void {
   totals.completionTokens += result.usage.completionTokens;
   if (result.cacheHit) totals.cacheHits += 1;
   else totals.liveSeconds += result.latencySeconds;
+  if (result.costUsd !== undefined) totals.costUsd = (totals.costUsd ?? 0) + result.costUsd;
 }
 
 /** Usage of a single result, as totals. */
@@ -77,6 +80,7 @@ export function addUsage(a: UsageTotals, b: UsageTotals): UsageTotals {
     completionTokens: a.completionTokens + b.completionTokens,
     cacheHits: a.cacheHits + b.cacheHits,
     liveSeconds: a.liveSeconds + b.liveSeconds,
+    ...(a.costUsd !== undefined || b.costUsd !== undefined ? { costUsd: (a.costUsd ?? 0) + (b.costUsd ?? 0) } : {}),
   };
 }
 
@@ -89,6 +93,7 @@ export function diffUsage(after: UsageTotals, before: UsageTotals): UsageTotals 
     completionTokens: after.completionTokens - before.completionTokens,
     cacheHits: after.cacheHits - before.cacheHits,
     liveSeconds: after.liveSeconds - before.liveSeconds,
+    ...(after.costUsd !== undefined ? { costUsd: after.costUsd - (before.costUsd ?? 0) } : {}),
   };
 }
 
@@ -98,9 +103,14 @@ export function diffUsage(after: UsageTotals, before: UsageTotals): UsageTotals 
  * per run session (the progress line). With `signal`, every call is tied to it, so that an
  * interrupt stops calls even where a caller does not pass a signal on.
  */
-export function meteredModel(model: LanguageModel, options: { signal?: AbortSignal } = {}): LanguageModel & { readonly usage: UsageMeter } {
+export function meteredModel(
+  model: LanguageModel,
+  options: { signal?: AbortSignal; budget?: SpendGuard } = {},
+): LanguageModel & { readonly usage: UsageMeter } {
   const usage = new UsageMeter();
-  const { signal } = options;
+  const { signal, budget } = options;
+  // The run's cap goes with every call, as the signal does; a caller's own budget wins.
+  const withBudget = <R extends { budget?: SpendGuard }>(request: R): R => (budget && !request.budget ? { ...request, budget } : request);
   return {
     provider: model.provider,
     model: model.model,
@@ -108,13 +118,13 @@ export function meteredModel(model: LanguageModel, options: { signal?: AbortSign
     usage,
     async generate(request: GenerateRequest): Promise<GenerateResult> {
       signal?.throwIfAborted();
-      const result = await model.generate(signal && !request.signal ? { ...request, signal } : request);
+      const result = await model.generate(withBudget(signal && !request.signal ? { ...request, signal } : request));
       usage.add(result);
       return result;
     },
     async judge(request: JudgeRequest): Promise<JudgeResult> {
       signal?.throwIfAborted();
-      const result = await model.judge(signal && !request.signal ? { ...request, signal } : request);
+      const result = await model.judge(withBudget(signal && !request.signal ? { ...request, signal } : request));
       usage.addJudgement(result);
       return result;
     },

@@ -14,6 +14,7 @@ import type { RunData } from '../plots/types';
 import { judgesOf } from '../plots/judges';
 import type { Trace } from '../trace/types';
 import { decisionStatistics } from '../metrics/decisions';
+import { formatUsd } from '../llm/pricing';
 import { REPORT_CSS, REPORT_JS } from './assets';
 import type { FigureChoice } from './figures';
 import type { LoadedRun, LoadedSweep } from './load';
@@ -136,8 +137,25 @@ function usageTable(run: RunData): string {
     row('completion tokens', total?.completion_tokens, per.completionTokens, 0) +
     row('cache hits', total?.cache_hits, run.results.length ? run.results.reduce((a, r) => a + (r.usage?.cacheHits ?? 0), 0) / run.results.length : 0) +
     row('seconds', total?.wall_seconds, per.seconds, 2) +
-    `</tbody></table><p class="note">Per-question seconds are each question's own wall time; the run total overlaps them when questions run concurrently.</p>`
+    costRow(run) +
+    `</tbody></table><p class="note">Per-question seconds are each question's own wall time; the run total overlaps them when questions run concurrently.</p>` +
+    costNote(run)
   );
+}
+
+/** Dollars, total and per answered question, when the run had a price (replays cost 0). */
+function costRow(run: RunData): string {
+  const total = run.metrics?.usage.cost_usd;
+  if (total === undefined) return '';
+  const priced = run.results.filter((r) => r.usage?.costUsd !== undefined);
+  const per = priced.length > 0 ? priced.reduce((a, r) => a + (r.usage.costUsd ?? 0), 0) / priced.length : 0;
+  return `<tr><td>cost (USD)</td><td class="num">${escapeHtml(formatUsd(total))}</td><td class="num">${escapeHtml(formatUsd(per))}</td></tr>`;
+}
+
+function costNote(run: RunData): string {
+  const source = run.metrics?.settings?.['llm.pricing'];
+  if (run.metrics?.usage.cost_usd === undefined) return source ? `<p class="note">No cost: ${escapeHtml(source)}.</p>` : '';
+  return `<p class="note">Cost priced at ${escapeHtml(source ?? 'the run\'s price')}; calls replayed from ambiqa's cache cost 0.</p>`;
 }
 
 function figuresHtml(choice: FigureChoice | undefined): string {

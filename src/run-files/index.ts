@@ -55,6 +55,12 @@ export interface RunState {
   total: number;
   done: number;
   error?: string;
+  /** US dollars of live LLM calls over every session (finished questions and abandoned ones). */
+  costUsd?: number;
+  /** Live LLM samples and judgments over every session (what `costUsd` was spent on). */
+  liveCalls?: number;
+  /** Why the last session stopped early when it was not a failure (e.g. the cost cap). */
+  stoppedBy?: string;
 }
 
 export function readJson<T>(path: string): T | null {

@@ -9,6 +9,7 @@ import { type LlmManifestEntry, ensureCatalogLlm, ensureLlm } from './llm';
 import { type ModelManifest, readRawModelManifest, writeModelManifest } from '../config/models';
 import { ensureSystemPackages } from './system';
 import { ensureVenv } from './venv';
+import { ensureLlamaServer } from './llama-server';
 
 export const SETUP_PARTS = ['system', 'embedder', 'llm', 'venv'] as const;
 export type SetupPart = (typeof SETUP_PARTS)[number];
@@ -37,6 +38,10 @@ export interface SetupOptions {
   systemStep?: (report: Reporter) => Promise<void>;
   /** Injected in tests (the real one builds the MLflow venv). */
   venvStep?: (report: Reporter) => Promise<void>;
+  /** Also install the llama.cpp server (`llama-cpp-python[server]`) into the venv (`--server`). */
+  server?: boolean;
+  /** Injected in tests (the real one builds llama.cpp). */
+  serverStep?: (report: Reporter) => Promise<void>;
 }
 
 export interface SetupResult {
@@ -114,6 +119,10 @@ export async function runSetup(options: SetupOptions = {}): Promise<SetupResult>
   if (parts.has('venv')) {
     const dir = options.venvDir ?? venvDir();
     await step('Python venv', () => (options.venvStep ?? ((r) => ensureVenv({ venvDir: dir, report: r })))(report));
+  }
+  if (options.server) {
+    const dir = options.venvDir ?? venvDir();
+    await step('llama.cpp server', () => (options.serverStep ?? ((r) => ensureLlamaServer({ venvDir: dir, report: r })))(report));
   }
 
   let manifest: ModelManifest | undefined;

@@ -105,9 +105,11 @@ export class TraceRecorder {
     let completionTokens = 0;
     let cacheHits = 0;
     let samples = 0;
+    let costUsd: number | undefined;
     for (const call of this.llmCalls) {
       for (const c of call.completions) {
         samples += 1;
+        if (c.costUsd !== undefined) costUsd = (costUsd ?? 0) + c.costUsd;
         promptTokens += c.promptTokens;
         completionTokens += c.completionTokens;
         if (c.cacheHit) cacheHits += 1;
@@ -136,6 +138,7 @@ export class TraceRecorder {
         parseFailures: this.parseFailures.length,
         warnings: this.warnings.length,
         samples,
+        ...(costUsd !== undefined ? { costUsd } : {}),
       },
       output,
       ...(answer !== undefined ? { answer } : {}),
@@ -166,6 +169,7 @@ function toCallRecord(index: number, result: GenerateResult): LlmCallRecord {
       latencySeconds: c.latencySeconds,
       cacheHit: c.cacheHit,
       ...(c.logprob !== undefined ? { logprob: c.logprob } : {}),
+      ...(c.costUsd !== undefined ? { costUsd: c.costUsd } : {}),
     })),
     wallSeconds: result.wallSeconds,
   };
@@ -187,6 +191,7 @@ function toJudgeRecord(index: number, result: JudgeResult): LlmCallRecord {
         completionTokens: result.usage.completionTokens,
         latencySeconds: result.latencySeconds,
         cacheHit: result.cacheHit,
+        ...(result.costUsd !== undefined ? { costUsd: result.costUsd } : {}),
       },
     ],
     wallSeconds: result.wallSeconds,

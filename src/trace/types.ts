@@ -37,6 +37,8 @@ export interface LlmCallRecord {
     cacheHit: boolean;
     /** Sum of token log-probabilities, when asked for (`logprobs: true`). */
     logprob?: number;
+    /** US dollars, priced by the model that served the call (0 for replays); absent when no price is known. */
+    costUsd?: number;
   }>;
   wallSeconds: number;
   /**

@@ -38,7 +38,8 @@ describe('resolved LLM settings in a run\'s params', () => {
     expect(Object.keys(s).every((k) => k.startsWith('judge.'))).toBe(true);
     expect(describeLlmConfig({ provider: 'embedded', model: onePointFive.name }, {}, 'judge').model).toBe(onePointFive.name);
     const server = llmSettings({ provider: 'openai-compatible', model: 'judge-7b', baseUrl: 'http://127.0.0.1:9/v1', ...base }, 'judge');
-    expect(server).toEqual({});
+    // Nothing left to defaults but the price, which is always stated (none known for judge-7b).
+    expect(server).toEqual({ 'judge.pricing': 'unknown (no price known for this model: set pricing for cost_usd)' });
   });
 
   it('MLflow tags name both models of a run with a judge: (catalog names for embedded files)', () => {

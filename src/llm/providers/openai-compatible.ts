@@ -344,7 +344,7 @@ interface ChatReply {
     finish_reason?: string | null;
     logprobs?: { content?: Array<{ token: string; logprob: number; top_logprobs?: Array<{ token: string; logprob: number }> }> | null } | null;
   }>;
-  usage?: { prompt_tokens?: number; completion_tokens?: number };
+  usage?: { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } | null };
 }
 
 /** Top alternatives asked for per judgment: enough for a label's case and spacing variants. */
@@ -352,7 +352,13 @@ export const JUDGE_TOP_LOGPROBS = 20;
 
 function usageOf(response: ChatReply) {
   // Servers that do not report usage get 0, not a guess: the trace then shows the gap.
-  return { promptTokens: response?.usage?.prompt_tokens ?? 0, completionTokens: response?.usage?.completion_tokens ?? 0 };
+  const cached = response?.usage?.prompt_tokens_details?.cached_tokens;
+  return {
+    promptTokens: response?.usage?.prompt_tokens ?? 0,
+    completionTokens: response?.usage?.completion_tokens ?? 0,
+    // Billed at the cached rate where the endpoint has one (llm.pricing.cachedPrompt).
+    ...(typeof cached === 'number' && cached > 0 ? { cachedPromptTokens: cached } : {}),
+  };
 }
 
 /**

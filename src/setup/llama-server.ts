@@ -1,0 +1,203 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { AmbiqaError } from '../errors';
+import type { Reporter } from './context';
+import { classifyFailure, runCommand, tail } from './fetch';
+import { venvPython } from './venv';
+
+/**
+ * A real OpenAI-compatible server for the embedded GGUF: llama.cpp's, as packaged by
+ * `llama-cpp-python[server]`, pinned. PyPI serves no wheel of it for this platform, so pip builds
+ * llama.cpp from the sdist (about 12 minutes with one compile job on a busy 2-core machine, see
+ * docs/llm.md); pip keeps the built wheel in its cache, so a second venv installs it in seconds,
+ * and a second `ambiqa setup --server` finds it installed and does nothing.
+ */
+export const LLAMA_CPP_PYTHON_VERSION = '0.3.36';
+
+/** Is `llama-cpp-python==version` installed in the venv? Looks for its dist-info: no Python start-up. */
+export function hasLlamaServer(venvDir: string, version: string = LLAMA_CPP_PYTHON_VERSION): boolean {
+  const lib = join(venvDir, 'lib');
+  if (!existsSync(venvPython(venvDir)) || !existsSync(lib)) return false;
+  return readdirSync(lib).some((py) => existsSync(join(lib, py, 'site-packages', `llama_cpp_python-${version}.dist-info`)));
+}
+
+/** Why this machine cannot build llama.cpp (no cmake, no C++ compiler), or undefined when it can. */
+export async function buildToolsMissing(): Promise<string | undefined> {
+  const missing: string[] = [];
+  for (const [tool, args] of [
+    ['cmake', ['--version']],
+    [process.env.CXX ?? 'c++', ['--version']],
+  ] as const) {
+    const r = await runCommand(tool, [...args]);
+    if (r.spawnError || r.code !== 0) missing.push(tool);
+  }
+  return missing.length > 0 ? `${missing.join(' and ')} not found (llama.cpp is compiled from source)` : undefined;
+}
+
+/**
+ * Compile jobs for the build. CMAKE_BUILD_PARALLEL_LEVEL wins when set (a shared machine sets 1);
+ * otherwise one per core: the build is the only thing `setup --server` does.
+ */
+export function buildJobs(env: NodeJS.ProcessEnv = process.env): string {
+  const set = env.CMAKE_BUILD_PARALLEL_LEVEL;
+  return set && /^\d+$/.test(set) && Number(set) > 0 ? set : String(availableParallelism());
+}
+
+/** Install the pinned `llama-cpp-python[server]` into the project venv unless it is there. */
+export async function ensureLlamaServer(options: { venvDir: string; report: Reporter; version?: string }): Promise<void> {
+  const version = options.version ?? LLAMA_CPP_PYTHON_VERSION;
+  const { venvDir, report } = options;
+  if (hasLlamaServer(venvDir, version)) {
+    report.ok(`llama.cpp server: llama-cpp-python ${version} already installed (${venvDir})`);
+    return;
+  }
+  if (!existsSync(venvPython(venvDir))) {
+    throw new AmbiqaError(`the Python venv ${venvDir} does not exist`, 'run `npx ambiqa setup --server` without --skip-venv (the server goes into the project venv)');
+  }
+  const spec = `llama-cpp-python[server]==${version}`;
+  const jobs = buildJobs();
+  report.note(`installing ${spec} into ${venvDir}: pip compiles llama.cpp from the sdist unless its cache holds the wheel (about 10 minutes on 2 cores, ${jobs} compile job${jobs === '1' ? '' : 's'})`);
+  const started = Date.now();
+  const installed = await runCommand(venvPython(venvDir), ['-m', 'pip', 'install', '--disable-pip-version-check', '--progress-bar', 'off', '-q', spec], {
+    env: { ...process.env, CMAKE_BUILD_PARALLEL_LEVEL: jobs },
+  });
+  if (installed.code !== 0) {
+    const output = `${installed.stdout}\n${installed.stderr}`;
+    const kind = classifyFailure(output);
+    const tools = kind === 'other' ? await buildToolsMissing() : undefined;
+    const why =
+      kind === 'offline'
+        ? 'PyPI could not be reached (offline?)'
+        : tools
+          ? `the build cannot run here: ${tools}`
+          : `pip failed:\n    ${tail(output)}`;
+    throw new AmbiqaError(
+      `cannot install ${spec} into ${venvDir}: ${why}`,
+      tools ? 'install cmake and a C++ compiler (Debian: `apt-get install cmake g++`), then rerun `npx ambiqa setup --server`' : `run \`${venvPython(venvDir)} -m pip install '${spec}'\` by hand to see the whole log`,
+    );
+  }
+  const check = await runCommand(venvPython(venvDir), ['-c', 'import llama_cpp, llama_cpp.server.app; print(llama_cpp.__version__)']);
+  if (check.code !== 0 || check.stdout.trim() !== version) {
+    throw new AmbiqaError(`llama-cpp-python in ${venvDir} does not import: ${tail(`${check.stdout}\n${check.stderr}`, 2)}`, `delete ${venvDir} and rerun \`npx ambiqa setup --server\``);
+  }
+  report.did(`llama.cpp server: llama-cpp-python ${version} installed in ${((Date.now() - started) / 1000).toFixed(0)} s (${venvDir})`);
+}
+
+// ------------------------------------------------------------------ running it
+
+export interface LlamaServerOptions {
+  venvDir: string;
+  /** The .gguf file to serve. */
+  modelPath: string;
+  /** The model name clients send (`llm.model`). */
+  alias: string;
+  host?: string;
+  /** Default: a free port. */
+  port?: number;
+  /** CPU threads for generation and prompt reading; always explicit (llama.cpp's default takes every core). */
+  threads: number;
+  /** Context window (default 4096, the embedded provider's). */
+  contextSize?: number;
+  /** The server's own log lines (stderr and stdout), e.g. to print or to keep for an error. */
+  onLog?: (text: string) => void;
+  /** How long to wait for the model to load. Default 120 s. */
+  readyTimeoutMs?: number;
+}
+
+export interface RunningLlamaServer {
+  /** The API root, e.g. `http://127.0.0.1:8080/v1`. */
+  baseUrl: string;
+  model: string;
+  process: ChildProcess;
+  /** Resolves when the server process has exited. */
+  exited: Promise<number | null>;
+  /** SIGTERM, then SIGKILL after `graceMs` (default 10 s); resolves when it is gone. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** A port nobody listens on now (the kernel's pick). */
+export function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, host, () => {
+      const address = s.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Start `python -m llama_cpp.server` on the GGUF and wait until `/v1/models` answers. The model
+ * loads once; every client (CLI runs, a notebook kernel, tests) then shares it over HTTP.
+ */
+export async function startLlamaServer(options: LlamaServerOptions): Promise<RunningLlamaServer> {
+  if (!hasLlamaServer(options.venvDir)) {
+    throw new AmbiqaError(`llama-cpp-python ${LLAMA_CPP_PYTHON_VERSION} is not installed in ${options.venvDir}`, 'run `npx ambiqa setup --server` first');
+  }
+  if (!existsSync(options.modelPath)) throw new AmbiqaError(`model file ${options.modelPath} does not exist`, 'run `npx ambiqa setup` (or pass --llm with a fetched model)');
+  const host = options.host ?? '127.0.0.1';
+  const port = options.port ?? (await freePort(host));
+  const args = [
+    '-m',
+    'llama_cpp.server',
+    '--model', options.modelPath,
+    '--model_alias', options.alias,
+    '--host', host,
+    '--port', String(port),
+    '--n_threads', String(options.threads),
+    '--n_threads_batch', String(options.threads),
+    '--n_ctx', String(options.contextSize ?? 4096),
+  ];
+  // Its own process group: a stop reaches uvicorn and anything it started.
+  const child = spawn(venvPython(options.venvDir), args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  let log = '';
+  const onData = (d: Buffer) => {
+    const text = d.toString();
+    log = (log + text).slice(-4000);
+    options.onLog?.(text);
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  const exited = new Promise<number | null>((resolve) => {
+    child.once('exit', (code) => resolve(code));
+    child.once('error', () => resolve(null));
+  });
+  let gone = false;
+  void exited.then(() => (gone = true));
+  const stop = async (graceMs = 10_000) => {
+    if (gone) return;
+    const signal = (s: NodeJS.Signals) => {
+      try {
+        process.kill(-child.pid!, s);
+      } catch {
+        child.kill(s);
+      }
+    };
+    signal('SIGTERM');
+    const timer = setTimeout(() => signal('SIGKILL'), graceMs);
+    await exited;
+    clearTimeout(timer);
+  };
+  const baseUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}/v1`;
+  const deadline = Date.now() + (options.readyTimeoutMs ?? 120_000);
+  while (true) {
+    if (gone) throw new AmbiqaError(`the llama.cpp server exited before it was ready:\n    ${tail(log, 6)}`, 'see the lines above (a port in use, a model file it cannot read)');
+    try {
+      const r = await fetch(`${baseUrl}/models`, { signal: AbortSignal.timeout(2000) });
+      if (r.ok) break;
+    } catch {
+      /* not listening yet */
+    }
+    if (Date.now() > deadline) {
+      await stop();
+      throw new AmbiqaError(`the llama.cpp server did not answer on ${baseUrl} within ${((options.readyTimeoutMs ?? 120_000) / 1000).toFixed(0)} s:\n    ${tail(log, 6)}`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return { baseUrl, model: options.alias, process: child, exited, stop };
+}
