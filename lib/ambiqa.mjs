@@ -13,7 +13,7 @@ export const {
   QUALITY_METRICS, ScriptedProvider, TocPipeline, TraceRecorder, VanillaRagPipeline, VerifyEditPipeline,
   accuracyCoverageAuc, aggregate, answerCoverage, answerF1, artifactsDir, baseLayout,
   bootstrapInterval, buildCorpus, buildReport, checkConfig, clarificationTreeFigure, colors,
-  commonMetric, consistencyKdeFigure, consistencyPoints, correctness, costPoints,
+  commonMetric, compare, compareRuns, comparisonFigure, comparisonQuestionRows, comparisonRows, consistencyKdeFigure, consistencyPoints, correctness, costPoints,
   costQualityFigure, coverageCurve, coverageFigure, createLanguageModel, createPipeline,
   createReranker, createRetriever, dataDir, datasetNames, decisionStatistics, defaultMetrics, definePipeline, describePipelines,
   disambigF1, drScore,
@@ -21,11 +21,11 @@ export const {
   goldDqsFromExamples, inStage, kdeCurve, layoutTree, linspace, llmCallRows, loadCorpus,
   loadDataset, loadRun, loadSweep, majorityVotes, maxOverGolds, mean, measureCoverage, metricNames,
   metricOf, noDataAnnotation, nodeCapFigure, nodeCapPoints, nodeStatus, parseCoverage,
-  parsePipelineOptions, perQuestionUsage, pickMetric, pipelineEntries, pipelineNames, pipelineOf,
+  pairedDelta, parsePipelineOptions, perQuestionUsage, pickMetric, pipelineEntries, pipelineNames, pipelineOf,
   pipelineOptionsSchemas, plotlyText, projectRoot, pruningEffect, pruningEffectFigure,
-  readAsqaCoverageItems, readCoverageFile, registerPipeline, resultRows, resume, rougeL, rougeLsum, run, runRows,
+  holm, questionsForPower, readAsqaCoverageItems, readComparison, readCoverageFile, registerPipeline, resultRows, resume, rougeL, rougeLsum, run, runRows,
   sampleStd, saveCorpus, score, scoreExample, scottBandwidth, show, showTable,
-  showTrace, showTree, strEm, strHit, sweep, thresholdAblationFigure, thresholdAblationFromSweep,
+  showTrace, showTree, signFlipTest, strEm, strHit, sweep, thresholdAblationFigure, thresholdAblationFromSweep,
   thresholdAblationFromTraces, toDataFrame, tocAblationFigure, tocAblationPoints, tocNodeRows,
   tocTrace, tokenF1, truncate, unloadModels, wrapForHover, writeFigureHtml, writeReport
 } = lib;

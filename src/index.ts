@@ -181,6 +181,14 @@ export {
 export type { JudgeDiagnostics, LabelledJudgment, ReliabilityBin } from './run-files';
 export { rougeL, rougeLsum } from './metrics/rouge';
 
+// ---------------------------------------------------------------- paired comparisons
+
+export { compare, comparisonRows, comparisonQuestionRows, type Comparable, type ComparisonResult, type CompareCallOptions } from './notebook/compare';
+export { compareRuns, type CompareRunInput, type CompareOptions } from './metrics/compare';
+export { pairedDelta, signFlipTest, holm, questionsForPower, type PairedDelta } from './metrics/paired';
+export { readComparison } from './report/compare';
+export type { Comparison, ComparedRun, PairedRow, ComparedQuestion } from './run-files/comparison';
+
 // ---------------------------------------------------------------- figures and reports
 
 export * from './plots/index';
