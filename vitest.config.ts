@@ -25,6 +25,7 @@ const integration = [
   'test/pipelines/e2e.test.ts',
   'test/plots/export.test.ts',
   'test/plots/overlap.test.ts',
+  'test/report/compare.test.ts',
   'test/report/mlflow.test.ts',
   'test/report/report.test.ts',
   'test/retrieval/dense.test.ts',

@@ -41,13 +41,14 @@ function tinyNotebook(path: string, sources: string[]): string {
 }
 
 describe('committed notebooks', () => {
-  it('are the five planned ones, with cell ids, cleared outputs and the project kernel', () => {
+  it('are the six planned ones, with cell ids, cleared outputs and the project kernel', () => {
     expect(notebooks.map((n) => n.replace(/\.ipynb$/, ''))).toEqual([
       '01-quickstart',
       '02-tree-of-clarifications',
       '03-verify-and-edit-threshold',
       '04-diva-vs-toc-cost',
       '05-retrieval-coverage',
+      '06-threshold-ablation',
     ]);
     for (const name of notebooks) {
       const nb = readNotebook(join(root, 'notebooks', name));
