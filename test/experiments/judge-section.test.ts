@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { examplesDir } from '../../src/config/paths';
 import type { ExperimentInput } from '../../src/experiments/config';
 import { registry } from '../../src/experiments/compose';
-import { resolveExperimentConfig } from '../../src/experiments/config';
+import { configParams } from '../../src/experiments/run-tracking';
+import { readResolvedConfig, resolveExperimentConfig } from '../../src/experiments/config';
 import { closeSession, runInProcess } from '../../src/experiments/session';
 import { describeError } from '../../src/errors';
 import { buildCorpus } from '../../src/retrieval/corpus-builder';
@@ -13,6 +14,7 @@ import { saveCorpus } from '../../src/retrieval/corpus';
 import { readJsonl } from '../../src/common/jsonl';
 import type { Trace } from '../../src/trace/types';
 import type { ProviderCallLogLine } from '../../src/experiments/scripted-llm';
+import { startFaultServer, type FaultServer } from '../llm/fault-server';
 
 /**
  * A run's `judge:` section: every yes/no judgment goes to the judge's model, everything else to
@@ -25,7 +27,7 @@ const corpus = join(dir, 'corpus.jsonl');
 const generatorLog = join(dir, 'generator.jsonl');
 const judgeLog = join(dir, 'judge.jsonl');
 
-function config(judgeModel: string | undefined): ExperimentInput {
+function config(judgeModel: string | undefined, judgeSection?: ExperimentInput['judge']): ExperimentInput {
   return {
     dataset: { name: 'asqa', path: join(examplesDir, 'asqa-mini.json'), limit: 2 },
     pipeline: { name: 'toc', options: { maxNodes: 3, maxDepth: 1, maxTrials: 1, nPassages: 2, nShots: 0, pruning: true } },
@@ -41,6 +43,7 @@ function config(judgeModel: string | undefined): ExperimentInput {
       callLog: generatorLog,
       cache: join(dir, 'llm-cache.sqlite'),
     },
+    ...(judgeSection ? { judge: judgeSection } : {}),
     ...(judgeModel
       ? { judge: { provider: 'scripted' as const, model: judgeModel, replies: { 'toc.verify': 'True' }, callLog: judgeLog, cache: join(dir, 'llm-cache.sqlite') } }
       : {}),
@@ -102,6 +105,9 @@ describe('judge: a model of its own for yes/no judgments', () => {
     }
     // The generator's own "False" would have pruned every node.
     expect(run.results.every((r) => r.error === undefined)).toBe(true);
+    // MLflow params: the judge's section flattened beside the llm's.
+    const params = configParams(readResolvedConfig(join(run.dir, "config.yaml")));
+    expect(params).toMatchObject({ 'llm.model': 'generator', 'judge.provider': 'scripted', 'judge.model': 'judge-a' });
     const saved = readFileSync(join(run.dir, 'config.yaml'), 'utf8');
     expect(saved).toMatch(/^judge:\n(\s+.*\n)*\s+model: judge-a/m);
   });
@@ -176,5 +182,62 @@ describe('judge: bad input is one error naming the field, before any model call'
     const text = message(resolve({ provider: 'openai-compatible', apiKey: 'sk-judge-secret-123' }));
     expect(text).toContain('judge.apiKey');
     expect(text).not.toContain('sk-judge-secret-123');
+  });
+});
+
+describe('judge: an OpenAI-compatible server judging for another model (loopback)', () => {
+  let server: FaultServer;
+  beforeAll(async () => {
+    server = await startFaultServer();
+  });
+  afterAll(async () => server.close());
+
+  const serverJudge = (model: string) => ({ provider: 'openai-compatible' as const, baseUrl: server.url, model, apiKeyEnv: 'AMBIQA_TEST_JUDGE_KEY', cache: { path: join(dir, 'llm-cache.sqlite') } });
+
+  it('reads P from top_logprobs; the trace, the call records and the cache key name the server judge', async () => {
+    server.requests = [];
+    server.replyFor = () => 'True';
+    server.logprobsFor = () => ({
+      content: [{ token: 'True', logprob: Math.log(0.8), top_logprobs: [{ token: 'True', logprob: Math.log(0.8) }, { token: 'False', logprob: Math.log(0.2) }] }],
+    });
+    const run = await runInProcess(config(undefined, serverJudge('judge-7b')), { name: 'server-judge' });
+    expect(run.status).toBe('FINISHED');
+    const judgments = server.requests.filter((r) => r.body.logprobs === true);
+    expect(judgments.length).toBeGreaterThan(0);
+    // Only judgments reach the server: the generator is the scripted model.
+    expect(server.requests).toHaveLength(judgments.length);
+    expect(judgments.every((r) => r.body.model === 'judge-7b' && r.body.max_tokens === 1)).toBe(true);
+    const traces = readJsonl<Trace>(join(run.dir, 'traces.jsonl'));
+    for (const t of traces) {
+      expect(t.judge).toEqual({ provider: 'openai-compatible', model: 'judge-7b' });
+      for (const c of t.llmCalls.filter((c) => c.purpose === 'toc.verify')) {
+        expect(c.model).toBe('openai-compatible:judge-7b');
+        expect(c.judge).toMatchObject({ mode: 'probability' });
+        expect(c.judge!.p).toBeCloseTo(0.8, 12);
+        // The server's usage counts in the question's tokens.
+        expect(c.completions[0]!.promptTokens).toBe(11);
+      }
+    }
+    // Another server model is another cache key: nothing replays, every judgment is asked again.
+    const asked = server.requests.length;
+    await runInProcess(config(undefined, serverJudge('judge-13b')), { name: 'server-judge-13b' });
+    expect(server.requests.length - asked).toBe(judgments.length);
+    expect(server.requests.slice(asked).every((r) => r.body.model === 'judge-13b')).toBe(true);
+  });
+
+  it('an endpoint without logprobs: the counted text fallback, as for llm:', async () => {
+    server.requests = [];
+    server.replyFor = () => 'False';
+    server.logprobsFor = undefined;
+    const run = await runInProcess(config(undefined, serverJudge('judge-nologprobs')), { name: 'server-judge-text' });
+    expect(run.status).toBe('FINISHED');
+    const traces = readJsonl<Trace>(join(run.dir, 'traces.jsonl'));
+    const verify = traces.flatMap((t) => t.llmCalls.filter((c) => c.purpose === 'toc.verify'));
+    expect(verify.length).toBeGreaterThan(0);
+    for (const c of verify) expect(c.judge).toMatchObject({ mode: 'text', p: 0 });
+    // Two requests per judgment: the one asking for logprobs, then the greedy reply.
+    expect(server.requests.filter((r) => r.body.logprobs === true)).toHaveLength(verify.length);
+    expect(server.requests).toHaveLength(2 * verify.length);
+    expect(JSON.parse(readFileSync(join(run.dir, 'metrics.json'), 'utf8')).settings.judge_mode).toMatch(/text/);
   });
 });

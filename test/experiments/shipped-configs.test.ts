@@ -9,6 +9,8 @@ import { planSweep } from '../../src/experiments/sweep';
 import { defaultDatasetFiles } from '../../src/datasets/index';
 import type { DatasetName } from '../../src/datasets/types';
 import { hasSharedData } from '../helpers/data';
+import { catalogModelFile } from '../../src/llm/config';
+import { existsSync } from 'node:fs';
 
 // Every config shipped in experiments/ passes the real registries (pipelines, LLM, retrievers,
 // metrics), and every sweep's grid points do too. Data files are checked where the shared data
@@ -44,7 +46,16 @@ describe('shipped experiment configs', () => {
       const file = join(dir, f);
       const raw = YAML.parse(readFileSync(file, 'utf8')) as { dataset: { name: DatasetName; path?: string } };
       const dataFile = raw.dataset.path ?? defaultDatasetFiles[raw.dataset.name];
-      const checkFiles = checkSharedFiles && (dataFile.startsWith('/') || hasSharedData(...dataFile.split('/')));
+      let checkFiles = checkSharedFiles && (dataFile.startsWith('/') || hasSharedData(...dataFile.split('/')));
+      // A second catalog model (a `judge:`) that setup's default run does not fetch: the config
+      // must then stop with the fetch command, and is checked without files otherwise.
+      const models = [raw as { llm?: { model?: string }; judge?: { model?: string } }].flatMap((r) => [r.llm?.model, r.judge?.model]);
+      const unfetched = models.map((m) => (m ? catalogModelFile(m) : undefined)).filter((m) => m && !existsSync(m.path));
+      if (checkFiles && unfetched.length > 0) {
+        expect(() => loadExperimentConfig(file, registry, { checkFiles })).toThrow(/model: catalog model '.*' is not fetched/);
+        console.log(`${f}: ${unfetched.map((m) => m!.name).join(', ')} not fetched (npx ambiqa setup --fetch-llm …); checked without files`);
+        checkFiles = false;
+      }
       const config = loadExperimentConfig(file, registry, { checkFiles });
       expect(config.name).toBe(basename(f, '.yaml'));
       if (config.sweep) {

@@ -66,6 +66,8 @@ export interface FaultServer {
   echoKey?: boolean;
   /** The reply text for a request; default echoes the last message and the seed. */
   replyFor?: (body: Record<string, unknown>) => string;
+  /** The choice's `logprobs` for a request that asked for them (`logprobs: true`); default none. */
+  logprobsFor?: (body: Record<string, unknown>) => unknown;
   close(): Promise<void>;
 }
 
@@ -154,6 +156,7 @@ export async function startFaultServer(): Promise<FaultServer> {
         let text = action.text ?? state.replyFor?.(body) ?? `echo: ${messages[messages.length - 1]?.content ?? ''} seed=${String(body.seed ?? 'none')}`;
         if (state.echoKey) text = `${text} [your key is ${token}]`;
         const usage = action.usage === undefined ? { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 } : action.usage;
+        const logprobs = action.logprobs ?? (body.logprobs === true ? state.logprobsFor?.(body) : undefined);
         return json(res, 200, {
           id: `chatcmpl-${state.requests.length}`,
           object: 'chat.completion',
@@ -164,7 +167,7 @@ export async function startFaultServer(): Promise<FaultServer> {
               index: 0,
               message: { role: 'assistant', content: text },
               finish_reason: action.finishReason ?? 'stop',
-              ...(action.logprobs !== undefined ? { logprobs: action.logprobs } : {}),
+              ...(logprobs !== undefined ? { logprobs } : {}),
             },
           ],
           ...(usage ? { usage } : {}),
