@@ -1,11 +1,13 @@
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { run as compareCommand } from '../../src/cli/commands/compare';
 import { run as reportCommand } from '../../src/cli/commands/report';
 import { main } from '../../src/cli/main';
 import { readComparison } from '../../src/report/compare';
+import { traceIdFor } from '../../src/tracking/otel-export';
+import { getRun, listArtifacts, metric, param, searchRuns, tag } from '../experiments/helpers/mlflow';
 import { INJECTIONS, launchBrowser, type Browser } from '../plots/browser';
 import { result, run, summary, tocNode, tocTrace, trace, writeRunDir } from '../plots/fixtures';
 
@@ -149,10 +151,50 @@ describe('ambiqa compare (CLI)', () => {
       expect(await page.locator('tr.detail').count()).toBe(1);
       // Links to MLflow where the run was tracked: the question's trace in the run's experiment.
       const link = await evil.locator('a', { hasText: 'MLflow trace' }).getAttribute('href');
-      expect(link).toMatch(/^http:\/\/127\.0\.0\.1:5000\/#\/experiments\/7\/traces\?selectedEvaluationId=tr-[0-9a-f]{32}$/);
+      // (The host is the MLflow being browsed now, as in every report; the id is the question's trace id.)
+      expect(link).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/#\/experiments\/7\/traces\?selectedEvaluationId=tr-[0-9a-f]{32}$/);
+      expect(link!.endsWith(`tr-${traceIdFor('abc123', ids[1])}`)).toBe(true);
       await page.waitForTimeout(300);
       expect(await page.evaluate(() => (window as unknown as { __pwned?: string }).__pwned)).toBeUndefined();
       expect(dialogs).toEqual([]);
     }, 120_000);
   });
+});
+
+const uri = inject('mlflowTrackingUri');
+
+describe.skipIf(!uri && !process.env.CI)('ambiqa compare logs the comparison as an MLflow run (real server)', () => {
+  it('tags it ambiqa.kind=comparison, names the compared runs, logs delta/CI/p metrics and attaches the files', async () => {
+    const saved = process.env.MLFLOW_TRACKING_URI;
+    process.env.MLFLOW_TRACKING_URI = uri;
+    const experiment = `test-compare-${Date.now()}`;
+    const out = join(tmp, 'tracked', 'comparison.json');
+    const log = vi.spyOn(console, 'log').mockImplementation(() => undefined);
+    try {
+      expect(await compareCommand([ragDir(), tocDir(), '--out', out, '--experiment', experiment])).toBe(0);
+    } finally {
+      log.mockRestore();
+      if (saved === undefined) delete process.env.MLFLOW_TRACKING_URI;
+      else process.env.MLFLOW_TRACKING_URI = saved;
+    }
+    const c = readComparison(out);
+    const runs = await searchRuns(uri, experiment);
+    expect(runs).toHaveLength(1);
+    const r = await getRun(uri, runs[0].info.run_id);
+    expect(c.mlflow?.runId).toBe(r.info.run_id);
+    expect(tag(r, 'ambiqa.kind')).toBe('comparison');
+    expect(tag(r, 'ambiqa.compare.baseline')).toBe('rag');
+    expect(tag(r, 'ambiqa.compare.run.toc')).toBe('abc123');
+    expect(param(r, 'run_id.toc')).toBe('abc123');
+    expect(param(r, 'run_id.rag')).toBe('not tracked');
+    const row = c.rows.find((x) => x.metric === 'str_em')!;
+    expect(metric(r, 'delta.str_em.toc')).toBe(50);
+    expect(metric(r, 'delta.str_em.toc.ci_low')).toBeCloseTo(row.ciLow, 9);
+    expect(metric(r, 'delta.str_em.toc.ci_high')).toBeCloseTo(row.ciHigh, 9);
+    expect(metric(r, 'p.str_em.toc')).toBe(0.25);
+    expect(metric(r, 'answer_changed.toc')).toBe(2);
+    expect(await listArtifacts(uri, r.info.run_id)).toEqual(expect.arrayContaining(['comparison.json', 'report.html']));
+    // The report written after logging links the comparison's own MLflow run.
+    expect(readFileSync(join(tmp, 'tracked', 'report.html'), 'utf8')).toContain(`MLflow run of this comparison: <a href="${uri}`);
+  }, 120_000);
 });
