@@ -7,6 +7,7 @@ import { configFingerprint, configToYaml, diffConfigs, readResolvedConfig, type 
 import { readJsonl, writeFileAtomic, writeJsonlAtomic } from '../common/jsonl';
 import type { ExampleResult, MetricAggregate, RunMetrics } from '../run-files';
 import { readJson, runFiles, writeJson, type MlflowRecord, type RunState } from '../run-files';
+import { judgePriorSettings, readJudgePriors } from './judge-priors';
 import { runStarted } from './run-dir';
 import { configParams, guard, metricsForMlflow, type TrackingFactory } from './run-tracking';
 import { addJudgeDiagnostics, summariseRun } from './runner';
@@ -146,6 +147,22 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
   if (Object.keys(settings).length > 0) metrics.settings = { ...settings, ...metrics.settings };
   // Judge quality over all shards' questions at once (its CI resamples questions across shards).
   addJudgeDiagnostics(metrics, results);
+  // judgeCalibration batch: every shard must have divided by the same stored prior.
+  const priors = shards.map((s) => ({ dir: s.dir, priors: readJudgePriors(s.dir) })).filter((x) => x.priors !== undefined);
+  if (priors.length > 0) {
+    const reference = JSON.stringify(priors[0]!.priors!.purposes);
+    const differing = priors.find((x) => JSON.stringify(x.priors!.purposes) !== reference);
+    if (differing || priors.length !== shards.length) {
+      throw new AmbiqaError(
+        `merge: the shards' batch-calibration priors (${runFiles.judgePriors}) differ (${priors[0]!.dir} vs ${differing?.dir ?? 'a shard without one'})`,
+        'their questions were judged against different priors; rerun the odd shard with the other shards\' judge-priors.json copied into its run dir',
+      );
+    }
+    writeJson(join(dir, runFiles.judgePriors), priors[0]!.priors);
+    metrics.settings = { ...metrics.settings, ...judgePriorSettings(priors[0]!.priors!) };
+    metrics.usage.calibration_llm_calls = priors.reduce((n, x) => n + x.priors!.usage.llmCalls, 0);
+    metrics.usage.calibration_prompt_tokens = priors.reduce((n, x) => n + x.priors!.usage.promptTokens, 0);
+  }
   writeJson(join(dir, runFiles.metrics), metrics);
   writeJson(join(dir, 'shards.json'), {
     count,

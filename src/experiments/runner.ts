@@ -10,6 +10,7 @@ import { decisionStatistics } from '../metrics/decisions';
 import { runJudgeDiagnostics } from '../metrics/judge-quality';
 import type { Trace } from '../trace/types';
 import { readJsonl } from '../common/jsonl';
+import { judgePriorSettings, withJudgePriors } from './judge-priors';
 
 export { checkRunDir } from './run-dir';
 export type { RunComponents } from './orchestrate';
@@ -92,8 +93,10 @@ export async function runExperiment(request: RunRequest): Promise<RunOutcome> {
   });
 
   try {
+    // judgeCalibration batch: the prior is judged (or read back, on resume) before any question.
+    const calibrated = await withJudgePriors(components, runDir);
     const answered = await answerExamples({
-      components,
+      components: calibrated.components,
       todo: plan.todo,
       total: plan.selection.length,
       resumedCount: plan.resumedCount,
@@ -126,6 +129,11 @@ export async function runExperiment(request: RunRequest): Promise<RunOutcome> {
     const spent = runState.state.costUsd;
     if (spent !== undefined && spent > (metrics.usage.cost_usd ?? 0)) metrics.usage.cost_usd = round(spent, 6);
     if (components.settings && Object.keys(components.settings).length > 0) metrics.settings = components.settings;
+    if (calibrated.priors) {
+      metrics.settings = { ...metrics.settings, ...judgePriorSettings(calibrated.priors) };
+      metrics.usage.calibration_llm_calls = calibrated.priors.usage.llmCalls;
+      metrics.usage.calibration_prompt_tokens = calibrated.priors.usage.promptTokens;
+    }
     addDecisions(metrics, results, readJsonl<Trace>(paths.traces));
     writeJson(paths.metrics, metrics);
     progress.finish(
@@ -133,7 +141,8 @@ export async function runExperiment(request: RunRequest): Promise<RunOutcome> {
       status === 'FINISHED' ? undefined : status === 'KILLED' ? (answered.stoppedBy ?? 'stopped') : fatal,
     );
 
-    await tracking.finish(metrics, [paths.config, paths.metrics, paths.results, paths.traces, paths.state], status);
+    const files = [paths.config, paths.metrics, paths.results, paths.traces, paths.state, ...(calibrated.priors ? [paths.judgePriors] : [])];
+    await tracking.finish(metrics, files, status);
     return {
       status,
       runDir,

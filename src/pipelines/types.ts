@@ -3,6 +3,7 @@ import type { Example } from '../datasets/types';
 import type { Embedder, Reranker, Retriever } from '../retrieval/types';
 import type { LanguageModel } from '../llm/types';
 import type { PipelineName, Trace } from '../trace/types';
+import type { JudgePriors } from './common/batch-prior';
 
 /** A few-shot demo: a question with what the method's prompt shows for it. */
 export interface Demo {
@@ -37,6 +38,8 @@ export type DemoQuestion = Pick<Example, 'id' | 'question' | 'sourceId'>;
 
 /** Picks the demos for a question (kNN over question embeddings, leave-one-out). */
 export interface DemoSelector {
+  /** The whole pool, when the selector has one in memory (batch calibration samples from it). */
+  readonly pool?: readonly Demo[];
   /** Best match first; never the question itself; may return fewer than `k` when the pool runs out. */
   select(question: DemoQuestion, k: number, options?: DemoSelectOptions): Promise<Demo[]>;
 }
@@ -48,6 +51,8 @@ export interface PipelineContext {
   embedder?: Embedder;
   demos?: DemoSelector;
   signal?: AbortSignal;
+  /** The run's stored judge priors (`judgeCalibration: batch`), set by the runner before the first question. */
+  judgePriors?: JudgePriors;
 }
 
 export interface PipelineOutput {
@@ -61,4 +66,11 @@ export interface PipelineOutput {
 export interface Pipeline {
   readonly name: PipelineName;
   answer(example: Example, ctx: PipelineContext): Promise<PipelineOutput>;
+  /**
+   * Batch calibration (`judgeCalibration: batch`): judge a seeded sample of `pool` (demo-pool
+   * questions, the evaluated ones already removed) and return the label priors the run's
+   * questions will divide by; null when the options do not ask for it. The runner calls it once
+   * per run directory and stores the result (common/batch-prior.ts).
+   */
+  calibrate?(pool: readonly Demo[], ctx: PipelineContext): Promise<JudgePriors | null>;
 }

@@ -22,6 +22,12 @@ export const runFiles = {
   mlflow: 'mlflow.json',
   /** Session bookkeeping: status, wall seconds over all sessions, sessions count. */
   state: 'run.json',
+  /**
+   * `judgeCalibration: batch` only: the judge's label priors from a calibration sample of
+   * demo-pool questions, judged once before the first question, with every calibration call
+   * (src/pipelines/common/batch-prior.ts). Absent in every other run.
+   */
+  judgePriors: 'judge-priors.json',
 } as const;
 
 export function runsDir(): string {
@@ -131,6 +137,12 @@ export interface RunMetrics {
     wall_seconds: number;
     /** US dollars of the run's live calls (sum of `TraceSummary.costUsd`); absent when no price is known. */
     cost_usd?: number;
+    /**
+     * `judgeCalibration: batch`: the calibration judgments made before the first question
+     * (judge-priors.json), not part of any question's counts above.
+     */
+    calibration_llm_calls?: number;
+    calibration_prompt_tokens?: number;
   };
   /** Examples the run was asked to answer; `n < total` when it was stopped early. */
   total?: number;

@@ -60,14 +60,19 @@ export interface LlmCallRecord {
     /** Text mode: the reply named none of the labels. */
     unparsed?: boolean;
     /**
-     * Set when the pipeline calibrated this judgment (`judgeCalibration: content-free`): the label
-     * prior read from the content-free prompt (call `priorCallIndex`), the calibrated
+     * Set when the pipeline calibrated this judgment (`judgeCalibration: content-free` or `batch`):
+     * the label prior (content-free: read from call `priorCallIndex`), the calibrated
      * probabilities and calibrated P(labels[0]) the pipeline thresholded. `applied: false` when
      * the prior could not be divided out (text mode, a zero prior): then `p` is the raw P.
      */
     calibration?: {
-      method: 'content-free';
-      priorCallIndex: number;
+      /**
+       * `content-free`: the prior from this question's content-free call (`priorCallIndex`);
+       * `batch`: the run's stored prior (judge-priors.json: the mean over a calibration sample of
+       * demo-pool questions judged before the run), so there is no call index.
+       */
+      method: 'content-free' | 'batch';
+      priorCallIndex?: number;
       prior: number[];
       probabilities: number[];
       p: number;

@@ -141,7 +141,7 @@ describe('ToC with judgeCalibration', () => {
     for (const c of verify) {
       const cal = c.judge!.calibration!;
       expect(cal.applied).toBe(true);
-      expect(out.trace.llmCalls[cal.priorCallIndex].purpose).toBe('toc.verify.prior');
+      expect(out.trace.llmCalls[cal.priorCallIndex!].purpose).toBe('toc.verify.prior');
       expect(cal.prior[0]).toBeCloseTo(0.3, 12);
       expect(cal.p).toBeCloseTo(twoLabel(c.judge!.p, 0.3), 12);
     }
@@ -189,8 +189,10 @@ describe('ToC with judgeCalibration', () => {
 
   it('rejects an unknown mode naming the option, for every pipeline that judges', () => {
     for (const name of ['toc', 'diva', 'combo'] as const) {
+      // COMBO's scorers have no batch prior (issue 26: batch calibration is ToC's and Diva's).
+      const modes = name === 'combo' ? '"none", "content-free"' : '"none", "content-free", "batch"';
       expect(() => parsePipelineOptions(name, { judgeCalibration: 'platt' })).toThrow(
-        new RegExp(`pipeline ${name}: options?[ .]judgeCalibration: must be one of "none", "content-free" \\(got "platt"\\)`),
+        new RegExp(`pipeline ${name}: options?[ .]judgeCalibration: must be one of ${modes} \\(got "platt"\\)`),
       );
       expect(parsePipelineOptions(name, { judgeCalibration: 'content-free' })).toMatchObject({ judgeCalibration: 'content-free' });
     }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { judgeCalibrationSchema } from '../common/judge';
+import { contextualCalibrationSchema } from '../common/judge';
 import { maxTokens, nShots, probabilityThreshold, seed, temperature, topP } from '../common/options';
 import { answerStyleSchema } from '../common/task';
 
@@ -8,7 +8,7 @@ export const comboOptionsSchema = z.strictObject({
   nPassages: z.int().min(1).max(20).default(10).describe("N: retrieved passages and generated passages each (paper: 10)"),
   evidentialityScorer: z.enum(['llm', 'embedding']).default('llm').describe('P(evidential) from an LLM judge or embedding similarity'),
   consistencyScorer: z.enum(['llm', 'embedding']).default('llm').describe('P(consistent) from an LLM judge or embedding similarity'),
-  judgeCalibration: judgeCalibrationSchema,
+  judgeCalibration: contextualCalibrationSchema,
   skipEvidentialBelow: probabilityThreshold(
     0,
     'skip the consistency judgments of a retrieved passage whose P(evidential) is below this and set its compatibility to 0 (saves N calls per passage; 0 never skips, as in the paper)',

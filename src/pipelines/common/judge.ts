@@ -16,6 +16,7 @@
  * template, so the LLM cache answers it after the first time: one extra forward pass per template.
  */
 import { z } from 'zod';
+import { AmbiqaError } from '../../errors';
 import { normaliseJudgeRequest } from '../../llm/client';
 import type { ChatMessage, JudgeMode } from '../../llm/types';
 import type { Passage } from '../../retrieval/types';
@@ -32,6 +33,14 @@ export function contentFreePassage(index = 0): Passage {
 }
 
 export const judgeCalibrationSchema = z
+  .enum(['none', 'content-free', 'batch'])
+  .default('none')
+  .describe(
+    "'none': threshold the judge's raw P (the papers' method); 'content-free': divide out the judge's label prior, read from the same prompt with the instance replaced by 'N/A' (contextual calibration, Zhao et al. 2021); 'batch': divide out the mean label probabilities over a calibration sample of demo-pool questions judged once before the run and stored in it (batch calibration, Zhou et al. 2024) — for small or biased judges (docs/pipelines.md)",
+  );
+
+/** For judges without a batch prior (COMBO's scorers): the papers' rule or contextual calibration. */
+export const contextualCalibrationSchema = z
   .enum(['none', 'content-free'])
   .default('none')
   .describe(
@@ -80,7 +89,7 @@ export interface CalibratedJudgement {
   p: number;
   /** P(labels[0]) as the judge gave it. */
   pRaw: number;
-  /** P(labels[0]) on the content-free prompt (absent when calibration is off). */
+  /** The prior of labels[0]: on the content-free prompt, or the stored batch prior (absent when calibration is off). */
   pPrior?: number;
   /** Calibration was on and could be applied (not when the prior had a zero or the reply was text). */
   calibrated: boolean;
@@ -111,6 +120,24 @@ export async function judgeCalibrated(rec: TraceRecorder, ctx: PipelineContext, 
   if (request.calibration === 'none') return { ...base, p: raw.p, calibrated: false };
 
   const record = rec.llmCalls[raw.callIndex];
+  if (request.calibration === 'batch') {
+    const stored = ctx.judgePriors?.purposes[purpose];
+    if (!stored || JSON.stringify(stored.labels) !== JSON.stringify(labels)) {
+      throw new AmbiqaError(
+        `judgeCalibration batch: no stored ${purpose} prior for labels ${labels.join('/')} in the run`,
+        'batch calibration reads the prior the experiment runner stores before the first question (judge-priors.json); outside `ambiqa run`, call the pipeline\'s calibrate() and pass its result as context.judgePriors',
+      );
+    }
+    const rawProbabilities = record?.judge?.probabilities ?? [];
+    const usable = raw.mode === 'probability' && rawProbabilities.length === labels.length;
+    const result = usable ? calibrateProbabilities(rawProbabilities, stored.prior) : { probabilities: rawProbabilities, applied: false };
+    const p = result.applied ? result.probabilities[0]! : raw.p;
+    if (record?.judge) {
+      record.judge.calibration = { method: 'batch', prior: stored.prior, probabilities: result.probabilities, p, applied: result.applied };
+    }
+    return { ...base, p, pPrior: stored.prior[0], calibrated: result.applied };
+  }
+
   const free = request.contentFree();
   const prior =
     earlierPrior(rec, `${purpose}.prior`, free, labels) ??
@@ -168,6 +195,7 @@ function earlierPrior(
 
 /** Whether a judgment of `purpose` with this calibration still has its content-free prior to ask (for call budgets). */
 export function priorCallsNeeded(rec: TraceRecorder, purpose: string, calibration: JudgeCalibration): 0 | 1 {
-  if (calibration === 'none') return 0;
+  // A batch prior was judged before the run, outside the question's budget (judge-priors.json).
+  if (calibration === 'none' || calibration === 'batch') return 0;
   return rec.llmCalls.some((c) => c.purpose === `${purpose}.prior`) ? 0 : 1;
 }

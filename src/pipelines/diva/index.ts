@@ -21,7 +21,8 @@ import { readFinalAnswer } from '../common/outputs';
 import { CachingEmbedder } from '../common/retrieval';
 import { resolveTask } from '../common/task';
 import { parseAmbiguity } from '../parsing';
-import type { Pipeline, PipelineContext, PipelineOutput } from '../types';
+import type { Demo, Pipeline, PipelineContext, PipelineOutput } from '../types';
+import { calibrationPairs, estimateBatchPriors, sampleCalibrationDemos, type CalibrationItem, type JudgePriors } from '../common/batch-prior';
 import type { DivaOptions } from './options';
 import { closedBookPrompt, diversifyPrompt, ragPrompt, verifyPrompt } from './prompts';
 
@@ -55,6 +56,30 @@ export class DivaPipeline implements Pipeline {
   readonly name = 'diva' as const;
 
   constructor(readonly options: DivaOptions) {}
+
+  /**
+   * `judgeCalibration: batch`: the retrieval judge's label prior over real inputs of its prompt,
+   * from a seeded sample of pool questions: each of (up to two of) a question's gold
+   * disambiguations asked against the passages retrieved for it (mostly answering) and against the
+   * passages retrieved for another sampled question's disambiguation (not answering). CHOICE: plain
+   * retrieval of `nPassages` per question, not the multi-query selection, which needs
+   * interpretations the model has not written yet.
+   */
+  async calibrate(pool: readonly Demo[], ctx: PipelineContext): Promise<JudgePriors | null> {
+    const o = this.options;
+    if (o.judgeCalibration !== 'batch' || !o.verification) return null;
+    const retriever = requireRetriever(ctx, this.name);
+    const sample = sampleCalibrationDemos(pool, o.calibrationQuestions, o.calibrationSeed);
+    const items: CalibrationItem[] = [];
+    for (const pair of calibrationPairs(sample)) {
+      checkAborted(ctx);
+      for (const query of [pair.question, pair.other.question]) {
+        const passages = (await retriever.search(query, o.nPassages)).map((h) => h.passage);
+        items.push({ purpose: 'diva.verify', labels: ['Yes', 'No'], messages: verifyPrompt(pair.question, passages, o.verifyDemos) });
+      }
+    }
+    return estimateBatchPriors(this.name, sample, o.calibrationSeed, items, ctx);
+  }
 
   async answer(example: Example, ctx: PipelineContext): Promise<PipelineOutput> {
     const o = this.options;

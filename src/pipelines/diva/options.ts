@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { batchCalibrationOptions } from '../common/batch-prior';
 import { judgeCalibrationSchema } from '../common/judge';
 import { maxTokens, verifyDemos, nShots, probabilityThreshold, seed, temperature, topP } from '../common/options';
 import { answerStyleSchema } from '../common/task';
@@ -15,6 +16,7 @@ export const divaOptionsSchema = z.strictObject({
   ),
   judgeCalibration: judgeCalibrationSchema,
   verifyDemos,
+  ...batchCalibrationOptions,
   adaptive: z.boolean().default(true).describe('adaptive generation on/off (off: always RAG)'),
   earlyExit: z
     .boolean()

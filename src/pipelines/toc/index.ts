@@ -26,7 +26,8 @@ import { CachingEmbedder, chooseReranker, retrieveAndRerank, uniquePassages } fr
 import { normaliseAnswer, normaliseQuestion } from '../common/text';
 import { parseDisambiguations } from '../parsing';
 import { pairsAsSentences, readLongAnswer } from '../common/outputs';
-import type { Pipeline, PipelineContext, PipelineOutput } from '../types';
+import type { Demo, Pipeline, PipelineContext, PipelineOutput } from '../types';
+import { calibrationPairs, estimateBatchPriors, sampleCalibrationDemos, type CalibrationItem, type JudgePriors } from '../common/batch-prior';
 import { detectDemoCopy } from './demo-copy';
 import type { TocOptions } from './options';
 import { answerPrompt, racPrompt, verifyPrompt } from './prompts';
@@ -344,6 +345,32 @@ export class TocPipeline implements Pipeline {
     };
     const trace = rec.finish(decisions, output);
     return { output, trace };
+  }
+
+  /**
+   * `judgeCalibration: batch`: the verification judge's label prior over real inputs of its own
+   * prompt, built from a seeded sample of pool questions: for each of (up to two of) a question's
+   * gold disambiguations, the evidence the tree would pick — the best retrieved passage that
+   * contains the answer, else the best passage — judged once with the gold answer (supported) and
+   * once with another sampled question's answer (unsupported). CHOICE: evidence from the
+   * disambiguated question's own retrieval, without the reranker: the tree's evidence comes from
+   * many pools, and the prior only needs the judge's inputs to look like its real ones.
+   */
+  async calibrate(pool: readonly Demo[], ctx: PipelineContext): Promise<JudgePriors | null> {
+    const o = this.options;
+    if (o.judgeCalibration !== 'batch' || !o.pruning) return null;
+    const retriever = requireRetriever(ctx, this.name);
+    const sample = sampleCalibrationDemos(pool, o.calibrationQuestions, o.calibrationSeed);
+    const items: CalibrationItem[] = [];
+    for (const pair of calibrationPairs(sample)) {
+      checkAborted(ctx);
+      const hits = (await retriever.search(pair.question, o.poolSize)).map((h) => h.passage);
+      const evidence = hits.find((p) => passageHasAnswer(p, pair.answer)) ?? hits[0] ?? null;
+      for (const answer of [pair.answer, pair.other.answer]) {
+        items.push({ purpose: 'toc.verify', labels: ['True', 'False'], messages: verifyPrompt(pair.demo.question, answer, evidence, o.verifyDemos) });
+      }
+    }
+    return estimateBatchPriors(this.name, sample, o.calibrationSeed, items, ctx);
   }
 
   /** The released code's variant: rerank the root's pool for a child's question (no new retrieval). */

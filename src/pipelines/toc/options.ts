@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { batchCalibrationOptions } from '../common/batch-prior';
 import { judgeCalibrationSchema } from '../common/judge';
 import { maxTokens, verifyDemos, nShots, probabilityThreshold, rerankerChoice, seed, temperature, topP } from '../common/options';
 
@@ -31,6 +32,7 @@ export const tocOptionsSchema = z
     pruneThreshold: probabilityThreshold(0.5, 'keep a node when its self-verification P(true) is at least this (0.5 = the paper\'s True/False)'),
     judgeCalibration: judgeCalibrationSchema,
     verifyDemos,
+    ...batchCalibrationOptions,
     unpruneFloor: probabilityThreshold(
       0.1,
       'un-pruning never restores a node whose P(true) is below this (a confident rejection); text-mode verdicts carry no confidence and are exempt',
