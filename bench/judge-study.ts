@@ -1,0 +1,178 @@
+/**
+ * Issue 26 study: how well does each judge setting separate ToC's real nodes, and which side of
+ * 0.5 do its P fall on? Reads one finished ToC run (its nodes and their verification prompts,
+ * the questions' gold data for the silver labels) and re-judges the *same* prompts under each
+ * setting, so every setting is scored on identical items:
+ *
+ *   0.5B raw · 0.5B content-free · 0.5B batch · 0.5B balanced demos (raw and batch) ·
+ *   1.5B raw · 1.5B batch
+ *
+ * Calibrations reuse the pipeline's own code (common/judge.ts, TocPipeline.calibrate with the
+ * run's options and the demo pool minus every question of the study config); statistics come from
+ * the judge diagnostics (metrics/judge-quality.ts: AUC with the question-resampled bootstrap CI,
+ * Brier, mean P per label, share ≥ 0.5). Every judgment goes through the LLM client and its cache.
+ *
+ *   npx tsx bench/judge-study.ts <run dir> <config.yaml> [--judge15 <catalog name>] [--out file.json]
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createComposer } from '../src/experiments/compose';
+import { loadExperimentConfig, type ExperimentConfig } from '../src/experiments/config';
+import { calibrationPool } from '../src/experiments/judge-priors';
+import type { ChatMessage, LanguageModel } from '../src/llm/types';
+import { labelJudgments } from '../src/metrics/judge-labels';
+import { judgeQuality } from '../src/metrics/judge-quality';
+import { calibrateProbabilities, CONTENT_FREE, contentFreePassage } from '../src/pipelines/common/judge';
+import { TocPipeline } from '../src/pipelines/toc';
+import { tocOptionsSchema } from '../src/pipelines/toc/options';
+import { BALANCED_VERIFY_SHOTS, verifyPrompt } from '../src/pipelines/toc/prompts';
+import type { PipelineContext } from '../src/pipelines/types';
+import type { LabelledJudgment } from '../src/run-files';
+import type { TocDecisions, Trace } from '../src/trace/types';
+import { readJsonl } from '../src/common/jsonl';
+
+const args = process.argv.slice(2);
+const flag = (name: string) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+};
+const [runDir, configFile] = args;
+if (!runDir || !configFile) {
+  console.error('usage: npx tsx bench/judge-study.ts <run dir> <config.yaml> [--judge15 name] [--out file.json]');
+  process.exit(2);
+}
+const judge15 = flag('--judge15') ?? 'qwen2.5-coder-1.5b-instruct-q4_k_m';
+const outFile = flag('--out') ?? join(runDir, 'judge-study.json');
+const LABELS = ['True', 'False'];
+
+interface Item {
+  questionId: string;
+  messages: ChatMessage[];
+  hasEvidence: boolean;
+  label: boolean | null;
+}
+
+const composer = createComposer({ notify: (m) => console.error(m) });
+const t0 = performance.now();
+try {
+  const base = loadExperimentConfig(configFile, composer.registry, { overrides: [] });
+  const parts = await composer.components(base);
+  const examples = new Map(parts.examples.map((e) => [e.id, e]));
+
+  // The items: every node the run's judge scored, its recorded prompt and its silver label.
+  const traces = readJsonl<Trace>(join(runDir, 'traces.jsonl'));
+  const items: Item[] = [];
+  for (const trace of traces) {
+    const example = examples.get(trace.questionId);
+    if (!example) continue;
+    const labels = labelJudgments(trace, example).filter((j) => j.purpose === 'toc.verify');
+    const nodes = (trace.decisions as TocDecisions).nodes.filter((n) => n.id !== 0 && n.pTrue !== undefined);
+    nodes.forEach((n, i) => {
+      const call = trace.llmCalls[n.verifyCallIndex!]!;
+      // The zero-shot user turn as the run asked it (a balanced run's prompt ends with the same turn).
+      items.push({ questionId: trace.questionId, messages: [call.messages.at(-1)!], hasEvidence: n.evidencePassageId !== undefined, label: labels[i]?.label ?? null });
+    });
+  }
+  console.error(`${items.length} nodes from ${traces.length} questions (${items.filter((i) => i.label === true).length} labelled right, ${items.filter((i) => i.label === false).length} wrong)`);
+
+  const withJudge = async (name: string | null): Promise<PipelineContext> => {
+    if (!name) return parts.context;
+    const config: ExperimentConfig = { ...base, judge: { ...(base.llm as object), model: name } } as ExperimentConfig;
+    return (await composer.components(config)).context;
+  };
+  const judgeAll = async (llm: LanguageModel, prompts: ChatMessage[][]) => {
+    const out: number[][] = [];
+    for (const messages of prompts) {
+      const r = await llm.judge({ messages, labels: LABELS, purpose: 'toc.verify' });
+      out.push(r.mode === 'probability' ? r.probabilities : [r.p, 1 - r.p]);
+    }
+    return out;
+  };
+  const balanced = (m: ChatMessage[]): ChatMessage[] => [
+    ...BALANCED_VERIFY_SHOTS.flatMap((s) => [
+      { role: 'user' as const, content: s.user },
+      { role: 'assistant' as const, content: s.assistant },
+    ]),
+    ...m,
+  ];
+  const batchPrior = async (ctx: PipelineContext, verifyDemos: 'none' | 'balanced') => {
+    const options = tocOptionsSchema.parse({ ...base.pipeline.options, judgeCalibration: 'batch', verifyDemos });
+    const priors = await new TocPipeline(options).calibrate(calibrationPool(ctx.demos?.pool ?? [], parts.examples), ctx);
+    return priors!.purposes['toc.verify']!.prior;
+  };
+  const contentFreePrior = async (ctx: PipelineContext, withEvidence: boolean) =>
+    (await judgeAll(ctx.llm, [verifyPrompt(CONTENT_FREE, CONTENT_FREE, withEvidence ? contentFreePassage() : null)]))[0]!;
+
+  const settings: Array<{ name: string; p: number[]; prior?: number; seconds: number }> = [];
+  const record = (name: string, probs: number[][], t: number, prior?: number[]) => {
+    const p = probs.map((x) => (prior ? calibrateProbabilities(x, prior).probabilities[0]! : x[0]!));
+    settings.push({ name, p, ...(prior ? { prior: prior[0] } : {}), seconds: (performance.now() - t) / 1000 });
+    console.error(`${name}: done (${((performance.now() - t) / 1000).toFixed(0)} s)`);
+  };
+
+  const small = parts.context;
+  let t = performance.now();
+  const raw05 = await judgeAll(small.llm, items.map((i) => i.messages));
+  record('0.5B raw', raw05, t);
+  t = performance.now();
+  const cf = await contentFreePrior(small, true);
+  const cfNone = await contentFreePrior(small, false);
+  settings.push({
+    name: '0.5B content-free',
+    p: raw05.map((x, k) => calibrateProbabilities(x, items[k]!.hasEvidence ? cf : cfNone).probabilities[0]!),
+    prior: cf[0],
+    seconds: (performance.now() - t) / 1000,
+  });
+  t = performance.now();
+  record('0.5B batch', raw05, t, await batchPrior(small, 'none'));
+  t = performance.now();
+  const bal05 = await judgeAll(small.llm, items.map((i) => balanced(i.messages)));
+  record('0.5B balanced demos', bal05, t);
+  t = performance.now();
+  record('0.5B balanced demos + batch', bal05, t, await batchPrior(small, 'balanced'));
+
+  const big = await withJudge(judge15);
+  t = performance.now();
+  const raw15 = await judgeAll(big.llm, items.map((i) => i.messages));
+  record('1.5B raw', raw15, t);
+  t = performance.now();
+  record('1.5B batch', raw15, t, await batchPrior(big, 'none'));
+
+  // Diagnostics per setting, questions as the bootstrap's clusters.
+  const byQuestion = [...new Set(items.map((i) => i.questionId))];
+  const rows = settings.map((s) => {
+    const perQuestion: LabelledJudgment[][] = byQuestion.map((q) =>
+      items.flatMap((it, k) => (it.questionId === q ? [{ purpose: 'toc.verify', p: s.p[k]!, label: it.label }] : [])),
+    );
+    const d = judgeQuality('toc.verify', perQuestion, { minPerClass: 5 })!;
+    return {
+      setting: s.name,
+      prior: s.prior,
+      auc: d.auc,
+      aucCiLow: d.aucCiLow,
+      aucCiHigh: d.aucCiHigh,
+      shareAtLeastHalf: d.shareAtLeastHalf,
+      meanPPositive: d.meanPPositive,
+      meanPNegative: d.meanPNegative,
+      brier: d.brier,
+      positives: d.positives,
+      negatives: d.negatives,
+      keptPositives: items.filter((it, k) => it.label === true && s.p[k]! >= 0.5).length,
+      keptNegatives: items.filter((it, k) => it.label === false && s.p[k]! >= 0.5).length,
+      seconds: s.seconds,
+    };
+  });
+  const out = { runDir, config: configFile, questions: byQuestion.length, nodes: items.length, wallSeconds: (performance.now() - t0) / 1000, rows };
+  writeFileSync(outFile, JSON.stringify(out, null, 2) + '\n');
+  const f = (x: number | null | undefined, d = 3) => (x === null || x === undefined || Number.isNaN(x) ? '–' : x.toFixed(d));
+  console.log('| judge | prior | AUC [95% CI] | share ≥ 0.5 | mean P right / wrong | kept right / wrong | Brier |');
+  console.log('|---|---|---|---|---|---|---|');
+  for (const r of rows) {
+    console.log(
+      `| ${r.setting} | ${f(r.prior)} | ${f(r.auc)} [${f(r.aucCiLow)}, ${f(r.aucCiHigh)}] | ${f(r.shareAtLeastHalf, 2)} | ${f(r.meanPPositive)} / ${f(r.meanPNegative)} | ${r.keptPositives}/${r.positives} / ${r.keptNegatives}/${r.negatives} | ${f(r.brier)} |`,
+    );
+  }
+  console.log(`${items.length} nodes, ${byQuestion.length} questions, ${out.wallSeconds.toFixed(0)} s`);
+} finally {
+  await composer.close();
+}
