@@ -57,12 +57,20 @@ function usageColumnsOf(rows: SummaryRow[]): UsageColumn[] {
   return rows.some((r) => r.metrics?.usage.cost_usd !== undefined) ? [...baseUsageColumns, 'cost_usd'] : [...baseUsageColumns];
 }
 
+/** The graded judges any row has diagnostics for (`judges` in metrics.json), in first-seen order. */
+export function judgeColumns(rows: SummaryRow[]): string[] {
+  const names = new Set<string>();
+  for (const r of rows) for (const k of Object.keys(r.metrics?.judges ?? {})) names.add(k);
+  return [...names];
+}
+
 export function summaryMarkdown(axes: GridAxis[], rows: SummaryRow[]): string {
   const metrics = metricColumns(rows);
   const decisions = decisionColumns(rows);
+  const judges = judgeColumns(rows);
   const deltas = pairedColumns(rows);
   const usageColumns = usageColumnsOf(rows);
-  const header = [...axes.map((a) => a.label), 'n', ...metrics, ...deltas.map((m) => `Δ ${m} vs reference [95% CI] p`), ...decisions, ...usageColumns, 'status'];
+  const header = [...axes.map((a) => a.label), 'n', ...metrics, ...deltas.map((m) => `Δ ${m} vs reference [95% CI] p`), ...decisions, ...judges.map((j) => `judge ${j} AUC`), ...usageColumns, 'status'];
   const lines = [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`];
   for (const r of rows) {
     const m = r.metrics;
@@ -78,11 +86,19 @@ export function summaryMarkdown(axes: GridAxis[], rows: SummaryRow[]): string {
         const v = m?.decisions?.[name];
         return v === undefined ? '' : v.toFixed(3);
       }),
+      // A judge's AUC with its CI; `*` marks a judge whose threshold sweep cannot show an effect.
+      ...judges.map((name) => {
+        const d = m?.judges?.[name];
+        if (!d || d.auc === null) return d ? `n/a (${d.labelled} labelled)*` : '';
+        const ci = d.aucCiLow !== null && d.aucCiHigh !== null ? ` [${d.aucCiLow.toFixed(2)}, ${d.aucCiHigh.toFixed(2)}]` : '';
+        return `${d.auc.toFixed(2)}${ci}${d.separates ? '' : '*'}`;
+      }),
       ...usageColumns.map((u) => (m && m.usage[u] !== undefined ? (u === 'cost_usd' ? m.usage[u]!.toFixed(4) : formatNumber(m.usage[u]!)) : '')),
       r.status,
     ];
     lines.push(`| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`);
   }
+  if (judges.length > 0) lines.push('', '`*`: the judge does not separate right from wrong on that run (its AUC CI contains 0.5, or too few judgments are labelled): a threshold sweep of it cannot show an effect.');
   return lines.join('\n') + '\n';
 }
 
@@ -96,6 +112,7 @@ export function summaryCsv(axes: GridAxis[], rows: SummaryRow[]): string {
     ...metrics.flatMap((m) => [m, `${m}_ci_low`, `${m}_ci_high`]),
     ...pairedColumns(rows).flatMap((m) => [`delta_${m}`, `delta_${m}_ci_low`, `delta_${m}_ci_high`, `p_${m}`, `p_holm_${m}`, `n_paired_${m}`]),
     ...decisions,
+    ...judgeColumns(rows).flatMap((j) => ['auc', 'auc_ci_low', 'auc_ci_high', 'labelled', 'separates'].map((f) => `judge.${j}.${f}`)),
     ...usageColumns,
     'status',
     'run_dir',
@@ -116,6 +133,10 @@ export function summaryCsv(axes: GridAxis[], rows: SummaryRow[]): string {
         return p ? [p.meanDelta, p.ciLow, p.ciHigh, p.p ?? '', p.pHolm ?? '', p.n] : ['', '', '', '', '', ''];
       }),
       ...decisions.map((name) => m?.decisions?.[name] ?? ''),
+      ...judgeColumns(rows).flatMap((name): Array<string | number> => {
+        const d = m?.judges?.[name];
+        return d ? [d.auc ?? '', d.aucCiLow ?? '', d.aucCiHigh ?? '', d.labelled, d.separates ? 1 : 0] : ['', '', '', '', ''];
+      }),
       ...usageColumns.map((u) => (m ? (m.usage[u] ?? '') : '')),
       r.status,
       r.runDir,

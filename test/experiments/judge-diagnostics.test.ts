@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it, vi } from 'vitest';
+import { run as mergeCommand } from '../../src/cli/commands/merge';
 import { run as runCommand } from '../../src/cli/commands/run';
 import { readJsonl } from '../../src/common/jsonl';
 import { buildReport } from '../../src/report/build';
@@ -119,5 +120,14 @@ describe.skipIf(!uri && !process.env.CI)('judge diagnostics of a ToC run (real M
     expect(report.html).toContain('id="fig-judge-reliability-toc-verify"');
     expect(report.html).toContain('<h2>Judges</h2>');
     expect(report.html).toContain('a threshold sweep of this judge cannot show an effect');
+
+    // Two shards merged: the judges are recomputed over all questions, equal to the whole run's.
+    for (const i of [0, 1]) expect(await runCommand([config, '--shard', `${i}/2`, '--no-tracking', '--quiet'])).toBe(0);
+    const shards = [0, 1].map((i) => join(dir, 'artifacts', 'runs', `toc-judges.shard-${i}of2`));
+    const shardJudges = shards.map((s) => (JSON.parse(readFileSync(join(s, 'metrics.json'), 'utf8')) as RunMetrics).judges!['toc.verify'].judgments);
+    expect(shardJudges.reduce((a, b) => a + b, 0)).toBe(24);
+    expect(await mergeCommand([...shards, '--name', 'merged', '--no-tracking'])).toBe(0);
+    const merged = JSON.parse(readFileSync(join(dir, 'artifacts', 'runs', 'merged', 'metrics.json'), 'utf8')) as RunMetrics;
+    expect(merged.judges).toEqual(metrics.judges);
   }, 240_000);
 });

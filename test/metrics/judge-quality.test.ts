@@ -194,3 +194,31 @@ describe('runJudgeDiagnostics', () => {
     expect(runJudgeDiagnostics([result('q1', undefined)])).toEqual({});
   });
 });
+
+describe('judge columns of the sweep summary', () => {
+  it('one AUC [CI] column per judge, starred where a sweep of it cannot show an effect; CSV has the numbers', async () => {
+    const { summaryCsv, summaryMarkdown } = await import('../../src/experiments/summary');
+    const separating = judgeQuality('toc.verify', Array.from({ length: 12 }, () => [j(0.8, true), j(0.3, false)]))!;
+    const flat = judgeQuality('toc.verify', Array.from({ length: 12 }, () => [j(0.5, true), j(0.5, false)]))!;
+    const metrics = (d: typeof flat) => ({
+      n: 12,
+      metrics: {},
+      usage: { llm_calls: 1, prompt_tokens: 1, completion_tokens: 1, cache_hits: 0, wall_seconds: 1 },
+      judges: { 'toc.verify': d },
+    });
+    const axes = [{ label: 'judgeCalibration', path: 'pipeline.options.judgeCalibration', values: ['none', 'content-free'] }];
+    const rows = [
+      { point: { values: { judgeCalibration: 'content-free' } }, runDir: '/r/1', status: 'FINISHED', metrics: metrics(separating) },
+      { point: { values: { judgeCalibration: 'none' } }, runDir: '/r/2', status: 'FINISHED', metrics: metrics(flat) },
+    ] as never;
+    const md = summaryMarkdown(axes as never, rows);
+    expect(md.split('\n')[0]).toContain('| judge toc.verify AUC |');
+    expect(md).toContain('| content-free | 12 | 1.00 [1.00, 1.00] |');
+    expect(md).toContain('| none | 12 | 0.50 [0.50, 0.50]* |');
+    expect(md).toContain('a threshold sweep of it cannot show an effect');
+    const csv = summaryCsv(axes as never, rows).trim().split('\n');
+    expect(csv[0]).toContain('judge.toc.verify.auc,judge.toc.verify.auc_ci_low,judge.toc.verify.auc_ci_high,judge.toc.verify.labelled,judge.toc.verify.separates');
+    expect(csv[1]).toContain(',1,1,1,24,1,');
+    expect(csv[2]).toContain(',0.5,0.5,0.5,24,0,');
+  });
+});
