@@ -37,7 +37,7 @@ describe('judge figures', () => {
     expect(x[0]).toBeCloseTo(0.2, 12);
     expect(x[1]).toBeCloseTo(0.8, 12);
     expect(fig.data[1].y).toEqual([0, 1]);
-    expect(fig.data[1].name).toBe('toc.verify (AUC 1.00 [1.00, 1.00], Brier 0.040)');
+    expect(fig.data[1].name).toBe('toc.verify<br>AUC 1.00 [1.00, 1.00], Brier 0.040');
     expect(JSON.stringify(fig.layout.title)).toContain('P separates right from wrong');
   });
 
