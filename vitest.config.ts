@@ -19,6 +19,7 @@ const integration = [
   'test/llm/cache-processes.test.ts',
   'test/llm/chaos.test.ts',
   'test/llm/embedded.test.ts',
+  'test/llm/llama-server.test.ts',
   'test/metrics/reader-embedded.test.ts',
   'test/notebooks/cli.test.ts',
   'test/notebooks/notebooks.test.ts',

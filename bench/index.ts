@@ -19,6 +19,8 @@ const benches: Record<string, { file: string; args: string[] }> = {
   adaptive: { file: 'adaptive.ts', args: [] },
   // A 50-question run with each question's trace exported to MLflow Tracing vs without.
   'trace-export': { file: 'trace-export.ts', args: ['--questions', '50'] },
+  // ToC at paper settings against a loopback API server with fixed latency: wall time vs the latency-bound ideal at concurrency 1, 8, 32, 64.
+  endpoint: { file: 'endpoint.ts', args: [] },
 };
 
 // `npm run bench -- llm --questions 5`: flags after the names go to the named benchmarks.

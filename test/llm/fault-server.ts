@@ -100,6 +100,11 @@ export async function startFaultServer(): Promise<FaultServer> {
       /* recorded as {} */
     }
     const authorization = req.headers.authorization;
+    // The provider reads the model list once before its first call; this server has none (404,
+    // so the check is skipped), and tests count chat requests only.
+    if (req.method === 'GET' && /\/models$/.test(req.url ?? '')) {
+      return json(res, 404, { error: { message: 'no model list here', type: 'not_found' } });
+    }
     state.requests.push({ at: Date.now(), path: req.url ?? '', authorization, body });
 
     if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {

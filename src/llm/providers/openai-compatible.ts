@@ -88,6 +88,7 @@ export class OpenAICompatibleProvider implements LanguageModelProvider {
         `export ${this.apiKeyEnv}=<your key> (keys never go into config files)`,
       );
     }
+    this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
     this.#client = new OpenAI({
       baseURL: this.baseUrl,
       // Local servers usually accept any key; the openai client insists on one.
@@ -101,11 +102,51 @@ export class OpenAICompatibleProvider implements LanguageModelProvider {
     });
   }
 
+  /** The model check's outcome, asked once per provider (see `checkModel`). */
+  #modelCheck: Promise<void> | undefined;
+  /** For tests: `fetch` the model list is read with. */
+  readonly #fetch: typeof fetch;
+
+  /**
+   * Servers that host one model (llama.cpp's, llama-cpp-python's) answer any `model` name with
+   * the model they have: a typo in `llm.model` would run, and cache, a whole experiment under a
+   * name that was never served. So before the first call the server's `/models` list is read
+   * once; when it lists models and none is this one, every call fails with a `config` error
+   * (never retried) naming what it does serve. A server without `/models`, or one that cannot be
+   * reached yet, is not checked (the call itself then reports the problem).
+   */
+  private checkModel(signal?: AbortSignal): Promise<void> {
+    this.#modelCheck ??= (async () => {
+      let ids: string[];
+      try {
+        const r = await this.#fetch(`${this.baseUrl}/models`, {
+          headers: this.#apiKey ? { authorization: `Bearer ${this.#apiKey}` } : {},
+          signal: AbortSignal.timeout(10_000),
+        });
+        if (!r.ok) return;
+        const body = (await r.json()) as { data?: Array<{ id?: unknown }> };
+        ids = Array.isArray(body?.data) ? body.data.map((m) => m?.id).filter((id): id is string => typeof id === 'string') : [];
+      } catch {
+        return;
+      }
+      if (ids.length === 0 || ids.some((id) => modelNameMatches(id, this.model))) return;
+      const shown = ids.slice(0, 8).map((id) => `"${id}"`).join(', ') + (ids.length > 8 ? `, … (${ids.length} in all)` : '');
+      throw new LlmRequestError(`the server at ${safeUrl(this.baseUrl)} does not serve model "${this.model}" (its /models lists ${shown})`, {
+        kind: 'config',
+        retryable: false,
+        hint: `set \`model\` in the llm config (or OPENAI_MODEL) to ${ids.length === 1 ? `"${ids[0]}"` : 'one of them'}`,
+      });
+    })();
+    void signal;
+    return this.#modelCheck;
+  }
+
   async doGenerate(
     request: NormalisedRequest,
     sampleIndex: number,
     options: { signal?: AbortSignal; timeoutMs?: number },
   ): Promise<ProviderCompletion> {
+    await this.checkModel(options.signal);
     const body: OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming = {
       model: this.model,
       messages: request.messages.map((m) => ({ role: m.role, content: m.content })),
@@ -176,6 +217,7 @@ export class OpenAICompatibleProvider implements LanguageModelProvider {
       this.judgeTextFallbacks += 1;
       return { probabilities: request.labels.map(() => 0), labelMass: 0, mode: 'text', usage };
     };
+    await this.checkModel(options.signal);
     if (this.logprobsRejected) return text();
     const body: OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming = {
       model: this.model,
@@ -345,6 +387,16 @@ interface ChatReply {
     logprobs?: { content?: Array<{ token: string; logprob: number; top_logprobs?: Array<{ token: string; logprob: number }> }> | null } | null;
   }>;
   usage?: { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } | null };
+}
+
+/**
+ * Does a listed model id name the configured model? Exactly, or as Ollama lists tags
+ * (`llama3` is `llama3:latest`), or behind an organisation prefix (`org/name`).
+ */
+export function modelNameMatches(listed: string, wanted: string): boolean {
+  if (listed === wanted) return true;
+  if (listed === `${wanted}:latest` || wanted === `${listed}:latest`) return true;
+  return listed.endsWith(`/${wanted}`) || wanted.endsWith(`/${listed}`);
 }
 
 /** Top alternatives asked for per judgment: enough for a label's case and spacing variants. */
