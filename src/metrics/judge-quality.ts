@@ -156,8 +156,11 @@ export function judgeVerdict(d: Omit<JudgeDiagnostics, 'verdict' | 'separates'>,
       verdict: `${d.purpose}: only ${d.positives} right and ${d.negatives} wrong labelled judgments (fewer than ${minPerClass} in a class), ${cannot}.`,
     };
   }
+  if (d.auc === null || d.aucCiLow === null || d.aucCiHigh === null) {
+    return { separates: false, verdict: `${d.purpose}: AUC ${fmt(d.auc)} has no confidence interval (most resampled question sets held one label only), ${cannot}.` };
+  }
   const aucText = `AUC ${fmt(d.auc)} [${fmt(d.aucCiLow)}, ${fmt(d.aucCiHigh)}]`;
-  if (d.auc === null || d.aucCiLow === null || d.aucCiHigh === null || (d.aucCiLow <= 0.5 && d.aucCiHigh >= 0.5)) {
+  if (d.aucCiLow <= 0.5 && d.aucCiHigh >= 0.5) {
     return { separates: false, verdict: `${d.purpose}: P does not separate right from wrong (${aucText} includes 0.5), ${cannot}.` };
   }
   if (d.aucCiHigh < 0.5) {
