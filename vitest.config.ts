@@ -22,6 +22,7 @@ const integration = [
   'test/llm/llama-server.test.ts',
   'test/metrics/reader-embedded.test.ts',
   'test/notebooks/cli.test.ts',
+  'test/notebooks/jupyterlab.test.ts',
   'test/notebooks/notebooks.test.ts',
   'test/pipelines/e2e.test.ts',
   'test/plots/export.test.ts',

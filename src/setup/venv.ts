@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AmbiqaError } from '../errors';
 import type { Reporter } from './context';
@@ -64,6 +64,7 @@ export function missingJupyterPackages(venvDir: string): string[] {
  */
 export async function ensureJupyter(options: { venvDir: string; report: Reporter }): Promise<void> {
   const { venvDir, report } = options;
+  markVenvCommonJs(venvDir);
   const missing = missingJupyterPackages(venvDir);
   if (missing.length === 0) {
     report.ok(`Python venv: JupyterLab ${JUPYTER_PACKAGES.jupyterlab}, nbconvert, plotly already installed`);
@@ -72,6 +73,18 @@ export async function ensureJupyter(options: { venvDir: string; report: Reporter
   report.note(`installing ${missing.join(' ')} into ${venvDir} (about a minute)`);
   await pipInstall(venvDir, missing);
   report.did(`Python venv: ${missing.join(', ')} installed (${venvDir})`);
+}
+
+/**
+ * JupyterLab runs small Node scripts from its package (a Node version check, yarn's config) at
+ * start-up. With the venv inside the repository, Node reads the repository's package.json
+ * (`"type": "module"`) for them, fails on their `require`, and prints a page of minified source.
+ * A package.json at the venv's root says they are CommonJS, which they are.
+ */
+export function markVenvCommonJs(venvDir: string): void {
+  const path = join(venvDir, 'package.json');
+  const text = `${JSON.stringify({ description: 'written by ambiqa setup: Node scripts inside this Python venv (JupyterLab\'s) are CommonJS', type: 'commonjs' }, null, 2)}\n`;
+  if (existsSync(venvDir) && (!existsSync(path) || readFileSync(path, 'utf8') !== text)) writeFileSync(path, text);
 }
 
 async function pipInstall(venvDir: string, requirements: string[]): Promise<void> {

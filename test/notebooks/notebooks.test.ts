@@ -1,9 +1,10 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { executeNotebook, jupyterPath, registerKernel, KERNEL_NAME, type KernelRegistration } from '../../src/notebook/kernel';
+import { drawnFigures, startLab } from './jupyterlab';
 
 /**
  * CI executes every notebook in notebooks/ headless: the kernel is registered by the project's
@@ -111,8 +112,11 @@ describe.skipIf(!hasJupyter)('notebooks execute headless (nbconvert, tslab kerne
     expect(r.log).toContain('boom from a cell');
   });
 
+  const executed = new Map<string, string>();
+
   it.each(notebooks)('%s runs top to bottom', async (name) => {
     const r = await executeNotebook(join(root, 'notebooks', name), { outDir: out, registration: reg, env, cellTimeoutS: 1500 });
+    if (r.ok) executed.set(name, r.output);
     if (!r.ok) console.error(`${name} failed after ${r.seconds.toFixed(0)} s:\n${r.log.slice(-6000)}`);
     else console.log(`${name}: ${r.seconds.toFixed(0)} s`);
     expect(r.ok).toBe(true);
@@ -121,5 +125,31 @@ describe.skipIf(!hasJupyter)('notebooks execute headless (nbconvert, tslab kerne
     // has output shows the notebook ran to the end.
     expect(cells.at(-1)!.outputs!.length, `${name}: the last cell produced output`).toBeGreaterThan(0);
     for (const c of cells) expect(c.outputs?.filter((o) => o.output_type === 'error') ?? [], `cell ${c.id}`).toEqual([]);
+    // Shareable as a file: every figure carries a PNG for viewers without plotly, no output
+    // carries a script (an untrusted notebook would not run it), and the file stays small.
+    const outputs = cells.flatMap((c) => (c.outputs ?? []) as Array<{ data?: Record<string, unknown> }>);
+    for (const o of outputs.filter((o) => o.data?.['application/vnd.plotly.v1+json'])) expect(Object.keys(o.data!)).toContain('image/png');
+    expect(JSON.stringify(outputs)).not.toMatch(/<script/i);
+    expect(statSync(r.output).size, `${name}: executed size`).toBeLessThan(1_000_000);
   }, 40 * 60_000);
+
+  // The real-browser test of sharing: the executed copy, opened fresh (untrusted, a new Jupyter
+  // data folder) in JupyterLab 4, draws the clarification tree and the pruning figure.
+  it('an executed 02-tree-of-clarifications opened fresh in JupyterLab shows its tree and pruning figures', async () => {
+    const copy = executed.get('02-tree-of-clarifications.ipynb');
+    expect(copy, 'notebook 02 ran above').toBeDefined();
+    const nb = readNotebook(copy!);
+    const pngs = nb.cells.flatMap((c) => (c.outputs ?? []) as Array<{ data?: Record<string, unknown> }>).filter((o) => o.data?.['image/png']);
+    expect(pngs.length, 'PNG outputs a code host shows').toBeGreaterThanOrEqual(2);
+    const lab = await startLab({ env });
+    try {
+      const page = await lab.open(copy!);
+      await page.locator('.js-plotly-plot .main-svg').nth(1).waitFor({ timeout: 120_000 });
+      const figures = await drawnFigures(page);
+      expect(figures.plotly.some((t) => t.startsWith('Clarification tree')), JSON.stringify(figures)).toBe(true);
+      expect(figures.plotly.some((t) => t.startsWith('Pruning effect')), JSON.stringify(figures)).toBe(true);
+    } finally {
+      await lab.close();
+    }
+  }, 300_000);
 });

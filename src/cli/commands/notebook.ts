@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, renameSync } from 'node:fs';
+import { existsSync, mkdtempSync, renameSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -8,7 +8,7 @@ import { AmbiqaError } from '../../errors';
 import { docsNotebooksDir, finishDocsCopy, projectNotebooks } from '../../notebook/docs';
 import { executeNotebook, jupyterBinary, jupyterEnv, jupyterPath, registerKernel } from '../../notebook/kernel';
 import { consoleReporter } from '../../setup/context';
-import { ensureJupyter, missingJupyterPackages, venvPython } from '../../setup/venv';
+import { ensureJupyter, markVenvCommonJs, missingJupyterPackages, venvPython } from '../../setup/venv';
 
 export const summary = 'open the TypeScript notebooks in JupyterLab 4 (tslab kernel, plotly renderer; from the project venv)';
 
@@ -93,6 +93,11 @@ export async function run(argv: string[]): Promise<number> {
         output = join(outDir, basename(nb));
         renameSync(result.output, output);
         finishDocsCopy(output, nb, result.seconds);
+        const bytes = statSync(output).size;
+        if (bytes >= MAX_DOCS_NOTEBOOK_BYTES) {
+          console.error(`${output}: ${(bytes / 1e6).toFixed(2)} MB, over the ${MAX_DOCS_NOTEBOOK_BYTES / 1e6} MB a shared notebook may weigh (a figure or table too large?)`);
+          failed += 1;
+        }
       }
       console.log(`${result.ok ? 'ok    ' : 'FAILED'} ${nb} (${result.seconds.toFixed(0)} s) → ${output}`);
       if (!result.ok) {
@@ -137,6 +142,7 @@ async function ensureProjectJupyter(): Promise<void> {
   if (!existsSync(venvPython(venv))) {
     throw new AmbiqaError(`no project venv at ${venv} (JupyterLab is installed there)`, 'run `npx ambiqa setup` first (the quick start\'s first command does)');
   }
+  markVenvCommonJs(venv);
   if (missingJupyterPackages(venv).length > 0 || !existsSync(jupyterPath())) await ensureJupyter({ venvDir: venv, report: consoleReporter(false) });
 }
 
