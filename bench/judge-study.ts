@@ -26,6 +26,7 @@ import { calibrateProbabilities, CONTENT_FREE, contentFreePassage } from '../src
 import { TocPipeline } from '../src/pipelines/toc';
 import { tocOptionsSchema } from '../src/pipelines/toc/options';
 import { BALANCED_VERIFY_SHOTS, verifyPrompt } from '../src/pipelines/toc/prompts';
+import { demoFromExample } from '../src/pipelines/demos';
 import type { PipelineContext } from '../src/pipelines/types';
 import type { LabelledJudgment } from '../src/run-files';
 import type { TocDecisions, Trace } from '../src/trace/types';
@@ -43,6 +44,8 @@ if (!runDir || !configFile) {
 }
 const judge15 = flag('--judge15') ?? 'qwen2.5-coder-1.5b-instruct-q4_k_m';
 const outFile = flag('--out') ?? join(runDir, 'judge-study.json');
+// Also judge gold-pair items on the first K questions of the config's selection (0: none).
+const goldQuestions = Number(flag('--gold-items') ?? 0);
 const LABELS = ['True', 'False'];
 
 interface Item {
@@ -55,7 +58,9 @@ interface Item {
 const composer = createComposer({ notify: (m) => console.error(m) });
 const t0 = performance.now();
 try {
-  const base = loadExperimentConfig(configFile, composer.registry, { overrides: [] });
+  // Scores are not needed here (the silver labels come from the gold data): no D-F1 reader to load.
+  const loaded = loadExperimentConfig(configFile, composer.registry, { overrides: [] });
+  const base: ExperimentConfig = { ...loaded, metrics: ['str_em'] as ExperimentConfig['metrics'] };
   const parts = await composer.components(base);
   const examples = new Map(parts.examples.map((e) => [e.id, e]));
 
@@ -124,19 +129,72 @@ try {
     seconds: (performance.now() - t) / 1000,
   });
   t = performance.now();
-  record('0.5B batch', raw05, t, await batchPrior(small, 'none'));
+  const priorsUsed = { small: await batchPrior(small, 'none'), smallBalanced: [] as number[], big: [] as number[] };
+  record('0.5B batch', raw05, t, priorsUsed.small);
   t = performance.now();
   const bal05 = await judgeAll(small.llm, items.map((i) => balanced(i.messages)));
   record('0.5B balanced demos', bal05, t);
   t = performance.now();
-  record('0.5B balanced demos + batch', bal05, t, await batchPrior(small, 'balanced'));
+  priorsUsed.smallBalanced = await batchPrior(small, 'balanced');
+  record('0.5B balanced demos + batch', bal05, t, priorsUsed.smallBalanced);
 
   const big = await withJudge(judge15);
   t = performance.now();
   const raw15 = await judgeAll(big.llm, items.map((i) => i.messages));
   record('1.5B raw', raw15, t);
   t = performance.now();
-  record('1.5B batch', raw15, t, await batchPrior(big, 'none'));
+  priorsUsed.big = await batchPrior(big, 'none');
+  record('1.5B batch', raw15, t, priorsUsed.big);
+
+  // Gold-pair items on the first K study questions: each gold disambiguation's answer (right)
+  // and another sampled question's answer (wrong) against the best retrieved passage stating the
+  // gold answer — built by the same code as the batch prior, so a batch prior read from the demo
+  // pool is judged on inputs built like its own (stated in docs/results.md).
+  const goldRows: unknown[] = [];
+  if (goldQuestions > 0) {
+    const studyPool = parts.examples.slice(0, goldQuestions).map(demoFromExample);
+    const judged = async (ctx: PipelineContext, verifyDemos: 'none' | 'balanced') => {
+      const options = tocOptionsSchema.parse({ ...base.pipeline.options, judgeCalibration: 'batch', verifyDemos, calibrationQuestions: goldQuestions, calibrationSeed: 0 });
+      const priors = (await new TocPipeline(options).calibrate(studyPool, ctx))!;
+      return { probs: priors.calls.map((c) => c.judge!.probabilities), sampleIds: priors.sampleIds, questionOf: priors.calls.map((c) => c.messages.at(-1)!.content) };
+    };
+    let g = performance.now();
+    const g05 = await judged(small, 'none');
+    const gold: Array<{ name: string; p: number[] }> = [];
+    gold.push({ name: '0.5B raw', p: g05.probs.map((x) => x[0]!) });
+    gold.push({ name: '0.5B content-free', p: g05.probs.map((x) => calibrateProbabilities(x, cf).probabilities[0]!) });
+    gold.push({ name: '0.5B batch', p: g05.probs.map((x) => calibrateProbabilities(x, priorsUsed.small).probabilities[0]!) });
+    const g05b = await judged(small, 'balanced');
+    gold.push({ name: '0.5B balanced demos', p: g05b.probs.map((x) => x[0]!) });
+    gold.push({ name: '0.5B balanced demos + batch', p: g05b.probs.map((x) => calibrateProbabilities(x, priorsUsed.smallBalanced).probabilities[0]!) });
+    const g15 = await judged(big, 'none');
+    gold.push({ name: '1.5B raw', p: g15.probs.map((x) => x[0]!) });
+    gold.push({ name: '1.5B batch', p: g15.probs.map((x) => calibrateProbabilities(x, priorsUsed.big).probabilities[0]!) });
+    console.error(`gold items: ${g05.probs.length} per setting (${((performance.now() - g) / 1000).toFixed(0)} s)`);
+    // Even calls: a gold answer (right); odd: another question's answer (wrong). Clusters: the
+    // question the item asks about (the verification turn's text up to "Proposed answer").
+    const labelsG = g05.probs.map((_, i) => i % 2 === 0);
+    const clusterOf = g05.questionOf.map((q) => q.slice(q.indexOf('Question: '), q.indexOf('Proposed answer')));
+    const clusters = [...new Set(clusterOf)];
+    for (const s of gold) {
+      const perQuestion: LabelledJudgment[][] = clusters.map((c) => s.p.flatMap((p, k) => (clusterOf[k] === c ? [{ purpose: 'toc.verify', p, label: labelsG[k]! }] : [])));
+      const d = judgeQuality('toc.verify', perQuestion, { minPerClass: 5 })!;
+      goldRows.push({
+        setting: s.name,
+        auc: d.auc,
+        aucCiLow: d.aucCiLow,
+        aucCiHigh: d.aucCiHigh,
+        shareAtLeastHalf: d.shareAtLeastHalf,
+        meanPPositive: d.meanPPositive,
+        meanPNegative: d.meanPNegative,
+        brier: d.brier,
+        positives: d.positives,
+        negatives: d.negatives,
+        keptPositives: s.p.filter((p, k) => labelsG[k] && p >= 0.5).length,
+        keptNegatives: s.p.filter((p, k) => !labelsG[k] && p >= 0.5).length,
+      });
+    }
+  }
 
   // Diagnostics per setting, questions as the bootstrap's clusters.
   const byQuestion = [...new Set(items.map((i) => i.questionId))];
@@ -162,7 +220,7 @@ try {
       seconds: s.seconds,
     };
   });
-  const out = { runDir, config: configFile, questions: byQuestion.length, nodes: items.length, wallSeconds: (performance.now() - t0) / 1000, rows };
+  const out = { runDir, config: configFile, questions: byQuestion.length, nodes: items.length, wallSeconds: (performance.now() - t0) / 1000, priors: priorsUsed, contentFreePrior: cf, rows, goldQuestions, goldRows };
   writeFileSync(outFile, JSON.stringify(out, null, 2) + '\n');
   const f = (x: number | null | undefined, d = 3) => (x === null || x === undefined || Number.isNaN(x) ? '–' : x.toFixed(d));
   console.log('| judge | prior | AUC [95% CI] | share ≥ 0.5 | mean P right / wrong | kept right / wrong | Brier |');
@@ -173,6 +231,14 @@ try {
     );
   }
   console.log(`${items.length} nodes, ${byQuestion.length} questions, ${out.wallSeconds.toFixed(0)} s`);
+  if (goldRows.length > 0) {
+    console.log(`\ngold-pair items on the first ${goldQuestions} questions:`);
+    for (const r of goldRows as Array<(typeof rows)[number]>) {
+      console.log(
+        `| ${r.setting} | ${f(r.auc)} [${f(r.aucCiLow)}, ${f(r.aucCiHigh)}] | ${f(r.shareAtLeastHalf, 2)} | ${f(r.meanPPositive)} / ${f(r.meanPNegative)} | ${r.keptPositives}/${r.positives} / ${r.keptNegatives}/${r.negatives} | ${f(r.brier)} |`,
+      );
+    }
+  }
 } finally {
   await composer.close();
 }
