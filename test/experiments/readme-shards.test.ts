@@ -11,13 +11,13 @@ import { startFaultServer, type FaultServer } from '../llm/fault-server';
 import { writeAsqa, writeYaml } from './helpers/files';
 import { getRun, searchRuns, tag } from './helpers/mlflow';
 
-// The README's multi-machine example, run as written: the shell block under "Spreading a run
-// over machines" is parsed here (exports, the `seq | parallel` shard command, the rsync step,
+// The multi-machine example of docs/experiments.md (it was the README's), run as written: the
+// shell block under "Spreading a run over machines" is parsed here (exports, the `seq | parallel` shard command, the rsync step,
 // the merge command), and its commands run on one machine whose shards share `artifacts/` (so
 // the rsync step has nothing to copy). What stands in for the cluster: the inference service is
 // a local OpenAI-compatible server, the MLflow server is the tests' real one, and
 // experiments/toc-asqa.yaml is a closed-book config of the same file name (ToC itself needs the
-// corpus and embedding models, which are not what this test is about). If the README's names,
+// corpus and embedding models, which are not what this test is about). If the page's names,
 // paths or flags stop matching the CLI, this fails.
 const uri = inject('mlflowTrackingUri');
 const root = resolve(__dirname, '../..');
@@ -32,10 +32,10 @@ interface ReadmeExample {
 }
 
 function readmeExample(): ReadmeExample {
-  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  const readme = readFileSync(join(root, 'docs', 'experiments.md'), 'utf8');
   const section = readme.slice(readme.indexOf('**Spreading a run over machines**'));
   const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
-  if (!block) throw new Error('README: no ```sh block after "Spreading a run over machines"');
+  if (!block) throw new Error('docs/experiments.md: no ```sh block after "Spreading a run over machines"');
   const lines = block.replace(/\\\n\s*/g, ' ').split('\n').filter((l) => l.trim() && !l.trim().startsWith('#'));
   const exportLine = lines.find((l) => l.startsWith('export '))!;
   const parallelLine = lines.find((l) => /^seq \d+ \d+ \| parallel /.test(l))!;
@@ -61,7 +61,7 @@ function expandGlob(pattern: string): string[] {
   return matches.length > 0 ? matches.map((n) => join(dirname(pattern), n)) : [pattern];
 }
 
-describe('the README multi-machine example', () => {
+describe('the multi-machine example of docs/experiments.md', () => {
   const dir = mkdtempSync(join(tmpdir(), 'ambiqa-readme-shards-'));
   const saved: Record<string, string | undefined> = {};
   const setEnv = (k: string, v: string) => {
@@ -105,7 +105,7 @@ describe('the README multi-machine example', () => {
     setEnv('AMBIQA_ARTIFACTS_DIR', join(dir, 'artifacts'));
     const values: Record<string, string> = { MLFLOW_TRACKING_URI: uri, OPENAI_BASE_URL: server.url, OPENAI_MODEL: 'readme-model' };
     for (const name of ex.exported) {
-      expect(values[name], `README exports ${name}; the test has no local stand-in for it`).toBeDefined();
+      expect(values[name], `the example exports ${name}; the test has no local stand-in for it`).toBeDefined();
       setEnv(name, values[name]!);
     }
 

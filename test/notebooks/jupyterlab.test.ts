@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { jupyterPath } from '../../src/notebook/kernel';
-import { acceptKernelDialog, drawnFigures, startLab, type Lab } from './jupyterlab';
+import { acceptDialogs, drawnFigures, startLab, type Lab } from './jupyterlab';
 
 /**
  * A notebook run live in JupyterLab 4 (the front-end `ambiqa notebook` opens), as a person runs
@@ -32,14 +32,15 @@ describe.skipIf(!hasJupyter && !process.env.CI)('a notebook run live in JupyterL
     // The kernel starts by itself (the notebook names the registered spec). Run All right after
     // the page loads can be a no-op while the menus are still being wired up: click until the
     // cells are queued ([*]).
-    await acceptKernelDialog(page);
+    const dialogs: string[] = [];
     let queued = false;
     for (let attempt = 0; attempt < 6 && !queued; attempt++) {
-      await page.locator('.lm-MenuBar-itemLabel', { hasText: /^Run$/ }).click();
-      await page.locator('.lm-Menu-itemLabel', { hasText: /^Run All Cells$/ }).click();
+      dialogs.push(...(await acceptDialogs(page)));
+      await page.locator('.lm-MenuBar-itemLabel', { hasText: /^Run$/ }).click({ timeout: 10_000 }).catch(() => {});
+      await page.locator('.lm-Menu-itemLabel', { hasText: /^Run All Cells$/ }).click({ timeout: 10_000 }).catch(() => {});
       queued = await page.locator('.jp-InputPrompt', { hasText: '[*]' }).first().waitFor({ timeout: 10_000 }).then(() => true, () => false);
     }
-    expect(queued, 'Run All queued the cells').toBe(true);
+    expect(queued, `Run All queued the cells (dialogs: ${JSON.stringify(dialogs)})`).toBe(true);
     // The progress display appears while the run is going, and stays with its final line.
     const progress = page.locator('.jp-OutputArea-output .ambiqa-progress');
     await progress.first().waitFor({ timeout: 240_000 });

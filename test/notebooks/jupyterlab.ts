@@ -100,10 +100,19 @@ export async function startLab(options: { env?: NodeJS.ProcessEnv } = {}): Promi
   };
 }
 
-/** Accept a "Select Kernel" dialog if JupyterLab shows one (it does not when the kernel spec is found). */
-export async function acceptKernelDialog(page: Page): Promise<void> {
-  const accept = page.locator('.jp-Dialog .jp-mod-accept');
-  if (await accept.isVisible().catch(() => false)) await accept.click();
+/**
+ * Accept whatever dialog JupyterLab shows over the notebook (the kernel choice when it asks), and
+ * say what it was: a dialog left open swallows every click after it.
+ */
+export async function acceptDialogs(page: Page): Promise<string[]> {
+  const seen: string[] = [];
+  const dialog = page.locator('.jp-Dialog');
+  while (await dialog.first().isVisible().catch(() => false)) {
+    seen.push(((await dialog.first().textContent().catch(() => '')) ?? '').replace(/\s+/g, ' ').slice(0, 200));
+    await dialog.first().locator('.jp-mod-accept').first().click({ timeout: 5_000 }).catch(async () => page.keyboard.press('Escape'));
+    await page.waitForTimeout(300);
+  }
+  return seen;
 }
 
 /** Figures drawn in the notebook's outputs: plotly's SVG (the renderer extension) and PNG images. */
