@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { run as sweepCommand } from '../../src/cli/commands/sweep';
 import { readJsonl } from '../../src/common/jsonl';
+import { buildReport } from '../../src/report/build';
 import type { Trace } from '../../src/trace/types';
 import { writeCorpus, writeHotpot, writeYaml, type CallLine } from './helpers/files';
 import { getRun, listArtifacts, metric, param, searchRuns, tag, type RestRun } from './helpers/mlflow';
@@ -137,6 +138,10 @@ describe.skipIf(!uri && !process.env.CI)('ambiqa sweep (VE threshold, real MLflo
     }
     expect(md.split('\n').find((l) => /^\| 3 \|/.test(l))).toContain('reference');
     expect(existsSync(join(sweepDir, 'comparison.json'))).toBe(true);
+    // The sweep's report shows the deltas beside each point's values.
+    const report = buildReport(sweepDir).html;
+    expect(report).toContain('<th class="num">Δ em vs reference</th>');
+    expect(report).toContain('<td class="num note">reference</td>');
     expect(await listArtifacts(uri, parent.info.run_id)).toEqual(expect.arrayContaining(['comparison.json', 'comparison.html']));
     // Every question is in every point, so each point's paired mean delta is the difference of
     // the two children's own means; the reference is 0 with a zero-width band.
