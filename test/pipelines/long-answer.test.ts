@@ -68,6 +68,8 @@ describe('readLongAnswer', () => {
   it('writes one sentence per pair', () => {
     expect(pairsAsSentences([{ question: 'When? ', answer: '1981.' }])).toBe('When? 1981.');
     expect(pairsAsSentences([])).toBe('');
+    // Seen on a study question: the model put the answer on both lines.
+    expect(pairsAsSentences([{ question: 'Margot Robbie', answer: 'Margot Robbie' }])).toBe('Margot Robbie.');
   });
 });
 

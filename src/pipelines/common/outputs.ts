@@ -1,7 +1,7 @@
 import type { TraceRecorder } from '../../trace/recorder';
 import { parseCot, parseDisambiguations, parseFeverLabel, parseLongAnswer, parseShortAnswer, type QaPairText } from '../parsing';
 import type { TaskKind } from './task';
-import { splitSentences } from './text';
+import { normaliseAnswer, splitSentences } from './text';
 
 export interface FinalAnswer {
   /** The text a long-form metric scores. */
@@ -48,9 +48,18 @@ const OPENS_WITH_PAIR_MARKER = /^[\s"'“”‘’*•-]*(?:DQ|DA)\s*\d*\s*[:.)]
 // Quotes a model wraps around a DQ line (`"DQ 1: Who …? " DA 1: X`) hide the marker from the pair parser.
 const QUOTES_BEFORE_MARKER = /["“”'‘’]+\s*(?=(?:DQ|DA)\s*\d*\s*:)/gi;
 
-/** DQ/DA pairs as the sentences of a long answer: "Who sang X? Kim Carnes." per pair. */
+/**
+ * DQ/DA pairs as the sentences of a long answer: "Who sang X? Kim Carnes." per pair; a pair whose
+ * "question" only repeats its answer (seen: `DQ 1: Margot Robbie / DA 1: Margot Robbie`) is the answer alone.
+ */
 export function pairsAsSentences(pairs: readonly QaPairText[]): string {
-  return pairs.map((p) => `${p.question.trim().replace(/\?+$/, '')}? ${p.answer.trim().replace(/[.]+$/, '')}.`).join(' ');
+  return pairs
+    .map((p) => {
+      const answer = `${p.answer.trim().replace(/[.]+$/, '')}.`;
+      const question = p.question.trim().replace(/\?+$/, '');
+      return normaliseAnswer(question) === normaliseAnswer(p.answer) ? answer : `${question}? ${answer}`;
+    })
+    .join(' ');
 }
 
 /**
