@@ -22,6 +22,7 @@ import { basename, extname } from 'node:path';
 import { AmbiqaError } from '../errors';
 import { baseLayout, colors, type Figure } from './types';
 import { noDataAnnotation } from './consistency';
+import { truncate } from './text';
 
 export interface CoverageCurve {
   name: string;
@@ -155,13 +156,24 @@ export function readCoverageFile(path: string): CoverageCurve[] {
   }
 }
 
+/** `hybrid(bm25(k1=0.9,…)+dense:…)` → `hybrid`; `dense:all-minilm-l6-v2-q` stays; at most 32 characters. */
+export function legendName(name: string): string {
+  const kind = name.replace(/\(.*\)\s*$/s, '').trim() || name;
+  return truncate(kind, 32);
+}
+
 export function coverageFigure(curves: readonly CoverageCurve[], options: { title?: string; logK?: boolean } = {}): Figure {
   const logK = options.logK ?? curves.some((c) => Math.max(...c.k) / Math.max(1, Math.min(...c.k)) >= 20);
+  const short = curves.map((c) => legendName(c.name));
+  // Two curves of one kind (bm25 with different parameters) keep their descriptions apart.
+  const names = new Set(short).size === short.length ? short : curves.map((c) => truncate(c.name, 48));
   return {
     data: curves.map((c, i) => ({
       type: 'scatter',
       mode: 'lines+markers',
-      name: c.name,
+      // The legend names the retriever kind; its full description (parameters, model) is in the
+      // hover text. Full descriptions made the legend wider than the plot.
+      name: names[i],
       x: c.k,
       y: c.coverage,
       line: { color: colors.series[i % colors.series.length] },

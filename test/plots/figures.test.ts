@@ -238,6 +238,15 @@ describe('answer-coverage curves', () => {
     expect(readCoverageFile(good)[0].name).toBe('bm25-dev');
   });
 
+  it('names retrievers by kind in the legend, unless two curves share a kind', () => {
+    const curve = (name: string) => ({ name, k: [1, 5], coverage: [10, 20] });
+    const fig = coverageFigure([curve('bm25(k1=0.9,b=0.4,stem=porter)'), curve('dense:all-minilm-l6-v2-q'), curve('hybrid(bm25(k1=0.9)+dense:x)')]);
+    expect(fig.data.map((t) => t.name)).toEqual(['bm25', 'dense:all-minilm-l6-v2-q', 'hybrid']);
+    expect(fig.data[0].hovertemplate).toContain('bm25(k1=0.9,b=0.4,stem=porter)');
+    const same = coverageFigure([curve('bm25(k1=0.9)'), curve('bm25(k1=1.2)')]);
+    expect(same.data.map((t) => t.name)).toEqual(['bm25(k1=0.9)', 'bm25(k1=1.2)']);
+  });
+
   it('draws one line per retriever on a log k axis for wide ranges', () => {
     const fig = coverageFigure([
       { name: 'bm25', k: [5, 10, 100], coverage: [40, 50, 70] },
