@@ -40,12 +40,31 @@ function containsSequence(haystack: readonly string[], needle: readonly string[]
 }
 
 /**
+ * Passage texts tokenised recently. ToC checks every passage a question retrieved against each
+ * new child's answer (evidence picking), so one passage is tokenised dozens of times per
+ * question: that was the runner's largest CPU cost per call against an API endpoint
+ * (docs/performance.md, "Against an API endpoint"). Bounded: cleared when full.
+ */
+const tokenMemo = new Map<string, readonly string[]>();
+const TOKEN_MEMO_LIMIT = 4096;
+
+function memoTokens(text: string): readonly string[] {
+  let tokens = tokenMemo.get(text);
+  if (!tokens) {
+    if (tokenMemo.size >= TOKEN_MEMO_LIMIT) tokenMemo.clear();
+    tokens = answerTokens(text);
+    tokenMemo.set(text, tokens);
+  }
+  return tokens;
+}
+
+/**
  * Does the passage contain at least one of `answers`? As in DPR, only the passage's text is
  * searched, not its title or section.
  */
 export function hasAnswer(passage: Passage | string, answers: readonly string[]): boolean {
   const text = typeof passage === 'string' ? passage : passage.text;
-  return hasAnswerInTokens(answerTokens(text), answers.map(answerTokens));
+  return hasAnswerInTokens(memoTokens(text), answers.map(answerTokens));
 }
 
 /** The same test on pre-tokenised inputs, for loops that check many answers against one passage. */
