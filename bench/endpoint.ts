@@ -165,17 +165,17 @@ interface Row {
   cpu: number;
 }
 
-async function runOnce(concurrency: number): Promise<Row> {
-  const file = join(work, `toc-${concurrency}.yaml`);
+async function runOnce(concurrency: number, limit?: number): Promise<Row> {
+  const file = join(work, `toc-${concurrency}-${limit ?? 'all'}.yaml`);
   writeFileSync(file, config(concurrency));
-  const name = `bench-endpoint-c${concurrency}-${process.pid}`;
+  const name = `bench-endpoint-c${concurrency}-${limit ?? 'all'}-${process.pid}`;
   const artifacts = join(work, 'artifacts');
   seen.first = 0;
   seen.last = 0;
   seen.requests = 0;
   const prof = values['cpu-prof'] ? `--cpu-prof --cpu-prof-dir=${values['cpu-prof']} ` : '';
   // `times` reports the CPU of the shell's children: the CLI process (and anything it started).
-  const script = `node ${prof}bin/ambiqa.mjs run ${file} --name ${name} --no-tracking --quiet >/dev/null; code=$?; times; exit $code`;
+  const script = `node ${prof}bin/ambiqa.mjs run ${file} --name ${name}${limit ? ` --limit ${limit}` : ''} --no-tracking --quiet >/dev/null; code=$?; times; exit $code`;
   const started = Date.now();
   const child = spawn('bash', ['-c', script], { env: { ...process.env, AMBIQA_ARTIFACTS_DIR: artifacts }, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
@@ -213,7 +213,12 @@ console.log(
     `machine: ${cpus()[0]?.model ?? '?'} × ${availableParallelism()}, load ${loadAverage()} (1/5/15 min) at start`,
 );
 const rows: Row[] = [];
+let fixed: Row | undefined;
 try {
+  // One question at concurrency 1: the CPU every run pays whatever its size (process start,
+  // module loading, the dataset, the BM25 index over the pooled corpus).
+  fixed = await runOnce(1, 1);
+  console.log(`  one question: ${fixed.wall.toFixed(1)} s wall, ${fixed.cpu.toFixed(1)} CPU s (${fixed.requests} requests)`);
   for (const c of levels) {
     const row = await runOnce(c);
     rows.push(row);
@@ -230,6 +235,12 @@ for (const r of rows) {
   const middle = r.wall - r.startup - r.winddown;
   console.log(
     `| ${r.concurrency} | ${r.requests} | ${r.calls} | ${r.longestChain} | ${r.wall.toFixed(1)} | ${r.ideal.toFixed(1)} | ${r.startup.toFixed(1)} | ${r.winddown.toFixed(1)} | ${middle.toFixed(1)} | ${(middle / r.ideal).toFixed(2)} | ${r.cpu.toFixed(1)} | ${((1000 * r.cpu) / r.requests).toFixed(1)} |`,
+  );
+}
+if (fixed) {
+  console.log(
+    `\nrunner CPU per request after start-up: (CPU − ${fixed.cpu.toFixed(1)} s of the one-question run) ÷ (requests − ${fixed.requests}): ` +
+      rows.map((r) => `c=${r.concurrency} ${((1000 * (r.cpu - fixed!.cpu)) / (r.requests - fixed!.requests)).toFixed(1)} ms`).join(', '),
   );
 }
 console.log(`load at end: ${loadAverage()}`);
