@@ -182,30 +182,33 @@ describe.skipIf(skipReason !== undefined)(`llama.cpp server (llama-cpp-python ${
   });
 
   it('a dropped connection is retried by the limiter and then answered; without retries it is a connection error', async () => {
-    // A TCP relay in front of the real server that drops the first `drops` connections once a
-    // request has arrived (the server never sees them), and forwards the rest.
-    let drops = 1;
+    // A TCP relay in front of the real server that, while `drops` > 0, drops the connection a
+    // request arrives on (the server never sees it) and forwards everything else. Requests are
+    // counted per request, not per connection: clients keep connections alive.
+    let drops = 0;
     const sockets = new Set<Socket>();
+    const url = new URL(server.baseUrl);
     const relay: Server = createServer((inbound) => {
-      sockets.add(inbound);
-      if (drops > 0) {
-        drops -= 1;
-        inbound.once('data', () => inbound.destroy());
-        return;
-      }
-      const url = new URL(server.baseUrl);
       const outbound = new Socket();
+      sockets.add(inbound);
       sockets.add(outbound);
-      outbound.connect(Number(url.port), url.hostname, () => {
-        inbound.pipe(outbound);
-        outbound.pipe(inbound);
-      });
       const close = () => {
         inbound.destroy();
         outbound.destroy();
       };
       inbound.on('error', close);
       outbound.on('error', close);
+      outbound.on('close', () => inbound.destroy());
+      outbound.connect(Number(url.port), url.hostname);
+      outbound.pipe(inbound);
+      inbound.on('data', (chunk: Buffer) => {
+        if (drops > 0 && /^(GET|POST) /.test(chunk.subarray(0, 5).toString('latin1'))) {
+          drops -= 1;
+          close();
+          return;
+        }
+        outbound.write(chunk);
+      });
     });
     await new Promise<void>((r) => relay.listen(0, '127.0.0.1', () => r()));
     const port = (relay.address() as { port: number }).port;
@@ -217,8 +220,9 @@ describe.skipIf(skipReason !== undefined)(`llama.cpp server (llama-cpp-python ${
     try {
       const events: RetryEvent[] = [];
       const retrying = await viaRelay(2, (e) => events.push(e));
-      // The model check's GET /models goes first; drop the chat request itself.
+      // The model check's GET /models goes first, through the relay; then drop a chat request.
       await retrying.generate({ prompt: 'warm up', maxTokens: 1 });
+      expect(events).toHaveLength(0);
       drops = 1;
       const answered = await retrying.generate({ prompt: 'Say hello.', maxTokens: 4 });
       expect(answered.completions[0]!.text.length).toBeGreaterThan(0);
