@@ -5,7 +5,7 @@
  * untrusted, as one received from a colleague is.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -37,8 +37,14 @@ export async function startLab(options: { env?: NodeJS.ProcessEnv } = {}): Promi
   const port = await freePort();
   const token = 'ambiqa-test-token';
   const reg = registerKernel();
+  // JupyterLab 4 keeps only the cells in view in the page ("windowing"); a test that looks for a
+  // figure further down would not find it. Settings of this server only: render every cell.
+  const settings = join(dir, 'settings', '@jupyterlab', 'notebook-extension');
+  mkdirSync(settings, { recursive: true });
+  writeFileSync(join(settings, 'tracker.jupyterlab-settings'), JSON.stringify({ windowingMode: 'none' }));
   const env = {
     ...jupyterEnv(reg, { ...process.env, ...options.env }),
+    JUPYTERLAB_SETTINGS_DIR: join(dir, 'settings'),
     JUPYTER_DATA_DIR: join(dir, 'data'),
     JUPYTER_RUNTIME_DIR: join(dir, 'runtime'),
     JUPYTER_CONFIG_DIR: join(dir, 'config'),
@@ -70,7 +76,8 @@ export async function startLab(options: { env?: NodeJS.ProcessEnv } = {}): Promi
     executablePath: chromiumPath(),
     headless: true,
     args: CHROMIUM_ARGS,
-    viewport: { width: 1280, height: 900 },
+    // Tall, so that more of a notebook is in view (JupyterLab renders only what is near the view).
+    viewport: { width: 1280, height: 2400 },
   });
   return {
     async open(notebook: string) {
@@ -101,26 +108,79 @@ export async function startLab(options: { env?: NodeJS.ProcessEnv } = {}): Promi
 }
 
 /**
- * Accept whatever dialog JupyterLab shows over the notebook (the kernel choice when it asks), and
- * say what it was: a dialog left open swallows every click after it.
+ * Close whatever dialog JupyterLab shows over the notebook, without choosing anything (accepting a
+ * kernel dialog could switch the notebook to Python), and say what it was: a dialog left open
+ * swallows every click after it.
  */
-export async function acceptDialogs(page: Page): Promise<string[]> {
+export async function dismissDialogs(page: Page): Promise<string[]> {
   const seen: string[] = [];
   const dialog = page.locator('.jp-Dialog');
   while (await dialog.first().isVisible().catch(() => false)) {
     seen.push(((await dialog.first().textContent().catch(() => '')) ?? '').replace(/\s+/g, ' ').slice(0, 200));
-    await dialog.first().locator('.jp-mod-accept').first().click({ timeout: 5_000 }).catch(async () => page.keyboard.press('Escape'));
+    await page.keyboard.press('Escape');
     await page.waitForTimeout(300);
   }
   return seen;
 }
 
-/** Figures drawn in the notebook's outputs: plotly's SVG (the renderer extension) and PNG images. */
+/** Wait until the status bar says the notebook's kernel is idle, and that it is the named one. */
+export async function waitForKernelIdle(page: Page, kernelName: string, timeoutMs = 180_000): Promise<void> {
+  const status = () => page.evaluate(() => (document.querySelector('#jp-main-statusbar')?.textContent ?? '').replace(/\s+/g, ' '));
+  const deadline = Date.now() + timeoutMs;
+  let text = await status();
+  // The kernel item reads "<kernel name> | Idle" (neighbouring items follow without a space).
+  while (!/\|\s*Idle/.test(text)) {
+    if (Date.now() > deadline) throw new Error(`the kernel did not become idle in ${timeoutMs / 1000} s; status bar: ${text}`);
+    await page.waitForTimeout(1000);
+    text = await status();
+  }
+  const name = (await page.locator('.jp-Toolbar-kernelName').first().textContent()) ?? text;
+  if (!name.includes(kernelName)) throw new Error(`the notebook's kernel is '${name}', not '${kernelName}'`);
+}
+
+/** Scroll the notebook to its end, so that JupyterLab renders the last cells too. */
+export async function scrollToEnd(page: Page): Promise<void> {
+  await page.evaluate(() => {
+    for (const el of Array.from(document.querySelectorAll('.jp-WindowedPanel-outer, .jp-NotebookPanel-notebook'))) el.scrollTop = el.scrollHeight;
+  });
+}
+
+/** Wait for a figure whose title starts with `title`, scrolling down as cells render. */
+export async function waitForFigure(page: Page, title: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { plotly } = await drawnFigures(page);
+    if (plotly.some((t) => t.startsWith(title))) return;
+    if (Date.now() > deadline) throw new Error(`no figure titled '${title}' within ${timeoutMs / 1000} s (drawn: ${JSON.stringify(plotly)})`);
+    await scrollToEnd(page);
+    await page.waitForTimeout(1000);
+  }
+}
+
+/**
+ * Figures drawn in the notebook's outputs. plotly's JupyterLab renderer first shows the bundle's
+ * PNG (`img.plot-img`) and builds the interactive graph when the pointer enters it: each plotly
+ * output is hovered so that its graph (and its title, read from the SVG) is drawn. `png` counts
+ * PNG images that loaded, whichever renderer shows them.
+ */
 export async function drawnFigures(page: Page): Promise<{ plotly: string[]; png: number }> {
+  const outputs = page.locator('.jp-RenderedPlotly');
+  const n = await outputs.count();
+  for (let i = 0; i < n; i++) {
+    const output = outputs.nth(i);
+    if ((await output.locator('.main-svg').count()) > 0) continue;
+    await output.scrollIntoViewIfNeeded().catch(() => {});
+    await output.hover({ timeout: 5_000 }).catch(() => {});
+    await output.locator('.main-svg').first().waitFor({ timeout: 10_000 }).catch(() => {});
+  }
   return page.evaluate(() => {
-    const outputs = document.querySelector('.jp-Notebook')!;
-    const plotly = Array.from(outputs.querySelectorAll(".js-plotly-plot")).filter((p) => p.querySelector('.main-svg')).map((p) => p.querySelector('.gtitle')?.textContent ?? '');
-    const png = Array.from(outputs.querySelectorAll(".jp-OutputArea-output img")).filter((i) => (i as HTMLImageElement).src.startsWith('data:image/png') && (i as HTMLImageElement).naturalWidth > 0).length;
+    const notebook = document.querySelector('.jp-Notebook')!;
+    const plotly = Array.from(notebook.querySelectorAll('.js-plotly-plot'))
+      .filter((p) => p.querySelector('.main-svg'))
+      .map((p) => p.querySelector('.gtitle')?.textContent ?? '');
+    const png = Array.from(notebook.querySelectorAll('.jp-OutputArea-output img')).filter(
+      (i) => (i as HTMLImageElement).src.startsWith('data:image/png') && (i as HTMLImageElement).naturalWidth > 0,
+    ).length;
     return { plotly, png };
   });
 }
