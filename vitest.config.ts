@@ -9,6 +9,7 @@ import { defineConfig } from 'vitest/config';
  */
 const integration = [
   'test/experiments/judge-diagnostics.test.ts',
+  'test/experiments/judge-embedded.test.ts',
   'test/experiments/merge.test.ts',
   'test/experiments/offline-sync.test.ts',
   'test/experiments/readme-shards.test.ts',
@@ -20,6 +21,7 @@ const integration = [
   'test/llm/chaos.test.ts',
   'test/llm/embedded.test.ts',
   'test/llm/llama-server.test.ts',
+  'test/llm/judge-determinism.test.ts',
   'test/metrics/reader-embedded.test.ts',
   'test/notebooks/cli.test.ts',
   'test/notebooks/jupyterlab.test.ts',

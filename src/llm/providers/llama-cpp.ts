@@ -155,10 +155,16 @@ function cpuTotals(): { busy: number; total: number } {
 
 type NodeLlamaCpp = typeof import('node-llama-cpp');
 
-interface Slot {
+export interface Slot {
   sequence: LlamaContextSequence;
   /** Tick of the last call that used it: the least recently used slot is the one overwritten. */
   lastUsed: number;
+  /**
+   * How many of the slot's leading tokens were evaluated canonically (`evaluateCanonically`):
+   * from position 0 in chunks aligned to `CANONICAL_CHUNK`, the last one ending here. Any other
+   * evaluation that erases below this lowers it.
+   */
+  canonical: number;
 }
 
 interface ContextEntry {
@@ -303,7 +309,7 @@ function getContext(
     entry = (async () => {
       const create = async (n: number): Promise<ContextEntry> => {
         const context = await modelEntry.model.createContext({ contextSize: size, threads, sequences: n, flashAttention });
-        const slots = Array.from({ length: n }, () => ({ sequence: context.getSequence(), lastUsed: 0 }));
+        const slots = Array.from({ length: n }, () => ({ sequence: context.getSequence(), lastUsed: 0, canonical: 0 }));
         return { context, slots, contextSize: context.contextSize, tail: Promise.resolve() };
       };
       try {
@@ -547,6 +553,8 @@ export class LlamaCppProvider implements LanguageModelProvider {
   readonly pool: string;
   /** Totals since construction or `resetStats()` (benchmarks read them). */
   stats: EmbeddedEvaluationStats = emptyStats();
+  /** Indexes (in the pool) of the slots the last call ran on; tests read it. */
+  lastSlots: number[] = [];
   private tick = 0;
 
   constructor(options: LlamaCppOptions = {}) {
@@ -647,7 +655,7 @@ export class LlamaCppProvider implements LanguageModelProvider {
         // allSettled, not all: a failed sample must not leave its siblings running on the context
         // while the next call starts.
         const settled = await Promise.allSettled(
-          round.map((sampleIndex, j) => this.generateOn(r, slots[j]!, prompt, request, sampleIndex, options.signal)),
+          round.map((sampleIndex, j) => this.generateOn(r, slots[j]!, prompt, request, sampleIndex, options.signal, round.length > 1)),
         );
         for (const s of settled) if (s.status === 'rejected') throw s.reason;
         completions.push(...settled.map((s) => (s as PromiseFulfilledResult<ProviderCompletion>).value));
@@ -671,13 +679,20 @@ export class LlamaCppProvider implements LanguageModelProvider {
       const prompt = this.render(r, request.messages);
       const [slot] = this.chooseSlots(r.ctx, prompt.tokens, 1);
       const sequence = slot!.sequence;
-      if (!this.prefixReuse) await sequence.clearHistory();
+      if (!this.prefixReuse) await this.clearSlot(slot!);
       this.stats.promptTokens += prompt.tokens.length;
       const model = r.modelEntry.model;
+      // The prompt canonically (the same bits whatever the slot held), then each label path
+      // right after it.
       const { probabilities, labelMass } = await labelProbabilities(
         request.labels,
         (text) => model.tokenize(text, false),
         async (path) => {
+          if (path.length === 0) {
+            const { distribution, evaluated } = await evaluateCanonically(slot!, prompt.tokens, { logitsAtEnd: true });
+            this.stats.promptTokensEvaluated += evaluated;
+            return distribution!;
+          }
           const { distribution, evaluated } = await nextTokenDistribution(sequence, [...prompt.tokens, ...path]);
           this.stats.promptTokensEvaluated += evaluated;
           return distribution;
@@ -739,30 +754,40 @@ export class LlamaCppProvider implements LanguageModelProvider {
         .map((x) => x.slot);
     }
     for (const slot of chosen) slot.lastUsed = ++this.tick;
+    this.lastSlots = chosen.map((slot) => ctx.slots.indexOf(slot));
     return chosen;
   }
 
   /**
-   * Before a batch: evaluate the prompt (all but its last token, which generation evaluates) in
-   * the first slot, then copy that state into every other slot that lacks much of it, so the
-   * prompt is read once per batch instead of once per sample.
+   * Before a batch: evaluate the prompt (all but its last token, which generation evaluates)
+   * canonically in the first slot, then copy that state into every other slot that lacks much of
+   * it, so the prompt is read once per batch instead of once per sample; a slot that lacks only a
+   * little evaluates it itself. One slot at a time: evaluations of several slots at once would be
+   * merged into one batch by node-llama-cpp, which changes their bits. Afterwards every slot holds
+   * the prefix canonically, and the samples' decoding (which is batched across slots, see
+   * `batchSamples`) starts at the last prompt token.
    */
   private async primeSlots(slots: Slot[], tokens: Token[]): Promise<void> {
     const prefix = tokens.slice(0, -1);
     const [primary, ...others] = slots;
     if (!primary) return;
-    if (!this.prefixReuse) return; // every slot re-reads the whole prompt (generateOn clears it)
-    this.stats.promptTokensEvaluated += await evaluateInto(primary.sequence, prefix);
+    if (!this.prefixReuse) for (const slot of slots) await this.clearSlot(slot);
+    this.stats.promptTokensEvaluated += (await evaluateCanonically(primary, prefix, { logitsAtEnd: false })).evaluated;
     let file: string | null = null;
     try {
       for (const slot of others) {
-        const common = Math.min(slot.sequence.compareContextTokens(prefix).firstDifferentIndex, prefix.length);
-        if (prefix.length - common < COPY_MIN_TOKENS) continue;
+        const common = Math.min(slot.sequence.compareContextTokens(prefix).firstDifferentIndex, slot.canonical, prefix.length);
+        if (prefix.length - common < COPY_MIN_TOKENS) {
+          this.stats.promptTokensEvaluated += (await evaluateCanonically(slot, prefix, { logitsAtEnd: false })).evaluated;
+          continue;
+        }
         if (!file) {
           file = join(sequenceStateDir(), `${process.pid}-${++stateFileCounter}.state`);
           await primary.sequence.saveStateToFile(file);
         }
         await slot.sequence.loadStateFromFile(file, { acceptRisk: true });
+        // The same cells, hence the same bits: as canonical as the primary's.
+        slot.canonical = primary.canonical;
         this.stats.stateCopies += 1;
       }
     } finally {
@@ -770,6 +795,17 @@ export class LlamaCppProvider implements LanguageModelProvider {
     }
   }
 
+  /** Empty a slot (no prefix reuse). */
+  private async clearSlot(slot: Slot): Promise<void> {
+    await slot.sequence.clearHistory();
+    slot.canonical = 0;
+  }
+
+  /**
+   * One sample on one slot. Unless `primed` (a batch's `primeSlots` did it), the prompt but its
+   * last token is first evaluated canonically, so a greedy reply is the same whatever the slot
+   * held; LlamaCompletion then evaluates the last prompt token alone and decodes.
+   */
   private async generateOn(
     r: Resources,
     slot: Slot,
@@ -777,14 +813,16 @@ export class LlamaCppProvider implements LanguageModelProvider {
     request: NormalisedRequest,
     sampleIndex: number,
     signal: AbortSignal | undefined,
+    primed = false,
   ): Promise<ProviderCompletion> {
     const sequence = slot.sequence;
-    if (!this.prefixReuse) await sequence.clearHistory();
-    // What LlamaCompletion will evaluate: the prompt after the prefix this slot already holds,
-    // and always the last prompt token (its logits start the reply).
-    const common = Math.min(sequence.compareContextTokens(prompt.tokens).firstDifferentIndex, prompt.tokens.length - 1);
     this.stats.promptTokens += prompt.tokens.length;
-    this.stats.promptTokensEvaluated += prompt.tokens.length - common;
+    if (!primed) {
+      if (!this.prefixReuse) await this.clearSlot(slot);
+      this.stats.promptTokensEvaluated += (await evaluateCanonically(slot, prompt.tokens.slice(0, -1), { logitsAtEnd: false })).evaluated;
+    }
+    // What LlamaCompletion evaluates: the last prompt token (its logits start the reply).
+    this.stats.promptTokensEvaluated += 1;
     const completion = new r.lib.LlamaCompletion({ contextSequence: sequence });
     const generated: Token[] = [];
     try {
@@ -803,7 +841,7 @@ export class LlamaCppProvider implements LanguageModelProvider {
         ...(signal ? { signal } : {}),
       });
       this.stats.completionTokens += generated.length;
-      const logprob = request.logprobs ? await this.completionLogprob(sequence, prompt.tokens, generated) : undefined;
+      const logprob = request.logprobs ? await this.completionLogprob(slot, prompt.tokens, generated) : undefined;
       return {
         text: result.response,
         finishReason: mapStopReason(result.metadata.stopReason),
@@ -820,11 +858,13 @@ export class LlamaCppProvider implements LanguageModelProvider {
    * the model's own distribution, whatever the sampling options were). The generated tokens are
    * evaluated again in one batch with their next-token distributions.
    */
-  private async completionLogprob(sequence: LlamaContextSequence, prompt: Token[], generated: Token[]): Promise<number> {
+  private async completionLogprob(slot: Slot, prompt: Token[], generated: Token[]): Promise<number> {
     if (generated.length === 0) return 0;
+    const sequence = slot.sequence;
     const full = [...prompt, ...generated];
     const from = prompt.length - 1; // the position whose distribution predicts generated[0]
     const common = Math.min(sequence.compareContextTokens(full).firstDifferentIndex, from);
+    slot.canonical = Math.min(slot.canonical, common);
     if (common < sequence.nextTokenIndex) await sequence.eraseContextTokenRanges([{ start: common, end: sequence.nextTokenIndex }]);
     const input: ControlledEvaluateInputItem[] = full
       .slice(common, full.length - 1)
@@ -840,20 +880,60 @@ export class LlamaCppProvider implements LanguageModelProvider {
 }
 
 /**
- * Make `sequence` hold exactly `tokens`: keep the common prefix, erase the rest, evaluate the
- * missing suffix. Returns the number of tokens evaluated.
+ * Tokens per chunk of a canonical evaluation. llama.cpp's CPU kernels compute a token's row with
+ * other arithmetic depending on how many rows the batch has (and where the row sits in it), so
+ * the same prompt evaluated in other splits gives other bits — by hand, P moved by up to 0.02.
+ * A canonical evaluation always splits a prompt at multiples of this size, counted from position
+ * 0, so every token is computed in the same batch whatever was evaluated before; resuming a slot
+ * is allowed only at such a boundary. Small enough that a resumed prompt re-reads little (at most
+ * this many tokens minus one), large enough that chunks stay efficient matrix products.
  */
-async function evaluateInto(sequence: LlamaContextSequence, tokens: Token[]): Promise<number> {
-  const common = Math.min(sequence.compareContextTokens(tokens).firstDifferentIndex, tokens.length);
-  if (common < sequence.nextTokenIndex) await sequence.eraseContextTokenRanges([{ start: common, end: sequence.nextTokenIndex }]);
-  if (common < tokens.length) await sequence.evaluateWithoutGeneratingNewTokens(tokens.slice(common));
-  return tokens.length - common;
+export const CANONICAL_CHUNK = 64;
+
+/**
+ * Make `slot` hold `tokens`, evaluated canonically: everything from the last chunk boundary at or
+ * below the prefix the slot already holds canonically is evaluated again, in chunks that end at
+ * multiples of `chunk`. With `logitsAtEnd`, the last token is always evaluated (its next-token
+ * distribution is returned) — so its chunk is always re-read, as it would be in a fresh slot.
+ * The resulting state and distribution are bit-identical to evaluating `tokens` in an empty slot,
+ * whatever the slot evaluated before (given the same model, threads and kernels).
+ */
+export async function evaluateCanonically(
+  slot: Slot,
+  tokens: Token[],
+  options: { logitsAtEnd: boolean; chunk?: number },
+): Promise<{ distribution?: Map<Token, number>; evaluated: number }> {
+  const chunk = options.chunk ?? CANONICAL_CHUNK;
+  const sequence = slot.sequence;
+  const common = Math.min(sequence.compareContextTokens(tokens).firstDifferentIndex, slot.canonical, tokens.length);
+  // The slot already holds exactly these tokens, evaluated canonically, and no logits are needed.
+  if (!options.logitsAtEnd && common === tokens.length && slot.canonical === tokens.length) {
+    if (sequence.nextTokenIndex > tokens.length) await sequence.eraseContextTokenRanges([{ start: tokens.length, end: sequence.nextTokenIndex }]);
+    return { evaluated: 0 };
+  }
+  const resumable = options.logitsAtEnd ? Math.min(common, tokens.length - 1) : common;
+  const start = Math.floor(resumable / chunk) * chunk;
+  if (start < sequence.nextTokenIndex) await sequence.eraseContextTokenRanges([{ start, end: sequence.nextTokenIndex }]);
+  slot.canonical = start;
+  let distribution: Map<Token, number> | undefined;
+  for (let from = start; from < tokens.length; from += chunk) {
+    const to = Math.min(from + chunk, tokens.length);
+    const wantLogits = options.logitsAtEnd && to === tokens.length;
+    const out = await sequence.controlledEvaluate(
+      tokens.slice(from, to).map((token, i): ControlledEvaluateInputItem => (wantLogits && from + i === to - 1 ? [token, { generateNext: { probabilities: true } }] : token)),
+    );
+    if (wantLogits) distribution = out[to - from - 1]?.next.probabilities;
+    slot.canonical = to;
+  }
+  if (options.logitsAtEnd && !distribution) throw new LlmRequestError('the embedded model returned no next-token probabilities', { kind: 'other' });
+  return { ...(distribution ? { distribution } : {}), evaluated: tokens.length - start };
 }
 
 /**
  * The model's distribution over the token after `tokens` (softmax of the logits, temperature 1,
  * no truncation), evaluating only what `sequence` does not already hold (at least the last token,
- * whose logits are needed).
+ * whose logits are needed). Used for the label tokens after a canonically evaluated prompt: they
+ * are always evaluated one path at a time right after it, so their split never varies.
  */
 async function nextTokenDistribution(
   sequence: LlamaContextSequence,
