@@ -771,7 +771,14 @@ export class LlamaCppProvider implements LanguageModelProvider {
     const prefix = tokens.slice(0, -1);
     const [primary, ...others] = slots;
     if (!primary) return;
-    if (!this.prefixReuse) for (const slot of slots) await this.clearSlot(slot);
+    if (!this.prefixReuse) {
+      // Every sample re-reads the prompt (what `prefixReuse: false` means), one slot at a time.
+      for (const slot of slots) {
+        await this.clearSlot(slot);
+        this.stats.promptTokensEvaluated += (await evaluateCanonically(slot, prefix, { logitsAtEnd: false })).evaluated;
+      }
+      return;
+    }
     this.stats.promptTokensEvaluated += (await evaluateCanonically(primary, prefix, { logitsAtEnd: false })).evaluated;
     let file: string | null = null;
     try {
