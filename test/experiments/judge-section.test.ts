@@ -6,6 +6,7 @@ import { examplesDir } from '../../src/config/paths';
 import type { ExperimentInput } from '../../src/experiments/config';
 import { registry } from '../../src/experiments/compose';
 import { configParams } from '../../src/experiments/run-tracking';
+import { planSweep } from '../../src/experiments/sweep';
 import { readResolvedConfig, resolveExperimentConfig } from '../../src/experiments/config';
 import { closeSession, runInProcess } from '../../src/experiments/session';
 import { describeError } from '../../src/errors';
@@ -239,5 +240,26 @@ describe('judge: an OpenAI-compatible server judging for another model (loopback
     expect(server.requests.filter((r) => r.body.logprobs === true)).toHaveLength(verify.length);
     expect(server.requests).toHaveLength(2 * verify.length);
     expect(JSON.parse(readFileSync(join(run.dir, 'metrics.json'), 'utf8')).settings.judge_mode).toMatch(/text/);
+  });
+});
+
+describe('judge.model is a sweep axis', () => {
+  it('each grid point has its own judge (catalog names), the rest of the config shared', () => {
+    const plan = planSweep({
+      raw: {
+        dataset: { name: 'asqa', path: join(examplesDir, 'asqa-mini.json') },
+        pipeline: { name: 'toc', options: { nShots: 0 } },
+        retriever: 'bm25',
+        metrics: ['str_em'],
+        sweep: { 'judge.model': ['qwen2.5-coder-0.5b-instruct-q4_k_m', 'qwen2.5-coder-1.5b-instruct-q4_k_m'] },
+      },
+      source: 'sweep.yaml',
+      registry,
+      options: { defaultName: 'judges', checkFiles: false },
+      sweepDir: (n) => join(dir, n),
+    });
+    expect(plan.points.map((p) => (p.config.judge as { model?: string }).model)).toEqual(['qwen2.5-coder-0.5b-instruct-q4_k_m', 'qwen2.5-coder-1.5b-instruct-q4_k_m']);
+    expect(plan.points.every((p) => p.config.judge!.provider === 'embedded' && p.config.llm.provider === 'embedded')).toBe(true);
+    expect(new Set(plan.points.map((p) => p.config.name)).size).toBe(2);
   });
 });
