@@ -157,7 +157,7 @@ export function readCoverageFile(path: string): CoverageCurve[] {
 }
 
 /** `hybrid(bm25(k1=0.9,…)+dense:…)` → `hybrid`; `dense:all-minilm-l6-v2-q` stays; at most 32 characters. */
-export function legendName(name: string): string {
+function legendName(name: string): string {
   const kind = name.replace(/\(.*\)\s*$/s, '').trim() || name;
   return truncate(kind, 32);
 }
