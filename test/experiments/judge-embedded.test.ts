@@ -38,8 +38,9 @@ const cache = { path: join(dir, 'llm-cache.sqlite') };
 
 function config(judge: ExperimentInput['judge']): ExperimentInput {
   return {
-    dataset: { name: 'asqa', path: join(examplesDir, 'asqa-mini.json'), limit: 1 },
-    pipeline: { name: 'toc', options: { maxNodes: 2, maxDepth: 1, maxTrials: 1, maxExpansions: 1, nPassages: 2, nShots: 0, pruning: true, expansionMaxTokens: 120, maxTokens: 80 } },
+    // Two fixed demonstrations show the model the DQ/DA format, so the expansion yields nodes to verify.
+    dataset: { name: 'asqa', path: join(examplesDir, 'asqa-mini.json'), limit: 1, demoSelection: 'fixed' },
+    pipeline: { name: 'toc', options: { maxNodes: 2, maxDepth: 1, maxTrials: 1, maxExpansions: 1, nPassages: 2, nShots: 2, pruning: true, expansionMaxTokens: 160, expansionTemperature: 0, maxTokens: 80 } },
     llm: { provider: 'embedded', threads: 1, contextSize: 2048, sequences: 2, cache },
     judge,
     retriever: { type: 'bm25', corpus },

@@ -172,7 +172,10 @@ describe.skipIf(!hasModel)('embedded llama.cpp provider (real model)', () => {
     expect(withReuse[0]).toBe(withReuse[2]);
     expect(reread.stats.promptTokensEvaluated).toBe(reread.stats.promptTokens);
     expect(reuse.stats.promptTokens).toBe(reread.stats.promptTokens);
-    expect(reuse.stats.promptTokensEvaluated).toBeLessThan(reread.stats.promptTokensEvaluated / 2);
+    expect(reuse.stats.promptTokensEvaluated).toBeLessThan(reread.stats.promptTokensEvaluated);
+    // After the first, each prompt re-reads only its question and the rest of the chunk it starts in.
+    const first = reread.stats.promptTokens / asks.length;
+    expect(reuse.stats.promptTokensEvaluated).toBeLessThanOrEqual(first + (asks.length - 1) * (CANONICAL_CHUNK + 15));
   });
 
   it('providers with other decoding settings keep their own slots (a side-by-side benchmark must not share work)', async () => {
