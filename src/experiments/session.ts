@@ -25,6 +25,7 @@ import { createReader, parseReaderSpec } from './reader';
 import { checkRunDir, runStarted } from './run-dir';
 import { runExperiment, type RunOutcome } from './runner';
 import { checkSweepDir, planSweep, runSweep, type SweepOutcome } from './sweep';
+import { logRunFigures } from '../report/run-figures';
 
 let shared: Composer | undefined;
 
@@ -117,8 +118,12 @@ function sinkFor(progress: SessionRunOptions['progress'], label: string): Progre
   return typeof progress === 'function' ? progress(label) : progress;
 }
 
+// A static import: under tslab the library is compiled to CommonJS by tsx, where a dynamic
+// `import()` of an extensionless .ts path goes to Node's ES-module resolver and fails ("Cannot
+// find module …/run-figures"), so notebooks lost their MLflow figures. The library entry loads
+// the report module anyway (src/index.ts exports it), so this costs nothing there.
 async function logFigures(dir: string, tracker: RunTracker): Promise<void> {
-  await (await import('../report/run-figures')).logRunFigures(dir, tracker);
+  await logRunFigures(dir, tracker);
 }
 
 /** Whether an existing run dir is to be resumed, per `existing`. */
