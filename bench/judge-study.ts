@@ -178,21 +178,7 @@ try {
     const clusters = [...new Set(clusterOf)];
     for (const s of gold) {
       const perQuestion: LabelledJudgment[][] = clusters.map((c) => s.p.flatMap((p, k) => (clusterOf[k] === c ? [{ purpose: 'toc.verify', p, label: labelsG[k]! }] : [])));
-      const d = judgeQuality('toc.verify', perQuestion, { minPerClass: 5 })!;
-      goldRows.push({
-        setting: s.name,
-        auc: d.auc,
-        aucCiLow: d.aucCiLow,
-        aucCiHigh: d.aucCiHigh,
-        shareAtLeastHalf: d.shareAtLeastHalf,
-        meanPPositive: d.meanPPositive,
-        meanPNegative: d.meanPNegative,
-        brier: d.brier,
-        positives: d.positives,
-        negatives: d.negatives,
-        keptPositives: s.p.filter((p, k) => labelsG[k] && p >= 0.5).length,
-        keptNegatives: s.p.filter((p, k) => !labelsG[k] && p >= 0.5).length,
-      });
+      goldRows.push({ setting: s.name, ...studyRow(perQuestion, s.p, labelsG) });
     }
   }
 
@@ -202,21 +188,10 @@ try {
     const perQuestion: LabelledJudgment[][] = byQuestion.map((q) =>
       items.flatMap((it, k) => (it.questionId === q ? [{ purpose: 'toc.verify', p: s.p[k]!, label: it.label }] : [])),
     );
-    const d = judgeQuality('toc.verify', perQuestion, { minPerClass: 5 })!;
     return {
       setting: s.name,
       prior: s.prior,
-      auc: d.auc,
-      aucCiLow: d.aucCiLow,
-      aucCiHigh: d.aucCiHigh,
-      shareAtLeastHalf: d.shareAtLeastHalf,
-      meanPPositive: d.meanPPositive,
-      meanPNegative: d.meanPNegative,
-      brier: d.brier,
-      positives: d.positives,
-      negatives: d.negatives,
-      keptPositives: items.filter((it, k) => it.label === true && s.p[k]! >= 0.5).length,
-      keptNegatives: items.filter((it, k) => it.label === false && s.p[k]! >= 0.5).length,
+      ...studyRow(perQuestion, s.p, items.map((it) => it.label)),
       seconds: s.seconds,
     };
   });
@@ -241,4 +216,22 @@ try {
   }
 } finally {
   await composer.close();
+}
+
+/** One setting's row of the study: the diagnostics, and how many right and wrong items P ≥ 0.5 keeps. */
+function studyRow(perQuestion: LabelledJudgment[][], p: readonly number[], labels: ReadonlyArray<boolean | null | undefined>) {
+  const d = judgeQuality('toc.verify', perQuestion, { minPerClass: 5 })!;
+  return {
+    auc: d.auc,
+    aucCiLow: d.aucCiLow,
+    aucCiHigh: d.aucCiHigh,
+    shareAtLeastHalf: d.shareAtLeastHalf,
+    meanPPositive: d.meanPPositive,
+    meanPNegative: d.meanPNegative,
+    brier: d.brier,
+    positives: d.positives,
+    negatives: d.negatives,
+    keptPositives: p.filter((x, k) => labels[k] === true && x >= 0.5).length,
+    keptNegatives: p.filter((x, k) => labels[k] === false && x >= 0.5).length,
+  };
 }

@@ -202,15 +202,11 @@ export interface JudgeDiagnostics {
   histogram?: { edges: number[]; positive: number[]; negative: number[] };
 }
 
-export interface JudgeRawDiagnostics {
-  auc: number | null;
-  aucCiLow: number | null;
-  aucCiHigh: number | null;
-  brier: number | null;
-  meanPPositive: number | null;
-  meanPNegative: number | null;
-  shareAtLeastHalf: number | null;
-}
+/** The statistics of P before calibration (a subset of `JudgeDiagnostics`). */
+export type JudgeRawDiagnostics = Pick<
+  JudgeDiagnostics,
+  'auc' | 'aucCiLow' | 'aucCiHigh' | 'brier' | 'meanPPositive' | 'meanPNegative' | 'shareAtLeastHalf'
+>;
 
 export interface ReliabilityBin {
   /** Bin bounds on P: [low, high), the last bin closed. */
