@@ -167,7 +167,11 @@ describe.skipIf(!uri || (!hasChromium && !process.env.CI))('MLflow UI and report
     const page = await openMlflow(`#/experiments/${parent.info.experiment_id}/runs/${parent.info.run_id}/model-metrics`);
     try {
       // One chart per headline metric of the parent, each a line over the five thresholds (steps).
+      // MLflow draws only the chart cards in view, and the parent also carries the paired deltas
+      // against the reference point (delta.*, p.*), so the page is made tall enough to hold them all.
+      await page.setViewportSize({ width: 1400, height: 6000 });
       for (const metric of ['em', 'f1', 'llm_calls', 'cache_hits']) await page.getByText(`ve-threshold (${metric})`).first().waitFor({ timeout: 60_000 });
+      await page.setViewportSize({ width: 1400, height: 900 });
       expect(await page.locator('body').innerText()).toContain('Step');
       expect(await page.locator('svg path').count()).toBeGreaterThan(8);
       await page.screenshot({ path: join(SHOTS, 'mlflow-sweep-charts.png') });
