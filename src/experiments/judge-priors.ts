@@ -14,6 +14,7 @@ import { AmbiqaError } from '../errors';
 import { judgePriorsSchema, type JudgePriors } from '../pipelines/common/batch-prior';
 import { normaliseQuestion } from '../pipelines/common/text';
 import type { Demo } from '../pipelines/types';
+import type { LanguageModel } from '../llm/types';
 import { runFiles, writeJson } from '../run-files';
 import { formatIssues } from '../common/zod-issues';
 import type { RunComponents } from './orchestrate';
@@ -53,13 +54,18 @@ export function calibrationPool(pool: readonly Demo[], examples: RunComponents['
  * whole selection, not only this shard's) and written there first. Unchanged when the pipeline
  * does not calibrate by batch.
  */
-export async function withJudgePriors(components: RunComponents, runDir: string): Promise<{ components: RunComponents; priors?: JudgePriors }> {
+export async function withJudgePriors(
+  components: RunComponents,
+  runDir: string,
+  /** The model the calibration judgments go to (the runner's metered, capped view); default the run's. */
+  calibrationLlm: LanguageModel = components.context.llm,
+): Promise<{ components: RunComponents; priors?: JudgePriors }> {
   const { pipeline, context } = components;
   if (!pipeline.calibrate) return { components };
   let priors = readJudgePriors(runDir);
   if (!priors) {
     const pool = calibrationPool(context.demos?.pool ?? [], components.examples);
-    const computed = await pipeline.calibrate(pool, context);
+    const computed = await pipeline.calibrate(pool, { ...context, llm: calibrationLlm });
     if (!computed) return { components };
     priors = computed;
     writeJson(join(runDir, runFiles.judgePriors), priors);

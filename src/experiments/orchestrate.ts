@@ -1,6 +1,6 @@
 import type { Example } from '../datasets/types';
 import type { UsageTotals } from '../llm/types';
-import { meteredModel } from '../llm/usage';
+import { addUsage, meteredModel } from '../llm/usage';
 import { CostCap, CostLimitError } from '../llm/budget';
 import type { PriceSource } from '../llm/pricing';
 import type { Pipeline, PipelineContext, PipelineOutput } from '../pipelines/types';
@@ -49,7 +49,9 @@ export interface AnswerRequest {
   tracesPath: string;
   progress: ProgressSink;
   signal?: AbortSignal;
-  /** Stop before a live call would take the run's spend past `maxUsd` (earlier sessions spent `priorUsd`). */
+  /** This session's usage before the first question (batch-calibration judgments): counted in the progress line and the session's spend. */
+  usageBefore?: UsageTotals;
+  /** Stop before a live call would take the run's spend past `maxUsd` (earlier sessions and this one's calibration spent `priorUsd`). */
   costCap?: { maxUsd: number; priorUsd: number; priorCalls: number };
   /** Called after each example's result line is written, with the example's trace and this session's usage so far. */
   onAnswered(result: ExampleResult, done: number, trace: Trace, usage: UsageTotals): void;
@@ -91,11 +93,14 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
     total: request.total,
     resumed: request.resumedCount,
     errors: 0,
-    usage: llm.usage.snapshot(),
+    usage: sessionUsage(),
     ...(components.price?.free ? { costFree: true } : {}),
   };
+  function sessionUsage(): UsageTotals {
+    return request.usageBefore ? addUsage(request.usageBefore, llm.usage.snapshot()) : llm.usage.snapshot();
+  }
   const syncProgress = () => {
-    state.usage = llm.usage.snapshot();
+    state.usage = sessionUsage();
   };
   const ticker = setInterval(() => {
     syncProgress();
@@ -148,7 +153,7 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
     successesNow += 1;
     answeredNow += 1;
     state.done += 1;
-    request.onAnswered(result, state.done, out.trace, llm.usage.snapshot());
+    request.onAnswered(result, state.done, out.trace, sessionUsage());
     syncProgress();
     progress.update(state);
   };

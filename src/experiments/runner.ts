@@ -11,6 +11,8 @@ import { runJudgeDiagnostics } from '../metrics/judge-quality';
 import type { Trace } from '../trace/types';
 import { readJsonl } from '../common/jsonl';
 import { judgePriorSettings, withJudgePriors } from './judge-priors';
+import { CostCap, CostLimitError } from '../llm/budget';
+import { meteredModel } from '../llm/usage';
 
 export { checkRunDir } from './run-dir';
 export type { RunComponents } from './orchestrate';
@@ -94,7 +96,26 @@ export async function runExperiment(request: RunRequest): Promise<RunOutcome> {
 
   try {
     // judgeCalibration batch: the prior is judged (or read back, on resume) before any question.
-    const calibrated = await withJudgePriors(components, runDir);
+    // Its judgments are live calls of the run like the questions' (often the judge's, at the
+    // judge's price): metered into the session's spend, under the run's cap, stopped by Ctrl-C.
+    const calibrationCap = maxCostUsd !== undefined ? new CostCap(maxCostUsd, runState.priorCostUsd ?? 0, runState.priorLiveCalls) : undefined;
+    const calibrationLlm = meteredModel(components.context.llm, {
+      ...(request.signal ? { signal: request.signal } : {}),
+      ...(calibrationCap ? { budget: calibrationCap } : {}),
+    });
+    let calibrated: Awaited<ReturnType<typeof withJudgePriors>> = { components };
+    // Set when the cap or Ctrl-C stopped the calibration: no question starts, and the session
+    // ends as an interrupted one does (KILLED, resumable; the cap's message and exit status).
+    let stoppedEarly: AbortSignal | undefined;
+    try {
+      calibrated = await withJudgePriors(components, runDir, calibrationLlm);
+    } catch (error) {
+      if (!(error instanceof CostLimitError) && !request.signal?.aborted) throw error;
+      stoppedEarly = AbortSignal.abort(error instanceof CostLimitError ? error : request.signal?.reason);
+    }
+    const calibrationUsage = calibrationLlm.usage.snapshot();
+    runState.setSessionCost(calibrationUsage);
+    const signal = stoppedEarly ?? request.signal;
     const answered = await answerExamples({
       components: calibrated.components,
       todo: plan.todo,
@@ -105,9 +126,19 @@ export async function runExperiment(request: RunRequest): Promise<RunOutcome> {
       resultsPath: paths.results,
       tracesPath: paths.traces,
       progress,
-      ...(request.signal ? { signal: request.signal } : {}),
-      // The cap counts every session of the run: a resumed run has already spent what run.json says.
-      ...(maxCostUsd !== undefined ? { costCap: { maxUsd: maxCostUsd, priorUsd: runState.priorCostUsd ?? 0, priorCalls: runState.priorLiveCalls } } : {}),
+      ...(signal ? { signal } : {}),
+      usageBefore: calibrationUsage,
+      // The cap counts every session of the run: a resumed run has already spent what run.json
+      // says, and this session what its calibration did.
+      ...(maxCostUsd !== undefined
+        ? {
+            costCap: {
+              maxUsd: maxCostUsd,
+              priorUsd: (runState.priorCostUsd ?? 0) + (calibrationUsage.costUsd ?? 0),
+              priorCalls: runState.priorLiveCalls + calibrationUsage.samples - calibrationUsage.cacheHits,
+            },
+          }
+        : {}),
       onAnswered: (result, done, trace, usage) => {
         runState.state.done = done;
         runState.setSessionCost(usage);
