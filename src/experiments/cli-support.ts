@@ -78,8 +78,14 @@ export function describeOutcome(outcome: RunOutcome, configFile?: string): strin
     `  LLM: ${m.usage.llm_calls} calls, ${m.usage.cache_hits} cache hits, ${formatCount(m.usage.prompt_tokens)} prompt + ${formatCount(m.usage.completion_tokens)} completion tokens`,
   );
   if (m.usage.cost_usd !== undefined) {
-    const source = m.settings?.['llm.pricing'];
-    lines.push(`  cost: ${formatUsd(m.usage.cost_usd)}${source ? ` (${source})` : ''}`);
+    // A run with a judge: section pays each model at its own price: both sources are said.
+    const llmSource = m.settings?.['llm.pricing'];
+    const judgeSource = m.settings?.['judge.pricing'];
+    const sources = [
+      ...(llmSource ? [llmSource] : []),
+      ...(judgeSource ? [judgeSource.startsWith('judge.') ? judgeSource : `judge: ${judgeSource}`] : []),
+    ];
+    lines.push(`  cost: ${formatUsd(m.usage.cost_usd)}${sources.length > 0 ? ` (${sources.join('; ')})` : ''}`);
   }
   const rel = relative(process.cwd(), outcome.runDir);
   lines.push(`  results: ${rel.startsWith('..') ? outcome.runDir : rel || '.'}/`);

@@ -4,7 +4,7 @@ import type { Example } from '../datasets/types';
 import { AmbiqaError } from '../errors';
 import { defaultCachePath } from '../llm/cache';
 import type { LlmClient } from '../llm/client';
-import { createLanguageModel, describeLlmConfig, embeddedModelFile, llmConfigSchema, resolveLlmConfig, type LlmConfigInput, type LlmSection } from '../llm/config';
+import { createLanguageModel, describeLlmConfig, embeddedModelFile, llmConfigSchema, resolveLlmConfig, resolvePrice, type LlmConfig, type LlmConfigInput, type LlmSection } from '../llm/config';
 import { withJudge } from '../llm/judge-routing';
 import type { PriceSource } from '../llm/pricing';
 import { describeError } from '../errors';
@@ -60,6 +60,7 @@ export const registry: ConfigRegistry = {
   pipelineOptionsSchema,
   llmConfigSchema,
   checkLlmFiles: (config, section) => checkLlmFiles(config as LlmConfigInput, section),
+  priceKnown: (config) => resolvePrice(config as LlmConfig) !== undefined,
   retrieverConfigSchema,
   rerankerConfigSchema,
   metricNames,

@@ -39,6 +39,8 @@ export interface ConfigRegistry {
    * is not fetched, a missing .gguf); returns the problem (naming `<section>.model`), or undefined.
    */
   checkLlmFiles?(config: unknown, section: 'llm' | 'judge'): string | undefined;
+  /** Whether a price is known for a section's model (its `pricing`, the embedded model, the built-in table). */
+  priceKnown?(config: unknown): boolean;
   /** Checks `retriever:` (less `corpus`, which the runner resolves, and `exclude`, checked here). */
   retrieverConfigSchema?: z.ZodType;
   /** Checks `reranker:`. */
@@ -298,6 +300,18 @@ export function resolveExperimentConfig(
   };
   const llm = checkLlmSection('llm', file.llm);
   const judge = file.judge ? checkLlmSection('judge', file.judge) : undefined;
+  // One cap per run, on what llm: and judge: spend together (src/llm/budget.ts): a second cap on
+  // the judge alone would stop the run just as the first does, so it is refused, not half-honoured.
+  if (file.judge && 'maxCostUsd' in file.judge) {
+    problems.push('judge.maxCostUsd: a run has one cost cap, on what llm: and judge: spend together; set llm.maxCostUsd (or --max-cost) instead');
+  }
+  // A cap counts the judge's calls only when they have a price; one it cannot count is refused.
+  if (judge && judge.provider !== 'scripted' && (llm as { maxCostUsd?: number }).maxCostUsd !== undefined && registry.priceKnown?.(judge) === false) {
+    const model = (judge as { model?: string }).model ?? process.env.OPENAI_MODEL ?? '(unset)';
+    problems.push(
+      `judge.pricing: the run has a cost cap (llm.maxCostUsd / --max-cost), but no price is known for the judge's model "${model}", so its calls could not count; add judge.pricing: {prompt: <USD per M tokens>, completion: <USD per M tokens>}`,
+    );
+  }
 
   let retriever: ExperimentConfig['retriever'];
   if (file.retriever) {

@@ -99,8 +99,9 @@ export const llmConfigSchema = z.strictObject({
    */
   pricing: pricingSchema.optional(),
   /**
-   * Stop the run cleanly before a live call would take its spend (all sessions of the run
-   * together) past this many US dollars; `--resume` with a higher cap finishes it. Needs a price.
+   * Stop the run cleanly before a live call would take its spend (all sessions of the run, the
+   * `judge:` model's calls included) past this many US dollars; `--resume` with a higher cap
+   * finishes it. Needs a price. Only in `llm:`: a run has one cap (`judge.maxCostUsd` is refused).
    */
   maxCostUsd: z.number().positive().optional(),
   /** The persistent cache: `{mode, path}`; a string is shorthand for `{path}`. */
@@ -137,8 +138,12 @@ export interface ResolvedLlmConfig extends LlmConfig {
  * The price of a config's model: `llm.pricing`, else free for the embedded model, else the
  * built-in table by model name (OPENAI_MODEL when the config names none), else unknown.
  */
-export function resolvePrice(c: Pick<LlmConfig, 'provider' | 'model' | 'pricing'>, env: NodeJS.ProcessEnv = process.env): PriceSource | undefined {
-  if (c.pricing) return { pricing: c.pricing, source: `llm.pricing: ${describePricing(c.pricing)}` };
+export function resolvePrice(
+  c: Pick<LlmConfig, 'provider' | 'model' | 'pricing'>,
+  env: NodeJS.ProcessEnv = process.env,
+  section: LlmSection = 'llm',
+): PriceSource | undefined {
+  if (c.pricing) return { pricing: c.pricing, source: `${section}.pricing: ${describePricing(c.pricing)}` };
   if (c.provider === 'embedded') return { pricing: { prompt: 0, completion: 0 }, source: 'embedded model: free (runs on this machine)', free: true };
   const model = c.model ?? env.OPENAI_MODEL;
   const known = model ? builtinPrice(model) : undefined;
@@ -201,7 +206,14 @@ export function resolveLlmConfig(config: LlmConfigInput | LlmConfig = {}, sectio
   }
   const c = parsed.data;
   const embedded = c.provider === 'embedded';
-  const price = resolvePrice(c);
+  const price = resolvePrice(c, process.env, section);
+  // The run's one cap is llm.maxCostUsd and counts the judge's spend too (experiments/config.ts).
+  if (c.maxCostUsd !== undefined && section === 'judge') {
+    throw new AmbiqaError(
+      'invalid judge config: judge.maxCostUsd: a run has one cost cap, on what llm: and judge: spend together',
+      'set llm.maxCostUsd (or --max-cost) instead',
+    );
+  }
   if (c.maxCostUsd !== undefined && !price) {
     throw new AmbiqaError(
       `invalid llm config: llm.maxCostUsd is set, but no price is known for model "${c.model ?? process.env.OPENAI_MODEL ?? '(unset)'}"`,

@@ -29,7 +29,8 @@ options:
   --shard i/N            run shard i of N (0-based): a deterministic slice of the questions;
                          combine the shards with \`ambiqa merge\`
   --max-cost USD         stop cleanly before a live LLM call would take the run's spend (all
-                         its sessions) past USD dollars; exit status 3; --resume with a higher
+                         its sessions, llm: and judge: together) past USD dollars; exit
+                         status 3; --resume with a higher
                          --max-cost finishes it (same as --set llm.maxCostUsd=USD; needs a price:
                          llm.pricing, or a model in the built-in table, docs/llm.md "Cost")
   --no-tracking          do not log to MLflow (same as --set tracking.enabled=false)
