@@ -39,6 +39,7 @@ const integration = [
   'test/setup/setup.test.ts',
   'test/setup/system.test.ts',
   'test/tracking/client.test.ts',
+  'test/tracking/cost-mlflow.test.ts',
   'test/tracking/mlflow-ui.test.ts',
   'test/tracking/otel-export.test.ts',
   'test/tracking/run-page.test.ts',
