@@ -41,6 +41,7 @@ const integration = [
   'test/tracking/client.test.ts',
   'test/tracking/cost-mlflow.test.ts',
   'test/tracking/mlflow-ui.test.ts',
+  'test/tracking/otel-lazy.test.ts',
   'test/tracking/otel-export.test.ts',
   'test/tracking/run-page.test.ts',
   'test/tracking/server.test.ts',

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { context as otelContext, trace as otelTrace, SpanKind, SpanStatusCode, TraceFlags, type Attributes, type Context } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { BasicTracerProvider, type IdGenerator, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type { Attributes, Context } from '@opentelemetry/api';
+import type { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import type { BasicTracerProvider, IdGenerator, ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { AmbiqaError } from '../errors';
 import { MlflowHttpError, MlflowUnreachableError } from './client';
 import type { LlmCallRecord, RetrievalRecord, Trace } from '../trace/types';
@@ -271,6 +271,32 @@ function retrievalSpan(r: RetrievalRecord, parent: number, startMs: number, endM
 
 // ------------------------------------------------------------------------------- spans (OTel SDK)
 
+/** The OpenTelemetry packages the export uses. */
+export interface Otel {
+  api: typeof import('@opentelemetry/api');
+  sdk: typeof import('@opentelemetry/sdk-trace-base');
+  exporter: typeof import('@opentelemetry/exporter-trace-otlp-http');
+}
+
+let otel: Promise<Otel> | undefined;
+
+/**
+ * The OpenTelemetry SDK and OTLP exporter, loaded on the first trace export: about 260 CommonJS
+ * modules and 0.2 s of start-up (docs/performance.md) that a run without tracking, `--help` and
+ * every other command do not need. Only package names are imported here, never a relative `.ts`
+ * path: tsx's CommonJS mode (the library entry, notebooks) passes a dynamic `import()` to Node's
+ * ES-module resolver, which finds packages but not extensionless TypeScript files
+ * (src/experiments/session.ts); test/tracking/otel-lazy.test.ts loads it from both entries.
+ */
+export function loadOtel(): Promise<Otel> {
+  otel ??= Promise.all([import('@opentelemetry/api'), import('@opentelemetry/sdk-trace-base'), import('@opentelemetry/exporter-trace-otlp-http')]).then(
+    ([api, sdk, exporter]) => ({ api, sdk, exporter }),
+  );
+  // A failed load (a broken install) is not cached: the next export tries again and reports it.
+  otel.catch(() => (otel = undefined));
+  return otel;
+}
+
 /** Hands out the ids we decide (deterministic per question) to the SDK's tracer. */
 class PlannedIds implements IdGenerator {
   traceId = '';
@@ -300,9 +326,12 @@ export class SpanBuilder {
   private readonly collector = new Collector();
   private readonly provider: BasicTracerProvider;
 
-  constructor(private readonly limits: FieldLimits = DEFAULT_FIELD_LIMITS) {
+  constructor(
+    private readonly otel: Otel,
+    private readonly limits: FieldLimits = DEFAULT_FIELD_LIMITS,
+  ) {
     // Attribute limits are ours (fitTraceBudget, with a marker); the SDK's would cut silently.
-    this.provider = new BasicTracerProvider({
+    this.provider = new otel.sdk.BasicTracerProvider({
       idGenerator: this.ids,
       spanProcessors: [this.collector],
       spanLimits: { attributeCountLimit: 1000, attributeValueLengthLimit: Infinity },
@@ -310,6 +339,7 @@ export class SpanBuilder {
   }
 
   build(item: TraceExportItem, limits: FieldLimits = this.limits): { spans: ReadableSpan[]; truncatedFields: number; startMs: number; endMs: number } {
+    const { context: otelContext, trace: otelTrace, SpanKind, SpanStatusCode, TraceFlags } = this.otel.api;
     const tracer = this.provider.getTracer('ambiqa');
     const plan = planSpans(item, limits);
     const started: Array<{ span: ReturnType<typeof tracer.startSpan>; ctx: Context }> = [];
@@ -376,8 +406,11 @@ export interface OtlpSenderOptions {
 export class OtlpSender {
   private readonly exporter: OTLPTraceExporter;
 
-  constructor(private readonly options: OtlpSenderOptions) {
-    this.exporter = new OTLPTraceExporter({
+  constructor(
+    otel: Otel,
+    private readonly options: OtlpSenderOptions,
+  ) {
+    this.exporter = new otel.exporter.OTLPTraceExporter({
       url: `${options.uri}/v1/traces`,
       headers: { ...(options.headers ?? {}), 'x-mlflow-experiment-id': options.experimentId },
       timeoutMillis: options.timeoutMs ?? 30_000,

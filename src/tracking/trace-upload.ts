@@ -3,6 +3,7 @@ import {
   DEFAULT_FIELD_LIMITS,
   MIN_OTLP_VERSION,
   OtlpSender,
+  loadOtel,
   SpanBuilder,
   TraceTooLargeError,
   TracesUnsupportedError,
@@ -66,8 +67,9 @@ export async function sendTraceSpans(items: TraceExportItem[], target: TraceSend
   if (items.length === 0) return { feedback: async () => {} };
   await assertTracesSupported(target.client);
   const limits = target.limits ?? DEFAULT_FIELD_LIMITS;
-  const builder = new SpanBuilder(limits);
-  const sender = new OtlpSender({ uri: target.client.uri, experimentId: target.experimentId, headers: target.client.requestHeaders });
+  const otel = await loadOtel();
+  const builder = new SpanBuilder(otel, limits);
+  const sender = new OtlpSender(otel, { uri: target.client.uri, experimentId: target.experimentId, headers: target.client.requestHeaders });
   let truncated = 0;
   const times = new Map<string, { startMs: number; endMs: number }>();
   try {
