@@ -57,6 +57,11 @@ export interface EmbedderCatalogEntry {
 export interface Catalog {
   llms: LlmCatalogEntry[];
   defaultLlm: string;
+  /**
+   * The catalog LLM that the shipped ToC, Diva, COMBO and demo configs name as their `judge:`
+   * (setup's `judge` part fetches it); none: setup fetches no judge model.
+   */
+  defaultJudge?: string;
   embedder: EmbedderCatalogEntry;
 }
 
@@ -238,6 +243,9 @@ export const defaultCatalog: Catalog = {
   llms: [qwenCoder05, qwenCoder15, smollm2, gemma3],
   // Chosen by measurement on the 2-core machine (docs/models.md): the best reader at >= 10 tokens/s.
   defaultLlm: qwenCoder05.name,
+  // Chosen by measurement (docs/results.md, issue 26): the 0.5B model ranks its own verification
+  // inputs but puts P below 0.5 on nearly all of them; the 1.5B decides at the papers' 0.5.
+  defaultJudge: qwenCoder15.name,
   embedder: minilm,
 };
 

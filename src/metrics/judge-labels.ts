@@ -88,8 +88,8 @@ function labelToc(d: TocDecisions, example: Example): LabelledJudgment[] {
   return out;
 }
 
-/** Tokenised gold answers, and which of them a text contains (by index). */
-function answerMatcher(example: Example): { any: (text: string) => boolean; which: (text: string) => Set<number>; empty: boolean } {
+/** Tokenised gold answers, and which of them a text contains (by index); the Diva and COMBO silver labels' test. */
+export function goldAnswerMatcher(example: Example): { any: (text: string) => boolean; which: (text: string) => Set<number>; empty: boolean } {
   const answers = goldShortAnswers(example).map(answerTokens).filter((t) => t.length > 0);
   return {
     empty: answers.length === 0,
@@ -108,7 +108,7 @@ function answerMatcher(example: Example): { any: (text: string) => boolean; whic
 function labelDiva(d: DivaDecisions, example: Example, passageText: PassageText): LabelledJudgment[] {
   // No passages: Diva sets P = 0 without asking the judge, so there is no judgment to grade.
   if (!d.pAnswered || d.passageIds.length === 0) return [];
-  const gold = answerMatcher(example);
+  const gold = goldAnswerMatcher(example);
   const texts = d.passageIds.map(passageText);
   const label = gold.empty || texts.some((t) => t === undefined) ? null : texts.some((t) => gold.any(t!));
   return d.pAnswered.map((p, i) => judgment('diva.verify', p, d.pAnsweredRaw?.[i], label));
@@ -118,7 +118,7 @@ function labelDiva(d: DivaDecisions, example: Example, passageText: PassageText)
 const isLlmJudge = (scorer: string | undefined): boolean => scorer === undefined || scorer.startsWith('llm-judge');
 
 function labelCombo(d: ComboDecisions, example: Example, passageText: PassageText): LabelledJudgment[] {
-  const gold = answerMatcher(example);
+  const gold = goldAnswerMatcher(example);
   const out: LabelledJudgment[] = [];
   const retrievedFound = d.retrievedPassageIds.map((id) => {
     const text = passageText(id);

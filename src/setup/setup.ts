@@ -11,7 +11,7 @@ import { ensureSystemPackages } from './system';
 import { ensureVenv } from './venv';
 import { ensureLlamaServer } from './llama-server';
 
-export const SETUP_PARTS = ['system', 'embedder', 'llm', 'venv'] as const;
+export const SETUP_PARTS = ['system', 'embedder', 'llm', 'judge', 'venv'] as const;
 export type SetupPart = (typeof SETUP_PARTS)[number];
 
 export interface SetupOptions {
@@ -103,6 +103,16 @@ export async function runSetup(options: SetupOptions = {}): Promise<SetupResult>
   let llm: LlmManifestEntry | undefined = previous?.llm;
   if (parts.has('llm') || options.llm || options.llmFile) {
     llm = await step('LLM', () => ensureLlm(ctx, { name: options.llm, file: options.llmFile }, previous?.llm));
+  }
+  // The shipped configs' judge model (catalog.defaultJudge): fetched beside the embedded LLM, which
+  // it never replaces; the manifest does not change.
+  const judgeName = ctx.catalog.defaultJudge;
+  if (parts.has('judge') && judgeName && !(options.fetchLlms ?? []).includes(judgeName)) {
+    await step(`judge LLM ${judgeName}`, async () => {
+      const entry = findLlm(ctx.catalog, judgeName);
+      if (!entry) throw new AmbiqaError(`catalog: the default judge '${judgeName}' is not one of its LLMs`);
+      return ensureCatalogLlm(ctx, entry);
+    });
   }
   for (const name of options.fetchLlms ?? []) {
     await step(`LLM ${name}`, async () => {

