@@ -19,7 +19,10 @@
  * question, as a run computes them. Every judgment goes through the LLM client and its cache.
  *
  *   npx tsx bench/judge-study-retrieval.ts <config.yaml> [--questions 50] [--dq 1] [--passages 3]
- *     [--judge15 name] [--out file.json]
+ *     [--judge15 name] [--batch15] [--out file.json]
+ *
+ * `--batch15`: also the 1.5B judge's batch prior for Diva (32 more judgments of five passages each,
+ * about as long as the 1.5B's Diva items on 16 questions); off by default.
  */
 import { writeFileSync } from 'node:fs';
 import { createComposer } from '../src/experiments/compose';
@@ -27,7 +30,7 @@ import { loadExperimentConfig, type ExperimentConfig } from '../src/experiments/
 import { calibrationPool } from '../src/experiments/judge-priors';
 import type { ChatMessage, LanguageModel } from '../src/llm/types';
 import { goldAnswerMatcher, type JudgePurpose } from '../src/metrics/judge-labels';
-import { judgeQuality } from '../src/metrics/judge-quality';
+import { judgeQuality, pairedAucDifference } from '../src/metrics/judge-quality';
 import { calibrateProbabilities, CONTENT_FREE, contentFreePassage } from '../src/pipelines/common/judge';
 import { evidentialityPrompt } from '../src/pipelines/combo/prompts';
 import { DivaPipeline } from '../src/pipelines/diva';
@@ -52,6 +55,7 @@ const dqPerQuestion = Number(flag('--dq') ?? 1);
 const passagesPerQuestion = Number(flag('--passages') ?? 3);
 const judge15 = flag('--judge15') ?? 'qwen2.5-coder-1.5b-instruct-q4_k_m';
 const outFile = flag('--out') ?? 'judge-study-retrieval.json';
+const batch15 = args.includes('--batch15');
 const YES_NO = ['Yes', 'No'];
 
 interface Item {
@@ -152,19 +156,22 @@ try {
 
   const small = parts.context;
   const big = await withJudge(judge15);
+  const rawP: Record<string, number[]> = {};
   for (const [name, ctx] of [['0.5B', small], ['1.5B', big]] as const) {
     let t = performance.now();
     const diva = await judgeAll(ctx.llm, 'diva.verify', divaItems.map((i) => i.request));
+    rawP[`${name} diva.verify`] = diva.map((x) => x[0]!);
     const divaCf = (await judgeAll(ctx.llm, 'diva.verify', [{ messages: divaContentFree }]))[0]!;
-    const divaBatch = await divaBatchPrior(ctx);
+    const divaBatch = name === '0.5B' || batch15 ? await divaBatchPrior(ctx) : undefined;
     addRows('diva.verify', divaItems, [
       { setting: `${name} raw`, probs: diva },
       { setting: `${name} content-free`, probs: diva, prior: divaCf },
-      { setting: `${name} batch`, probs: diva, prior: divaBatch },
+      ...(divaBatch ? [{ setting: `${name} batch`, probs: diva, prior: divaBatch }] : []),
     ], (performance.now() - t) / 1000);
     console.error(`${name} diva.verify: ${((performance.now() - t) / 1000).toFixed(0)} s`);
     t = performance.now();
     const combo = await judgeAll(ctx.llm, 'combo.evidentiality', comboItems.map((i) => i.request));
+    rawP[`${name} combo.evidentiality`] = combo.map((x) => x[0]!);
     const comboCf = (await judgeAll(ctx.llm, 'combo.evidentiality', [{ prompt: comboContentFree }]))[0]!;
     addRows('combo.evidentiality', comboItems, [
       { setting: `${name} raw`, probs: combo },
@@ -173,7 +180,15 @@ try {
     console.error(`${name} combo.evidentiality: ${((performance.now() - t) / 1000).toFixed(0)} s`);
   }
 
-  const out = { config: configFile, questions: study.length, dqPerQuestion, passagesPerQuestion, wallSeconds: (performance.now() - t0) / 1000, rows };
+  // The 1.5B judge's AUC against the 0.5B's on the same items, paired by question.
+  const paired = ([['diva.verify', divaItems], ['combo.evidentiality', comboItems]] as const).map(([purpose, items]) => {
+    const a = rawP[`0.5B ${purpose}`]!;
+    const b = rawP[`1.5B ${purpose}`]!;
+    const questions = [...new Set(items.map((i) => i.questionId))];
+    const clusters = questions.map((q) => items.flatMap((it, k) => (it.questionId === q ? [{ pA: a[k]!, pB: b[k]!, label: it.label }] : [])));
+    return { purpose, deltaAuc15vs05: pairedAucDifference(clusters) };
+  });
+  const out = { config: configFile, questions: study.length, dqPerQuestion, passagesPerQuestion, wallSeconds: (performance.now() - t0) / 1000, rows, paired };
   writeFileSync(outFile, JSON.stringify(out, null, 2) + '\n');
   const f = (x: unknown, d = 3) => (typeof x !== 'number' || Number.isNaN(x) ? '–' : x.toFixed(d));
   console.log('| judge | setting | prior | AUC [95% CI] | share P ≥ 0.5 | mean P right / wrong | kept right / wrong | Brier |');
@@ -182,6 +197,9 @@ try {
     console.log(
       `| ${r.purpose} | ${r.setting} | ${f(r.prior)} | ${f(r.auc)} [${f(r.aucCiLow)}, ${f(r.aucCiHigh)}] | ${f(r.shareAtLeastHalf, 2)} | ${f(r.meanPPositive)} / ${f(r.meanPNegative)} | ${r.keptPositives}/${r.positives} / ${r.keptNegatives}/${r.negatives} | ${f(r.brier)} |`,
     );
+  }
+  for (const { purpose, deltaAuc15vs05: d } of paired) {
+    console.log(`${purpose}: AUC 1.5B − 0.5B = ${d ? `${f(d.delta)} [${f(d.low)}, ${f(d.high)}], p ${f(d.p)}` : '–'} (paired by question)`);
   }
   console.log(`${study.length} questions, ${out.wallSeconds.toFixed(0)} s`);
 } finally {

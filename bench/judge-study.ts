@@ -21,7 +21,7 @@ import { loadExperimentConfig, type ExperimentConfig } from '../src/experiments/
 import { calibrationPool } from '../src/experiments/judge-priors';
 import type { ChatMessage, LanguageModel } from '../src/llm/types';
 import { labelJudgments } from '../src/metrics/judge-labels';
-import { judgeQuality } from '../src/metrics/judge-quality';
+import { judgeQuality, pairedAucDifference } from '../src/metrics/judge-quality';
 import { calibrateProbabilities, CONTENT_FREE, contentFreePassage } from '../src/pipelines/common/judge';
 import { TocPipeline } from '../src/pipelines/toc';
 import { tocOptionsSchema } from '../src/pipelines/toc/options';
@@ -176,9 +176,14 @@ try {
     const labelsG = g05.probs.map((_, i) => i % 2 === 0);
     const clusterOf = g05.questionOf.map((q) => q.slice(q.indexOf('Question: '), q.indexOf('Proposed answer')));
     const clusters = [...new Set(clusterOf)];
+    // Each setting's AUC against the 0.5B raw judge's, paired on the same items (the bootstrap
+    // resamples questions for both at once).
+    const reference = gold[0]!;
     for (const s of gold) {
       const perQuestion: LabelledJudgment[][] = clusters.map((c) => s.p.flatMap((p, k) => (clusterOf[k] === c ? [{ purpose: 'toc.verify', p, label: labelsG[k]! }] : [])));
-      goldRows.push({ setting: s.name, ...studyRow(perQuestion, s.p, labelsG) });
+      const paired = clusters.map((c) => s.p.flatMap((p, k) => (clusterOf[k] === c ? [{ pA: reference.p[k]!, pB: p, label: labelsG[k]! }] : [])));
+      const vsRaw = s === reference ? null : pairedAucDifference(paired);
+      goldRows.push({ setting: s.name, ...studyRow(perQuestion, s.p, labelsG), ...(vsRaw ? { deltaAucVsRaw: vsRaw } : {}) });
     }
   }
 
@@ -208,9 +213,11 @@ try {
   console.log(`${items.length} nodes, ${byQuestion.length} questions, ${out.wallSeconds.toFixed(0)} s`);
   if (goldRows.length > 0) {
     console.log(`\ngold-pair items on the first ${goldQuestions} questions:`);
-    for (const r of goldRows as Array<(typeof rows)[number]>) {
+    for (const r of goldRows as Array<(typeof rows)[number] & { deltaAucVsRaw?: { delta: number; low: number; high: number; p: number } }>) {
+      const d = r.deltaAucVsRaw;
+      const vs = d ? `${d.delta >= 0 ? '+' : ''}${f(d.delta)} [${f(d.low)}, ${f(d.high)}], p ${d.p < 0.001 ? '< 0.001' : f(d.p)}` : 'reference';
       console.log(
-        `| ${r.setting} | ${f(r.auc)} [${f(r.aucCiLow)}, ${f(r.aucCiHigh)}] | ${f(r.shareAtLeastHalf, 2)} | ${f(r.meanPPositive)} / ${f(r.meanPNegative)} | ${r.keptPositives}/${r.positives} / ${r.keptNegatives}/${r.negatives} | ${f(r.brier)} |`,
+        `| ${r.setting} | ${f(r.auc)} [${f(r.aucCiLow)}, ${f(r.aucCiHigh)}] | ${vs} | ${f(r.shareAtLeastHalf, 2)} | ${f(r.meanPPositive)} / ${f(r.meanPNegative)} | ${r.keptPositives}/${r.positives} / ${r.keptNegatives}/${r.negatives} | ${f(r.brier)} |`,
       );
     }
   }

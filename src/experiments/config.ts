@@ -138,8 +138,9 @@ export const experimentFileSchema = z.strictObject({
    * The model of every yes/no judgment (`LanguageModel.judge`: ToC's verification, Diva's and
    * COMBO's graded judges, …), with the fields of `llm:`. Absent: the run's LLM judges. A
    * separate judge has its own client, cache keys and usage, and its own params (`judge.*`).
+   * `judge: null` (e.g. `--set judge=null` on a config that ships a judge) is the same as absent.
    */
-  judge: z.record(z.string(), z.unknown()).optional(),
+  judge: z.record(z.string(), z.unknown()).nullish(),
   /** A mapping, or a bare type name (`retriever: bm25` means `{type: bm25}`). */
   retriever: z.preprocess(typeShorthand, z.record(z.string(), z.unknown())).optional(),
   reranker: z.preprocess(typeShorthand, z.record(z.string(), z.unknown())).optional(),

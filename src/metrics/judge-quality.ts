@@ -97,6 +97,56 @@ export function clusteredAucInterval(
   return { low: percentile(values, (100 * (1 - level)) / 2), high: percentile(values, (100 * (1 + level)) / 2) };
 }
 
+/** Two judges' P on the same labelled items, grouped by question (the bootstrap's clusters). */
+export type PairedJudgments = ReadonlyArray<ReadonlyArray<{ pA: number; pB: number; label: boolean }>>;
+
+/**
+ * Paired comparison of two judges' AUC on the same items: ΔAUC = AUC(B) − AUC(A) with a
+ * percentile-bootstrap 95% CI resampling questions (both judges see the same resample, so what
+ * the items share cancels), and a two-sided bootstrap p: twice the smaller share of resampled Δ
+ * on either side of 0 (at least 1/resamples). Resamples with one class empty are dropped; null
+ * when more than half are.
+ */
+export function pairedAucDifference(
+  clusters: PairedJudgments,
+  options: { resamples?: number; seed?: number; level?: number } = {},
+): { delta: number; low: number; high: number; p: number; resamples: number } | null {
+  const n = clusters.length;
+  if (n === 0) return null;
+  const all = clusters.flat();
+  const delta = auc(all.map((j) => j.pB), all.map((j) => j.label)) - auc(all.map((j) => j.pA), all.map((j) => j.label));
+  if (Number.isNaN(delta)) return null;
+  const resamples = options.resamples ?? 2000;
+  const level = options.level ?? 0.95;
+  const rng = seededRandom(options.seed ?? 0);
+  const deltas: number[] = [];
+  for (let b = 0; b < resamples; b++) {
+    const a: number[] = [];
+    const bScores: number[] = [];
+    const labels: boolean[] = [];
+    for (let i = 0; i < n; i++) {
+      for (const j of clusters[Math.floor(rng() * n)]) {
+        a.push(j.pA);
+        bScores.push(j.pB);
+        labels.push(j.label);
+      }
+    }
+    const d = auc(bScores, labels) - auc(a, labels);
+    if (!Number.isNaN(d)) deltas.push(d);
+  }
+  if (deltas.length * 2 < resamples) return null;
+  deltas.sort((x, y) => x - y);
+  const below = deltas.filter((d) => d <= 0).length / deltas.length;
+  const above = deltas.filter((d) => d >= 0).length / deltas.length;
+  return {
+    delta,
+    low: percentile(deltas, (100 * (1 - level)) / 2),
+    high: percentile(deltas, (100 * (1 + level)) / 2),
+    p: Math.min(1, Math.max(2 * Math.min(below, above), 1 / deltas.length)),
+    resamples: deltas.length,
+  };
+}
+
 const mean = (xs: readonly number[]): number | null => (xs.length === 0 ? null : xs.reduce((s, x) => s + x, 0) / xs.length);
 const nanToNull = (x: number): number | null => (Number.isNaN(x) ? null : x);
 

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,20 +16,24 @@ import { buildCorpus } from '../../src/retrieval/corpus-builder';
 import { saveCorpus } from '../../src/retrieval/corpus';
 import type { Trace } from '../../src/trace/types';
 import { startFaultServer, type FaultServer } from '../llm/fault-server';
+import { trackingUri, uniqueName } from '../tracking/helpers';
 
 /**
  * ToC end to end with a judge of its own, on one example question with a tiny tree: the 0.5B
  * embedded generator with (1) the catalog's 1.5B model as `judge:` — both GGUFs loaded once in
  * this process — and (2) an OpenAI-compatible judge on a loopback server that returns
- * top_logprobs. The 1.5B file is not part of a default setup (`npx ambiqa setup --fetch-llm
- * qwen2.5-coder-1.5b-instruct-q4_k_m`, 1.1 GB): without it that part is skipped, saying why.
+ * top_logprobs. The 1.5B file is the catalog's default judge, fetched by a default `npx ambiqa
+ * setup` (1.1 GB; `--skip-judge` leaves it out): without it that part is skipped, saying why. With
+ * a real MLflow server (test/global-setup.ts, `.ci/run`) the 1.5B run is logged there and both
+ * models' names are read back through MLflow's REST API.
  */
 const JUDGE = 'qwen2.5-coder-1.5b-instruct-q4_k_m';
 const hasGenerator = existsSync(manifestPath());
 const judgeFile = catalogModelFile(JUDGE)!;
 const hasJudge = hasGenerator && existsSync(judgeFile.path);
 if (!hasGenerator) console.log(`skipping the embedded judge: runs: ${manifestPath()} is absent (run \`npx ambiqa setup\`)`);
-else if (!hasJudge) console.log(`skipping the 1.5B judge run: ${judgeFile.path} is absent (npx ambiqa setup --fetch-llm ${JUDGE})`);
+else if (!hasJudge) console.log(`skipping the 1.5B judge run: ${judgeFile.path} is absent (npx ambiqa setup, or --fetch-llm ${JUDGE})`);
+const mlflowUri = hasJudge ? trackingUri() : '';
 
 const dir = mkdtempSync(join(tmpdir(), 'ambiqa-judge-embedded-'));
 const corpus = join(dir, 'corpus.jsonl');
@@ -69,7 +73,22 @@ describe.skipIf(!hasJudge)('ToC with the 0.5B generator and the 1.5B catalog mod
   it('runs end to end; judgments come from the 1.5B model, generations from the 0.5B; both named; each loaded once', async () => {
     const generator = readModelManifest().llm;
     const judge = { provider: 'embedded' as const, model: JUDGE, threads: 1, contextSize: 2048, sequences: 1, cache };
-    const run = await runInProcess(config(judge), { name: 'toc-judge-1.5b' });
+    const experiment = uniqueName('judge-1.5b');
+    const tracked: ExperimentInput = mlflowUri ? { ...config(judge), tracking: { enabled: true, experiment } } : config(judge);
+    const saved = { uri: process.env.MLFLOW_TRACKING_URI, tracking: process.env.AMBIQA_TRACKING };
+    if (mlflowUri) {
+      process.env.MLFLOW_TRACKING_URI = mlflowUri;
+      delete process.env.AMBIQA_TRACKING;
+    }
+    let run: Awaited<ReturnType<typeof runInProcess>>;
+    try {
+      run = await runInProcess(tracked, { name: 'toc-judge-1.5b' });
+    } finally {
+      for (const [k, v] of [['MLFLOW_TRACKING_URI', saved.uri], ['AMBIQA_TRACKING', saved.tracking]] as const) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
     expect(run.status).toBe('FINISHED');
     expect(run.results[0]!.error).toBeUndefined();
     const [trace] = readJsonl<Trace>(join(run.dir, 'traces.jsonl'));
@@ -88,6 +107,16 @@ describe.skipIf(!hasJudge)('ToC with the 0.5B generator and the 1.5B catalog mod
     expect(llmSettings(run.config.judge as never, 'judge')).toMatchObject({ 'judge.modelSha256': judgeFile.sha256, 'judge.engine': expect.stringMatching(/^node-llama-cpp@/) });
     // Two GGUFs, each loaded once for the process.
     expect(loadedEmbeddedModels().sort()).toEqual([generator.file, judgeFile.path].sort());
+    if (!mlflowUri) return;
+    // The run as a real MLflow server holds it, read through its REST API: both models named.
+    const { runId } = JSON.parse(readFileSync(join(run.dir, 'mlflow.json'), 'utf8')) as { runId: string };
+    const res = await fetch(`${mlflowUri}/api/2.0/mlflow/runs/get?run_id=${encodeURIComponent(runId)}`);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { run: { data: { params?: Array<{ key: string; value: string }>; tags?: Array<{ key: string; value: string }> } } };
+    const params = Object.fromEntries((body.run.data.params ?? []).map((p) => [p.key, p.value]));
+    const tags = Object.fromEntries((body.run.data.tags ?? []).map((t) => [t.key, t.value]));
+    expect(params).toMatchObject({ 'llm.model': generator.name, 'judge.model': JUDGE, 'judge.modelSha256': judgeFile.sha256, 'llm.modelSha256': generator.sha256 });
+    expect(tags).toMatchObject({ 'ambiqa.llm.model': generator.name, 'ambiqa.judge.model': JUDGE });
   });
 });
 

@@ -7,6 +7,7 @@ import type { ExperimentInput } from '../../src/experiments/config';
 import { registry } from '../../src/experiments/compose';
 import { configParams } from '../../src/experiments/run-tracking';
 import { planSweep } from '../../src/experiments/sweep';
+import { parseOverride } from '../../src/experiments/overrides';
 import { readResolvedConfig, resolveExperimentConfig } from '../../src/experiments/config';
 import { closeSession, runInProcess } from '../../src/experiments/session';
 import { describeError } from '../../src/errors';
@@ -137,6 +138,15 @@ describe('judge: a model of its own for yes/no judgments', () => {
         expect(c.judge!.p).toBe(0);
       }
     }
+  });
+
+  it('--set judge=null turns off a judge a config ships: the llm judges, as without the section', () => {
+    const shipped = { ...config('judge-model'), name: 'x' } as unknown as Record<string, unknown>;
+    const withJudge = resolveExperimentConfig(shipped, registry, { source: 'x.yaml' });
+    expect((withJudge.judge as { model?: string } | undefined)?.model).toBe('judge-model');
+    const off = resolveExperimentConfig(shipped, registry, { source: 'x.yaml', overrides: [parseOverride('judge=null')] });
+    expect(off.judge).toBeUndefined();
+    expect('judge' in off).toBe(false);
   });
 });
 

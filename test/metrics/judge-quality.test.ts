@@ -4,6 +4,7 @@ import {
   clusteredAucInterval,
   judgeQuality,
   labelHistogram,
+  pairedAucDifference,
   reliabilityBins,
   runJudgeDiagnostics,
 } from '../../src/metrics/judge-quality';
@@ -31,6 +32,47 @@ describe('auc', () => {
   it('is NaN when a class is empty', () => {
     expect(auc([0.1, 0.9], [true, true])).toBeNaN();
     expect(auc([], [])).toBeNaN();
+  });
+});
+
+describe('pairedAucDifference', () => {
+  it('a judge that ranks every question right against one that ranks each backwards: Δ = +1, the whole interval above 0, p at its floor', () => {
+    const q = [
+      { pA: 0.2, pB: 0.9, label: true },
+      { pA: 0.8, pB: 0.1, label: false },
+    ];
+    const r = pairedAucDifference([q, q, q, q], { resamples: 500 })!;
+    expect(r.delta).toBe(1);
+    expect(r.low).toBe(1);
+    expect(r.high).toBe(1);
+    expect(r.p).toBe(1 / 500);
+  });
+
+  it('two judges that rank alike: Δ = 0 and p = 1', () => {
+    const qs = [
+      [{ pA: 0.7, pB: 0.6, label: true }, { pA: 0.3, pB: 0.2, label: false }],
+      [{ pA: 0.4, pB: 0.45, label: true }, { pA: 0.5, pB: 0.55, label: false }],
+    ];
+    const r = pairedAucDifference(qs, { seed: 1 })!;
+    expect(r.delta).toBe(0);
+    expect(r.p).toBe(1);
+  });
+
+  it('pairs the resamples: the judges differ on one question only, and Δ stays on its side of 0', () => {
+    // B fixes question 2's order and agrees elsewhere: every resample's Δ is ≥ 0.
+    const qs = [
+      [{ pA: 0.9, pB: 0.9, label: true }, { pA: 0.1, pB: 0.1, label: false }],
+      [{ pA: 0.3, pB: 0.8, label: true }, { pA: 0.6, pB: 0.2, label: false }],
+      [{ pA: 0.7, pB: 0.7, label: true }, { pA: 0.4, pB: 0.4, label: false }],
+    ];
+    const r = pairedAucDifference(qs, { seed: 2 })!;
+    expect(r.delta).toBeGreaterThan(0);
+    expect(r.low).toBeGreaterThanOrEqual(0);
+  });
+
+  it('null without both classes', () => {
+    expect(pairedAucDifference([[{ pA: 0.5, pB: 0.6, label: true }]])).toBeNull();
+    expect(pairedAucDifference([])).toBeNull();
   });
 });
 
