@@ -25,8 +25,7 @@
  * about as long as the 1.5B's Diva items on 16 questions); off by default.
  */
 import { writeFileSync } from 'node:fs';
-import { createComposer } from '../src/experiments/compose';
-import { loadExperimentConfig, type ExperimentConfig } from '../src/experiments/config';
+import { openStudy } from './study-setup';
 import { calibrationPool } from '../src/experiments/judge-priors';
 import type { ChatMessage, LanguageModel } from '../src/llm/types';
 import { goldAnswerMatcher, type JudgePurpose } from '../src/metrics/judge-labels';
@@ -64,12 +63,9 @@ interface Item {
   label: boolean;
 }
 
-const composer = createComposer({ notify: (m) => console.error(m) });
 const t0 = performance.now();
+const { composer, parts, withJudge } = await openStudy(configFile);
 try {
-  const loaded = loadExperimentConfig(configFile, composer.registry, { overrides: [] });
-  const base: ExperimentConfig = { ...loaded, metrics: ['str_em'] as ExperimentConfig['metrics'] };
-  const parts = await composer.components(base);
   const retriever = parts.context.retriever!;
   const study = parts.examples.slice(0, nQuestions);
   const divaOptions = divaOptionsSchema.parse({ judgeCalibration: 'batch' });
@@ -113,10 +109,6 @@ try {
       out.push(r.mode === 'probability' ? r.probabilities : [r.p, 1 - r.p]);
     }
     return out;
-  };
-  const withJudge = async (name: string): Promise<PipelineContext> => {
-    const config: ExperimentConfig = { ...base, judge: { ...(base.llm as object), model: name } } as ExperimentConfig;
-    return (await composer.components(config)).context;
   };
   const divaBatchPrior = async (ctx: PipelineContext) => {
     const priors = await new DivaPipeline(divaOptions).calibrate(calibrationPool(ctx.demos?.pool ?? [], parts.examples), ctx);

@@ -16,8 +16,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createComposer } from '../src/experiments/compose';
-import { loadExperimentConfig, type ExperimentConfig } from '../src/experiments/config';
+import { openStudy } from './study-setup';
 import { calibrationPool } from '../src/experiments/judge-priors';
 import type { ChatMessage, LanguageModel } from '../src/llm/types';
 import { labelJudgments } from '../src/metrics/judge-labels';
@@ -55,13 +54,9 @@ interface Item {
   label: boolean | null;
 }
 
-const composer = createComposer({ notify: (m) => console.error(m) });
 const t0 = performance.now();
+const { composer, base, parts, withJudge: judgeContext } = await openStudy(configFile);
 try {
-  // Scores are not needed here (the silver labels come from the gold data): no D-F1 reader to load.
-  const loaded = loadExperimentConfig(configFile, composer.registry, { overrides: [] });
-  const base: ExperimentConfig = { ...loaded, metrics: ['str_em'] as ExperimentConfig['metrics'] };
-  const parts = await composer.components(base);
   const examples = new Map(parts.examples.map((e) => [e.id, e]));
 
   // The items: every node the run's judge scored, its recorded prompt and its silver label.
@@ -80,11 +75,7 @@ try {
   }
   console.error(`${items.length} nodes from ${traces.length} questions (${items.filter((i) => i.label === true).length} labelled right, ${items.filter((i) => i.label === false).length} wrong)`);
 
-  const withJudge = async (name: string | null): Promise<PipelineContext> => {
-    if (!name) return parts.context;
-    const config: ExperimentConfig = { ...base, judge: { ...(base.llm as object), model: name } } as ExperimentConfig;
-    return (await composer.components(config)).context;
-  };
+  const withJudge = async (name: string | null): Promise<PipelineContext> => (name ? judgeContext(name) : parts.context);
   const judgeAll = async (llm: LanguageModel, prompts: ChatMessage[][]) => {
     const out: number[][] = [];
     for (const messages of prompts) {
