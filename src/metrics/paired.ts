@@ -146,7 +146,9 @@ export function holm(pValues: readonly number[]): number[] {
 
 /** Questions needed for 80% power at two-sided α 0.05 (normal approximation; see the module note). */
 export function questionsForPower(meanDelta: number, sdDelta: number): number | null {
-  if (!Number.isFinite(meanDelta) || !Number.isFinite(sdDelta) || meanDelta === 0) return null;
+  // A mean that is zero but for floating-point rounding (+x and −x summed in another order)
+  // is zero: no number of questions detects it.
+  if (!Number.isFinite(meanDelta) || !Number.isFinite(sdDelta) || Math.abs(meanDelta) <= 1e-9 * Math.max(1, sdDelta)) return null;
   const n = (((Z_975 + Z_80) * sdDelta) / Math.abs(meanDelta)) ** 2;
   return Math.max(MIN_QUESTIONS_FOR_SIGNIFICANCE, Math.ceil(n - 1e-9));
 }

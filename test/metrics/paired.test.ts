@@ -112,6 +112,11 @@ describe('questions needed for 80% power', () => {
   });
   it('is undefined (null) when δ = 0 or there is no spread to estimate', () => {
     expect(questionsForPower(0, 3)).toBeNull();
+    // Deltas that cancel leave a rounding residue, not an effect (was printed as 6.7e+33 questions).
+    const cancelling = [10, -13.3, 3.3, 0, 0];
+    const residue = cancelling.reduce((a, b) => a + b, 0) / cancelling.length;
+    expect(residue).not.toBe(0);
+    expect(questionsForPower(residue, sampleSd(cancelling))).toBeNull();
     expect(questionsForPower(3, NaN)).toBeNull();
   });
 });
