@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AmbiqaError } from '../errors';
 import type { Reporter } from './context';
@@ -11,8 +11,8 @@ import { venvPython } from './venv';
 /**
  * A real OpenAI-compatible server for the embedded GGUF: llama.cpp's, as packaged by
  * `llama-cpp-python[server]`, pinned. PyPI serves no wheel of it for this platform, so pip builds
- * llama.cpp from the sdist (about 12 minutes with one compile job on a busy 2-core machine, see
- * docs/llm.md); pip keeps the built wheel in its cache, so a second venv installs it in seconds,
+ * llama.cpp from the sdist — only libllama and ggml, see `leanBuildCmakeArgs` (about 3 minutes on
+ * an idle 2-core machine, docs/llm.md); pip keeps the built wheel in its cache, so a second venv installs it in seconds,
  * and a second `ambiqa setup --server` finds it installed and does nothing.
  */
 export const LLAMA_CPP_PYTHON_VERSION = '0.3.36';
@@ -46,6 +46,23 @@ export function buildJobs(env: NodeJS.ProcessEnv = process.env): string {
   return set && /^\d+$/.test(set) && Number(set) > 0 ? set : String(availableParallelism());
 }
 
+/**
+ * CMake arguments for a build of only what the server loads: libllama and ggml. The package's own
+ * CMakeLists also compiles libmtmd (multimodal: clip, audio decoding) and forces on llama.cpp's
+ * `common` library (argument parsing, chat templates, an HTTP client: code for llama.cpp's own
+ * programs, which the Python package never loads) — together a large share of the compile. `-D`
+ * cannot switch `common` off (the package sets it with FORCE), so a project include sets it as a
+ * normal variable, which shadows the cache entry in every directory below. `mtmd` is imported
+ * only by the vision chat handlers, which a text GGUF never uses. The user's own CMAKE_ARGS come
+ * last and win (say, `-DLLAVA_BUILD=ON` for a multimodal model).
+ */
+export function leanBuildCmakeArgs(includeFile: string, userArgs: string | undefined): string {
+  return [`-DLLAVA_BUILD=OFF`, `-DCMAKE_PROJECT_INCLUDE=${includeFile}`, userArgs ?? ''].join(' ').trim();
+}
+
+/** The project include that `leanBuildCmakeArgs` names: switches off llama.cpp's `common` library. */
+export const LEAN_BUILD_INCLUDE = '# written by ambiqa setup --server: the Python package never loads llama.cpp\'s common library\nset(LLAMA_BUILD_COMMON OFF)\n';
+
 /** Install the pinned `llama-cpp-python[server]` into the project venv unless it is there. */
 export async function ensureLlamaServer(options: { venvDir: string; report: Reporter; version?: string }): Promise<void> {
   const version = options.version ?? LLAMA_CPP_PYTHON_VERSION;
@@ -59,11 +76,20 @@ export async function ensureLlamaServer(options: { venvDir: string; report: Repo
   }
   const spec = `llama-cpp-python[server]==${version}`;
   const jobs = buildJobs();
-  report.note(`installing ${spec} into ${venvDir}: pip compiles llama.cpp from the sdist unless its cache holds the wheel (about 10 minutes on 2 cores, ${jobs} compile job${jobs === '1' ? '' : 's'})`);
+  report.note(`installing ${spec} into ${venvDir}: pip compiles llama.cpp from the sdist unless its cache holds the wheel (about 3 minutes on 2 idle cores, ${jobs} compile job${jobs === '1' ? '' : 's'})`);
   const started = Date.now();
-  const installed = await runCommand(venvPython(venvDir), ['-m', 'pip', 'install', '--disable-pip-version-check', '--progress-bar', 'off', '-q', spec], {
-    env: { ...process.env, CMAKE_BUILD_PARALLEL_LEVEL: jobs },
-  });
+  // A path without spaces: CMAKE_ARGS is split on whitespace.
+  const includeDir = mkdtempSync(join(tmpdir(), 'ambiqa-llama-build-'));
+  const includeFile = join(includeDir, 'lean.cmake');
+  writeFileSync(includeFile, LEAN_BUILD_INCLUDE);
+  let installed: Awaited<ReturnType<typeof runCommand>>;
+  try {
+    installed = await runCommand(venvPython(venvDir), ['-m', 'pip', 'install', '--disable-pip-version-check', '--progress-bar', 'off', '-q', spec], {
+      env: { ...process.env, CMAKE_BUILD_PARALLEL_LEVEL: jobs, CMAKE_ARGS: leanBuildCmakeArgs(includeFile, process.env.CMAKE_ARGS) },
+    });
+  } finally {
+    rmSync(includeDir, { recursive: true, force: true });
+  }
   if (installed.code !== 0) {
     const output = `${installed.stdout}\n${installed.stderr}`;
     const kind = classifyFailure(output);

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer, Socket, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -93,6 +93,20 @@ describe.skipIf(skipReason !== undefined)(`llama.cpp server (llama-cpp-python ${
     await server?.stop();
     await unloadEmbeddedModels();
     if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('is the lean build setup asks for: libllama and ggml, no multimodal or llama.cpp common library', () => {
+    const lib = join(venvDir(), 'lib');
+    const pkgLib = readdirSync(lib)
+      .map((py) => join(lib, py, 'site-packages', 'llama_cpp', 'lib'))
+      .find((d) => existsSync(d));
+    expect(pkgLib, `llama_cpp/lib not found under ${lib}`).toBeDefined();
+    const files = readdirSync(pkgLib!);
+    expect(files.some((f) => /^libllama\.so/.test(f))).toBe(true);
+    expect(files.some((f) => /^libggml-cpu\.so/.test(f))).toBe(true);
+    // A wheel built before setup's lean CMake arguments (a developer's pip cache) has these:
+    // `.venv/bin/pip uninstall -y llama-cpp-python && .venv/bin/pip cache remove llama_cpp_python`, then `npx ambiqa setup --server`.
+    expect(files.filter((f) => /mtmd|llava|llama-common/.test(f))).toEqual([]);
   });
 
   it('renders prompts with the GGUF chat template, as the embedded provider does', () => {

