@@ -292,7 +292,7 @@ function runPrice(config: ExperimentConfig): PriceSource | undefined {
 }
 
 /** Resolved LLM settings the config left to defaults and that change results or speed. */
-const RESOLVED_LLM_PARAMS = ['model', 'modelSha256', 'baseUrl', 'threads', 'sequences', 'prefixReuse', 'batchSamples', 'flashAttention', 'engine'] as const;
+const RESOLVED_LLM_PARAMS = ['model', 'modelSha256', 'baseUrl', 'threads', 'sequences', 'prefixReuse', 'batchSamples', 'flashAttention', 'engine', 'cpu'] as const;
 
 /**
  * The LLM settings a config leaves to defaults, as resolved for this run (`llm.threads` depends

@@ -11,7 +11,7 @@ import { safeUrl } from './errors';
 import type { RetryEvent } from './limiter';
 import { BUILTIN_PRICES_AS_OF, builtinPrice, describePricing, pricingSchema, type PriceSource } from './pricing';
 import { CREDENTIALS_HINT, OPENAI_DEFAULT_BASE_URL, OpenAICompatibleProvider } from './providers/openai-compatible';
-import { DEFAULT_CONTEXT_SIZE, DEFAULT_SEQUENCES, DEFAULT_FLASH_ATTENTION, LlamaCppProvider, defaultThreads, embeddedModelFromManifest, machineLooksIdle, embeddedEngine } from './providers/llama-cpp';
+import { DEFAULT_CONTEXT_SIZE, DEFAULT_SEQUENCES, DEFAULT_FLASH_ATTENTION, LlamaCppProvider, defaultThreads, embeddedModelFromManifest, machineLooksIdle, embeddedEngine, embeddedCpu } from './providers/llama-cpp';
 
 /**
  * The `llm:` section of an experiment config, and the one factory that turns it into a client.
@@ -322,6 +322,7 @@ export function describeLlmConfig(
     out.batchSamples = c.batchSamples;
     out.flashAttention = c.flashAttention;
     out.engine = embeddedEngine();
+    out.cpu = embeddedCpu();
   } else {
     out.model = c.model ?? env.OPENAI_MODEL ?? '(unset)';
     out.baseUrl = safeUrl(c.baseUrl ?? env.OPENAI_BASE_URL ?? OPENAI_DEFAULT_BASE_URL);

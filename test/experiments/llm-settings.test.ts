@@ -3,6 +3,7 @@ import { llmSettings } from '../../src/experiments/compose';
 import { modelTags } from '../../src/experiments/run-page';
 import { defaultCatalog } from '../../src/config/catalog';
 import { describeLlmConfig } from '../../src/llm/config';
+import { describeCpu } from '../../src/llm/providers/llama-cpp';
 
 describe('resolved LLM settings in a run\'s params', () => {
   it('adds what an embedded config left to defaults (threads as resolved now, reuse, batching, slots)', () => {
@@ -13,6 +14,18 @@ describe('resolved LLM settings in a run\'s params', () => {
     expect(s['llm.model']).toBeTypeOf('string');
     // Which engine drew the samples: node-llama-cpp 3.21.1 garbled batched ones.
     expect(s['llm.engine']).toMatch(/^node-llama-cpp@3\.\d+\.\d+$/);
+    // Which CPU computed it: llama.cpp's kernels, and so the bits of P, follow its SIMD features.
+    expect(s['llm.cpu']).toBeTypeOf('string');
+    expect(s['llm.cpu']!.length).toBeGreaterThan(0);
+  });
+
+  it('describes the CPU by its model and the SIMD features llama.cpp chooses kernels by', () => {
+    const x86 = 'processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse4_2 avx f16c avx2 fma avx512f avx512bw avx512vl avx512_vnni avx512_bf16 rdtscp\n';
+    expect(describeCpu(x86, 'AMD EPYC ')).toBe('AMD EPYC; sse4_2 avx avx2 fma f16c avx512f avx512bw avx512vl avx512_vnni avx512_bf16');
+    const older = 'flags\t\t: fpu sse4_2 avx f16c avx2 fma\n';
+    expect(describeCpu(older, 'Intel Xeon')).toBe('Intel Xeon; sse4_2 avx avx2 fma f16c');
+    expect(describeCpu('Features\t: fp asimd asimddp sve i8mm\n', 'Neoverse')).toBe('Neoverse; asimd asimddp i8mm sve');
+    expect(describeCpu(undefined, 'Apple M2')).toBe('Apple M2');
   });
 
   it('never repeats a field the config set itself, and has nothing for the scripted model', () => {
@@ -23,6 +36,7 @@ describe('resolved LLM settings in a run\'s params', () => {
     expect(server['llm.model']).toBeUndefined();
     expect(server['llm.threads']).toBeUndefined();
     expect(server['llm.engine']).toBeUndefined();
+    expect(server['llm.cpu']).toBeUndefined();
     expect(server['llm.baseUrl']).toMatch(/^https?:\/\//);
     expect(llmSettings({ provider: 'scripted' } as never)).toEqual({});
   });

@@ -107,6 +107,7 @@ describe('embedded provider: bad input', () => {
       batchSamples: true,
       flashAttention: true,
       engine: expect.stringMatching(/^node-llama-cpp@\d+\.\d+\.\d+$/),
+      cpu: expect.stringMatching(/\S/),
       maxConcurrency: 1,
       maxRetries: 'adaptive',
       timeoutSeconds: 600,

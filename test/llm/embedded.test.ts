@@ -221,7 +221,11 @@ describe.skipIf(!hasModel)('embedded llama.cpp provider (real model)', () => {
     const pOn = (await new LlmClient(on).judge(judge)).p;
     const pOff = (await new LlmClient(off).judge(judge)).p;
     expect(pOn).toBeGreaterThan(0.5);
-    expect(Math.abs(pOn - pOff)).toBeLessThan(0.02);
+    // How far the kernels' rounding moves P depends on the CPU library node-llama-cpp loads:
+    // |ΔP| stayed under 0.02 where this test was written and was 0.0227 on an AVX-512 (zen4)
+    // machine. 0.05, the bound for two llama.cpp builds (test/llm/llama-server.test.ts), still
+    // fails a kernel that computes something else.
+    expect(Math.abs(pOn - pOff)).toBeLessThan(0.05);
   });
 
   it("a prompt that shares only the chat template's opening with a slot does not evict that slot's prefix", async () => {
