@@ -12,8 +12,8 @@ import { venvPython } from './venv';
  * A real OpenAI-compatible server for the embedded GGUF: llama.cpp's, as packaged by
  * `llama-cpp-python[server]`, pinned. PyPI serves no wheel of it for this platform, so pip builds
  * llama.cpp from the sdist — only libllama and ggml, see `leanBuildCmakeArgs` (about 3 minutes on
- * an idle 2-core machine, docs/llm.md); pip keeps the built wheel in its cache, so a second venv installs it in seconds,
- * and a second `ambiqa setup --server` finds it installed and does nothing.
+ * an idle 2-core machine, docs/llm.md); pip keeps the built wheel in its cache, so a second venv
+ * installs it in seconds, and a second `ambiqa setup --server` finds it installed and does nothing.
  */
 export const LLAMA_CPP_PYTHON_VERSION = '0.3.36';
 

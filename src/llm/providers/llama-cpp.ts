@@ -232,17 +232,18 @@ export function embeddedEngine(): string {
   return engineName;
 }
 
-/**
- * The CPU features that choose llama.cpp's CPU kernels, which floating-point results can depend
- * on (an AVX-512 and an AVX2 dot product sum in different orders): the same request on another
- * machine may give other bits, so a run states the CPU it ran on (`llm.cpu`). On Linux the x86
- * `flags` / Arm `Features` line of /proc/cpuinfo, kept to the SIMD sets ggml selects on.
- */
+/** The SIMD sets node-llama-cpp chooses among its per-generation CPU libraries by. */
 const KERNEL_FEATURES = [
   'sse4_2', 'avx', 'avx2', 'fma', 'f16c', 'avx512f', 'avx512bw', 'avx512vl', 'avx512_vnni', 'avx512_bf16', 'avx_vnni', 'amx_tile', // x86
   'asimd', 'asimddp', 'i8mm', 'sve', 'sve2', 'sme', // Arm
 ];
 
+/**
+ * The CPU's model and the features that choose llama.cpp's CPU kernels, which floating-point
+ * results can depend on (an AVX-512 and an AVX2 dot product sum in different orders): the same
+ * request on another machine may give other bits, so a run states the CPU it ran on (`llm.cpu`).
+ * On Linux from the x86 `flags` / Arm `Features` line of /proc/cpuinfo.
+ */
 export function describeCpu(cpuinfo: string | undefined, model: string): string {
   const line = cpuinfo?.split('\n').find((l) => /^(flags|Features)\s*:/.test(l));
   const have = new Set(line ? line.slice(line.indexOf(':') + 1).trim().split(/\s+/) : []);
