@@ -1,5 +1,6 @@
 import { relative } from 'node:path';
 import { AmbiqaError } from '../errors';
+import { ExitStatus } from './exit-status';
 import { formatCount, formatDuration } from './progress';
 import { formatUsd } from '../llm/pricing';
 import type { RunOutcome } from './runner';
@@ -46,7 +47,7 @@ export function parseUsd(text: string, option: string): number {
 }
 
 /** Exit status of a run the cost cap stopped: not a failure (130 is Ctrl-C's), not success either. */
-export const COST_CAP_EXIT = 3;
+export const COST_CAP_EXIT = ExitStatus.costCap;
 
 export function parsePositiveInt(text: string, option: string): number {
   const n = Number(text);
