@@ -10,7 +10,8 @@
  *   cli                         the commands
  *   index.ts, notebook          the public entry and tslab helpers
  *   experiments                 config, runner, sweep, merge: puts the parts together
- *   pipelines | report          methods (from llm, retrieval, trace); the HTML report (from plots)
+ *   pipelines | report          methods (from llm, retrieval, trace; their analysis and figures from
+ *                               metrics and plots); the HTML report (from plots)
  *   plots                       figures from run files
  *   tracking                    MLflow client, OTel export of traces
  *   metrics                     scores from run files, traces and data
@@ -39,7 +40,9 @@ const allowed = {
   tracking: ['metrics', 'run-files', 'trace', 'llm', 'retrieval', 'datasets', 'text'],
   plots: ['tracking', 'metrics', 'run-files', 'trace', 'llm', 'retrieval', 'datasets', 'text'],
   report: ['plots', 'tracking', 'metrics', 'run-files', 'trace', 'llm', 'retrieval', 'datasets', 'text'],
-  pipelines: ['trace', 'llm', 'retrieval', 'datasets', 'text'],
+  // A method's folder also holds its analysis and figures (its registry entry's `method`), so it
+  // may import the layers its traces flow into; they find it through their registries.
+  pipelines: ['plots', 'metrics', 'run-files', 'trace', 'llm', 'retrieval', 'datasets', 'text'],
   experiments: ['pipelines', 'report', 'plots', 'tracking', 'metrics', 'run-files', 'trace', 'llm', 'retrieval', 'datasets', 'text', 'setup'],
   notebook: ['experiments', 'pipelines', 'report', 'plots', 'tracking', 'metrics', 'run-files', 'trace', 'llm', 'retrieval', 'datasets', 'text'],
   index: ['notebook', 'experiments', 'pipelines', 'report', 'plots', 'tracking', 'metrics', 'run-files', 'trace', 'llm', 'retrieval', 'datasets', 'text'],

@@ -18,7 +18,8 @@ import {
   pipelineOptionsSchema as registeredOptionsSchema,
 } from '../pipelines/registry';
 import type { Pipeline } from '../pipelines/types';
-import type { MethodDecisions, PipelineName, Trace } from '../trace/types';
+import type { PipelineName, Trace } from '../trace/types';
+import { methodAnalysis } from '../metrics/methods';
 import type { ExampleResult, MetricAggregate } from '../run-files';
 
 /**
@@ -46,10 +47,12 @@ export const allowedMetrics = (dataset: DatasetName): string[] => metricsFor(dat
 /** Metrics that need a reading-comprehension model (config `reader:`), from the metric registry. */
 export const readerMetrics: ReadonlySet<string> = readerMetricNames;
 
-/** Majority votes / n, for the accuracy–coverage AUC, from the trace of a self-consistency method. */
-function consistencyOf(decisions: MethodDecisions | undefined): number | undefined {
-  if (decisions && (decisions.kind === 'verify-edit' || decisions.kind === 'cot-sc')) return decisions.consistency;
-  return undefined;
+/**
+ * The confidence a prediction is ranked by for the accuracy–coverage AUC (e.g. a self-consistency
+ * method's majority votes / n), as its method's registered analysis defines it.
+ */
+function consistencyOf(trace: Trace | undefined): number | undefined {
+  return trace ? methodAnalysis(trace.decisions.kind)?.confidence?.(trace) : undefined;
 }
 
 export interface RunScorer {
@@ -68,7 +71,7 @@ export function createScorer(dataset: DatasetName, names: string[], options: { r
   return {
     settings,
     async score(example, out) {
-      const consistency = consistencyOf(out.trace?.decisions);
+      const consistency = consistencyOf(out.trace);
       const scoreOptions: ScoreOptions = { ...(splitter ? { splitter } : {}), ...(options.reader ? { reader: options.reader } : {}) };
       const scored = await scoreExample(
         dataset,

@@ -12,6 +12,9 @@ import { runStarted } from './run-dir';
 import { configParams, guard, metricsForMlflow, type TrackingFactory } from './run-tracking';
 import { addJudgeDiagnostics, summariseRun } from './runner';
 import { parseShard } from './shard';
+// Registers every built-in method's analysis (judges, decision statistics), which the merged
+// metrics find through src/metrics/methods.ts.
+import '../pipelines/registry';
 
 /**
  * `ambiqa merge`: shards of one experiment, run on several machines with `--shard i/N`, become

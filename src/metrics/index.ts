@@ -57,7 +57,8 @@ export { accuracyCoverageAuc, calibrationFamily, accuracyCoverageCurve, type Acc
 export { bootstrapInterval, bootstrapMean, percentile, type BootstrapOptions } from './bootstrap';
 export { aggregate, scoreExample, type ExampleScores, type Prediction, type ScoreOptions } from './example';
 export { decisionStatistics, type DecisionStatistics, type RunJudgeMode } from './decisions';
-export { goldShortAnswers, judgePurposes, labelJudgments, silverLabels, TOC_ANSWER_F1_MIN, type JudgePurpose, type PassageText } from './judge-labels';
+export { goldAnswerMatcher, goldShortAnswers, judgePurposes, labelJudgments, silverLabel, type JudgePurpose, type PassageText } from './judge-labels';
+export { methodAnalyses, methodAnalysis, registerMethodAnalysis, registeredJudges, type MethodAnalysis, type MethodJudge } from './methods';
 export {
   auc,
   clusteredAucInterval,

@@ -25,7 +25,7 @@
 import type { ExampleResult, JudgeDiagnostics, JudgeRawDiagnostics, LabelledJudgment, ReliabilityBin } from '../run-files';
 import { seededRandom } from '../datasets/sample';
 import { percentile } from './bootstrap';
-import { judgePurposes, silverLabels, type JudgePurpose } from './judge-labels';
+import { judgePurposes, silverLabel } from './judge-labels';
 
 export interface JudgeQualityOptions {
   /** Bootstrap resamples (default 1000). */
@@ -247,7 +247,7 @@ export function judgeQuality(
   const raw = calibrated ? pointStatistics(labelled.map((q) => q.map((j) => ({ p: j.pRaw ?? j.p, label: j.label }))), options) : undefined;
   const base = {
     purpose,
-    silverLabel: (silverLabels as Record<string, string>)[purpose] ?? 'unknown',
+    silverLabel: silverLabel(purpose),
     judgments,
     labelled: flat.length,
     positives: flat.filter((j) => j.label).length,
@@ -279,7 +279,8 @@ export function judgeQuality(
 export function runJudgeDiagnostics(results: readonly ExampleResult[], options: JudgeQualityOptions = {}): Record<string, JudgeDiagnostics> {
   const perQuestion = results.filter((r) => r.error === undefined).map((r) => r.judgments ?? []);
   const purposes = new Set(perQuestion.flat().map((j) => j.purpose));
-  const ordered = [...judgePurposes.filter((p) => purposes.has(p)), ...[...purposes].filter((p) => !judgePurposes.includes(p as JudgePurpose)).sort()];
+  const known = judgePurposes();
+  const ordered = [...known.filter((p) => purposes.has(p)), ...[...purposes].filter((p) => !known.includes(p)).sort()];
   const out: Record<string, JudgeDiagnostics> = {};
   for (const purpose of ordered) {
     const d = judgeQuality(purpose, perQuestion, options);

@@ -22,8 +22,11 @@ export type PassageText = (id: string) => string | undefined;
 export interface MethodJudge {
   /** The LLM call purpose, e.g. `toc.verify`; also the key of its diagnostics (`judge.<purpose>.*`). */
   purpose: string;
-  /** Its labels, "yes" first, as the prompt asks for them (e.g. `['True', 'False']`). */
-  labels: readonly [string, string];
+  /**
+   * Its labels, "yes" first, as the prompt asks for them (e.g. `['True', 'False']`); absent for
+   * a confidence that is not a yes/no question (Verify-and-Edit's vote share).
+   */
+  labels?: readonly [string, string];
   /** The silver label in words (docs/metrics.md, "Judge diagnostics"). */
   silverLabel: string;
 }

@@ -8,6 +8,8 @@
  * accept them by name like the built-in ones.
  */
 import { formatIssues } from '../common/zod-issues';
+import { registerMethodAnalysis } from '../metrics/methods';
+import { registerMethodFigures } from '../plots/methods';
 import type { z } from 'zod';
 import { AmbiqaError } from '../errors';
 import { closedBookEntry, cotEntry, cotScEntry, vanillaRagEntry } from './baselines/entry';
@@ -52,7 +54,16 @@ export type PipelineOptions<N extends BuiltinPipelineName> = z.output<EntryNamed
 // eslint-disable-next-line @typescript-eslint/no-empty-object-type
 export interface RegisteredPipelineOptions {}
 
+/** Hand an entry's method analysis and figures to the registries below the pipelines. */
+function registerMethod(entry: PipelineEntry): void {
+  const method = entry.method;
+  if (!method) return;
+  if (method.analysis) registerMethodAnalysis({ kind: method.kind, ...method.analysis });
+  if (method.figures) registerMethodFigures({ kind: method.kind, ...method.figures });
+}
+
 const entries = new Map<string, PipelineEntry>(builtinPipelines.map((e) => [e.name, e as PipelineEntry]));
+for (const entry of entries.values()) registerMethod(entry);
 const names: string[] = builtinPipelines.map((e) => e.name);
 
 /** Every registered name, built-in first, in registration order (a live list: registration appends). */
@@ -81,6 +92,7 @@ export function registerPipeline<N extends string, S extends z.ZodType>(entry: P
   }
   if (!entries.has(name)) names.push(name);
   entries.set(name, entry as unknown as PipelineEntry);
+  registerMethod(entry as unknown as PipelineEntry);
   return entry;
 }
 

@@ -4,13 +4,14 @@
  * which figures its traces make, instead of switching on `decisions.kind`. The registry lives
  * here, below the pipelines, which fill it (see src/metrics/methods.ts for why).
  */
+import type { QaPair } from '../datasets/types';
 import type { CoverageCurve } from './coverage';
 import type { Figure, RunData } from './types';
 
 /** What a figure may need beyond the run's files. */
 export interface FigureInputs {
   /** questionId → gold DQ answers (e.g. for ToC's pruning figure). */
-  gold?: ReadonlyMap<string, ReadonlyArray<{ question?: string; shortAnswers: readonly string[] }>>;
+  gold?: ReadonlyMap<string, readonly QaPair[]>;
   /**
    * questionId → acceptable short answers: scores answers a run did not score itself (e.g. the
    * majority answers Verify-and-Edit edited, for its re-applied threshold ablation).

@@ -24,6 +24,8 @@ import {
   type JudgeResponder,
   type Responder,
 } from '../pipelines/fakes';
+// Each method's judges and statistics come from its pipeline entry, registered on import.
+import '../../src/pipelines/registry';
 
 const corpus = [
   passage('p1', 'Rupert Grint', 'Rupert Grint played Ron Weasley in the Harry Potter films.'),

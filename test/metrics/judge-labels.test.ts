@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { Example } from '../../src/datasets/types';
 import { goldShortAnswers, labelJudgments } from '../../src/metrics/judge-labels';
 import type { ComboDecisions, DivaDecisions, MethodDecisions, TocNode, Trace, VeDecisions } from '../../src/trace/types';
+// Each method's judges and statistics come from its pipeline entry, registered on import.
+import '../../src/pipelines/registry';
 
 const example: Example = {
   id: 'q1',

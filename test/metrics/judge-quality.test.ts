@@ -9,6 +9,8 @@ import {
   runJudgeDiagnostics,
 } from '../../src/metrics/judge-quality';
 import type { ExampleResult, LabelledJudgment } from '../../src/run-files';
+// Each method's judges and statistics come from its pipeline entry, registered on import.
+import '../../src/pipelines/registry';
 
 const j = (p: number, label: boolean | null, purpose = 'toc.verify', pRaw?: number): LabelledJudgment => ({
   purpose,

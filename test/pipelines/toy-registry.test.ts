@@ -136,4 +136,55 @@ describe('a pipeline registered from outside src/pipelines', () => {
     expect(report.html).toContain('toy-echo');
     expect(report.html).toContain(`Toy: ${REPLY}`);
   });
+
+  it('with a method plugin, gets judge diagnostics, decision statistics and figures like a built-in one', async () => {
+    // A toy that grades its own answer: P(yes) from how long the reply is, written into its decisions.
+    class GradedToy extends ToyPipeline {
+      override readonly name = 'toy-graded';
+      override async answer(example: Parameters<Pipeline['answer']>[0], ctx: PipelineContext) {
+        const out = await super.answer(example, ctx);
+        const p = example.id === 'demo-worldcup' ? 0.9 : 0.2;
+        return { ...out, trace: { ...out.trace, pipeline: this.name, decisions: { kind: 'toy-graded', p } as unknown as typeof out.trace.decisions } };
+      }
+    }
+    const pOf = (t: { decisions: unknown }) => (t.decisions as { p: number }).p;
+    registerPipeline(
+      definePipeline({
+        name: 'toy-graded',
+        description: 'test pipeline with its own judge, statistic and figure',
+        optionsSchema: toyOptionsSchema,
+        needs: { retriever: false, embedder: false },
+        create: (options) => new GradedToy(options),
+        method: {
+          kind: 'toy-graded',
+          analysis: {
+            judges: [{ purpose: 'toy.check', labels: ['Yes', 'No'], silverLabel: 'the question is about the World Cup' }],
+            labelJudgments: (trace, example) => [{ purpose: 'toy.check', p: pOf(trace), label: example.question.includes('World Cup') }],
+            statistics: (traces) => ({ decision_toy_p: traces.reduce((sum, t) => sum + pOf(t), 0) / traces.length }),
+          },
+          figures: {
+            forRun: (data) => ({
+              figures: [{ name: 'toy-p', title: 'Toy P per question', build: () => ({ data: [{ type: 'bar', y: data.traces.map(pOf) }], layout: {} }) }],
+            }),
+          },
+        },
+      }),
+    );
+    const done = await run({ ...config({}), pipeline: { name: 'toy-graded' } }, { name: 'toy-graded-run' });
+    expect(done.status).toBe('FINISHED');
+    const metrics = JSON.parse(readFileSync(join(done.dir, 'metrics.json'), 'utf8')) as {
+      decisions: Record<string, number>;
+      judges: Record<string, { silverLabel: string; judgments: number; positives: number; auc: number }>;
+    };
+    // One World Cup question of six at 0.9, five at 0.2: the statistic is the toy's own mean.
+    expect(metrics.decisions.decision_toy_p).toBeCloseTo((0.9 + 5 * 0.2) / 6, 9);
+    const judge = metrics.judges['toy.check']!;
+    expect(judge.silverLabel).toBe('the question is about the World Cup');
+    expect(judge.judgments).toBe(6);
+    expect(judge.positives).toBe(1);
+    expect(judge.auc).toBe(1);
+    const report = buildReport(done.dir);
+    expect(report.html).toContain('Toy P per question');
+    expect(report.html).toContain('Judge reliability: toy.check');
+  });
 });

@@ -4,6 +4,9 @@ import { AmbiqaError } from '../../errors';
 import { artifactsDir } from '../../config/paths';
 import { parsePositiveInt } from '../../experiments/cli-support';
 import type { Comparison } from '../../run-files/comparison';
+// Registers every built-in method's analysis and figures (judges, decision statistics, figures),
+// which the report and metrics layers find through their registries.
+import '../../pipelines/registry';
 
 export const summary = 'paired tests between runs or sweep points on the same questions, side by side per question';
 

@@ -1,6 +1,9 @@
 import { parseArgs } from 'node:util';
 import { join } from 'node:path';
 import { AmbiqaError } from '../../errors';
+// Registers every built-in method's analysis and figures (judges, decision statistics, figures),
+// which the report and metrics layers find through their registries.
+import '../../pipelines/registry';
 
 export const summary = 'write a self-contained HTML report (and figure files) for a run or sweep directory';
 

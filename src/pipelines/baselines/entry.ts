@@ -1,5 +1,6 @@
 /** The four baselines' registry entries (one folder, four pipelines). */
 import { definePipeline } from '../entry';
+import { cotScAnalysis, cotScFigures } from './analysis';
 import { ClosedBookPipeline } from './closed-book';
 import { CotPipeline } from './cot';
 import { CotScPipeline } from './cot-sc';
@@ -36,4 +37,5 @@ export const cotScEntry = definePipeline({
   optionsSchema: cotScOptionsSchema,
   needs: { retriever: false, embedder: false },
   create: (options) => new CotScPipeline(options),
+  method: { kind: 'cot-sc', analysis: cotScAnalysis, figures: cotScFigures },
 });

@@ -1,6 +1,7 @@
 import { definePipeline } from '../entry';
 import { ComboPipeline } from './index';
 import { comboOptionsSchema } from './options';
+import { comboAnalysis } from './analysis';
 
 export const comboEntry = definePipeline({
   name: 'combo',
@@ -8,4 +9,5 @@ export const comboEntry = definePipeline({
   optionsSchema: comboOptionsSchema,
   needs: { retriever: true, embedder: true },
   create: (options) => new ComboPipeline(options),
+  method: { kind: 'combo', analysis: comboAnalysis },
 });

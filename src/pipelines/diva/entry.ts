@@ -1,6 +1,7 @@
 import { definePipeline } from '../entry';
 import { DivaPipeline } from './index';
 import { divaOptionsSchema } from './options';
+import { divaAnalysis } from './analysis';
 
 export const divaEntry = definePipeline({
   name: 'diva',
@@ -8,4 +9,5 @@ export const divaEntry = definePipeline({
   optionsSchema: divaOptionsSchema,
   needs: { retriever: true, embedder: true },
   create: (options) => new DivaPipeline(options),
+  method: { kind: 'diva', analysis: divaAnalysis },
 });

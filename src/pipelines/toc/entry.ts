@@ -1,6 +1,8 @@
 import { definePipeline } from '../entry';
 import { TocPipeline } from './index';
 import { tocOptionsSchema } from './options';
+import { tocAnalysis } from './analysis';
+import { tocFigures } from './figures';
 
 export const tocEntry = definePipeline({
   name: 'toc',
@@ -8,4 +10,5 @@ export const tocEntry = definePipeline({
   optionsSchema: tocOptionsSchema,
   needs: { retriever: true, embedder: true },
   create: (options) => new TocPipeline(options),
+  method: { kind: 'toc', analysis: tocAnalysis, figures: tocFigures },
 });

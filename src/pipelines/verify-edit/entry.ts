@@ -1,6 +1,8 @@
 import { definePipeline } from '../entry';
 import { VerifyEditPipeline } from './index';
 import { verifyEditOptionsSchema } from './options';
+import { veAnalysis } from './analysis';
+import { veFigures } from './figures';
 
 export const verifyEditEntry = definePipeline({
   name: 'verify-edit',
@@ -8,4 +10,5 @@ export const verifyEditEntry = definePipeline({
   optionsSchema: verifyEditOptionsSchema,
   needs: { retriever: true, embedder: true },
   create: (options) => new VerifyEditPipeline(options),
+  method: { kind: 'verify-edit', analysis: veAnalysis, figures: veFigures },
 });
