@@ -48,6 +48,7 @@ declare module 'ambiqa' {
   interface RegisteredPipelineOptions {
     'toy-echo': z.input<typeof toyOptionsSchema>;
     'toy-retrieving': z.input<typeof toyOptionsSchema>;
+    'toy-graded': z.input<typeof toyOptionsSchema>;
   }
 }
 
@@ -139,10 +140,14 @@ describe('a pipeline registered from outside src/pipelines', () => {
 
   it('with a method plugin, gets judge diagnostics, decision statistics and figures like a built-in one', async () => {
     // A toy that grades its own answer: P(yes) from how long the reply is, written into its decisions.
-    class GradedToy extends ToyPipeline {
-      override readonly name = 'toy-graded';
-      override async answer(example: Parameters<Pipeline['answer']>[0], ctx: PipelineContext) {
-        const out = await super.answer(example, ctx);
+    class GradedToy implements Pipeline {
+      readonly name = 'toy-graded';
+      private readonly echo: ToyPipeline;
+      constructor(options: z.output<typeof toyOptionsSchema>) {
+        this.echo = new ToyPipeline(options);
+      }
+      async answer(example: Parameters<Pipeline['answer']>[0], ctx: PipelineContext) {
+        const out = await this.echo.answer(example, ctx);
         const p = example.id === 'demo-worldcup' ? 0.9 : 0.2;
         return { ...out, trace: { ...out.trace, pipeline: this.name, decisions: { kind: 'toy-graded', p } as unknown as typeof out.trace.decisions } };
       }
