@@ -22,6 +22,7 @@ const commands: Record<string, () => Promise<Command>> = {
   sweep: () => import('./commands/sweep'),
   sync: () => import('./commands/sync'),
   merge: () => import('./commands/merge'),
+  slurm: () => import('./commands/slurm'),
   report: () => import('./commands/report'),
   compare: () => import('./commands/compare'),
   notebook: () => import('./commands/notebook'),

@@ -7,6 +7,7 @@ import type { Trace } from '../trace/types';
 import type { ExperimentConfig } from './config';
 import { describeRunStart, modelTags } from './run-page';
 import { readJson, writeJson, type MlflowRecord, type RunMetrics } from '../run-files';
+import { SHARD_TAG, UPLOADS_PENDING, UPLOADS_TAG, uploadManifest } from './shard-group';
 
 /** Opens the tracking backend for a run dir (live MLflow, or an on-disk buffer when it is down). */
 export type TrackingFactory = (runDir: string) => Promise<Tracking>;
@@ -81,8 +82,11 @@ export class RunTrackingSession {
         'ambiqa.pipeline': config.pipeline.name,
         'ambiqa.dataset': config.dataset.name,
         'ambiqa.run_dir': request.runDir,
-        ...(config.shard ? { 'ambiqa.shard': config.shard } : {}),
+        ...(config.shard ? { [SHARD_TAG]: config.shard } : {}),
         ...(request.session > 1 ? { 'ambiqa.sessions': String(request.session) } : {}),
+        // Until this session has stored its files, the ones on the server (from an earlier
+        // session, or none) are not the run's: `merge --from-mlflow` refuses a pending run.
+        [UPLOADS_TAG]: UPLOADS_PENDING,
       },
     });
     const record: MlflowRecord = {
@@ -117,9 +121,23 @@ export class RunTrackingSession {
     if (judgeMode) await guard(this.warn, 'log judge_mode to MLflow', () => tracker.logParams({ judge_mode: judgeMode }));
     const firstTrace = this.firstTrace;
     if (firstTrace) await guard(this.warn, 'tag the MLflow run with its model', () => tracker.setTags(modelTags(firstTrace)));
+    const uploaded: string[] = [];
+    let failed = false;
     for (const file of files) {
-      if (existsSync(file)) await guard(this.warn, `upload ${file} to MLflow`, () => tracker.logArtifact(file));
+      if (!existsSync(file)) continue;
+      await guard(this.warn, `upload ${file} to MLflow`, async () => {
+        try {
+          await tracker.logArtifact(file);
+          uploaded.push(file);
+        } catch (error) {
+          failed = true;
+          throw error;
+        }
+      });
     }
+    // Written after the last upload and only when every one was stored (or journaled, in
+    // order, for `ambiqa sync`): a merge from MLflow checks each file against it.
+    if (!failed) await guard(this.warn, 'tag the MLflow run with its uploads', () => tracker.setTags({ [UPLOADS_TAG]: uploadManifest(uploaded) }));
     const figures = this.figureLogger;
     if (figures && status === 'FINISHED') await guard(this.warn, 'log the figures to MLflow', async () => void (await figures.log(figures.dir, tracker)));
     await guard(this.warn, 'finish the MLflow run', () => tracker.finish(status));

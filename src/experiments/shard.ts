@@ -40,3 +40,76 @@ export function selectShard<T extends { id: string }>(items: T[], shard: Shard |
 export function compareIds(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
+
+/**
+ * `--shard auto` and `--shard auto/N`: the shard a scheduler gave this process, as `i/N`; any
+ * other spec is returned as it is. Read once at the start of a run, so the run dir and its
+ * config record the resolved `i/N` and a requeued or resubmitted task resumes the same run.
+ *
+ * - A Slurm job array (`sbatch --array=0-7`): the index is SLURM_ARRAY_TASK_ID. The count is N
+ *   when given (what `ambiqa slurm` writes: a resubmitted `--array=3` is then still shard 3 of
+ *   8); otherwise the array must be exactly 0..N-1 and N is SLURM_ARRAY_TASK_COUNT.
+ * - A Kubernetes indexed Job: the index is JOB_COMPLETION_INDEX; Kubernetes does not tell a pod
+ *   the number of completions, so `auto/N` must say it.
+ *
+ * Neither set: refused, saying which variables were looked for.
+ */
+export function resolveShardSpec(spec: string, env: NodeJS.ProcessEnv = process.env): string {
+  const m = /^\s*auto(?:\s*\/\s*(\S*))?\s*$/.exec(spec);
+  if (!m) return spec;
+  let given: number | undefined;
+  if (m[1] !== undefined) {
+    given = Number(m[1]);
+    if (!/^\d+$/.test(m[1]) || given < 1) throw new AmbiqaError(`--shard ${spec}: the number of shards after auto/ must be a positive whole number`, 'e.g. --shard auto/8');
+  }
+  const variable = (name: string): number | undefined => {
+    const raw = env[name]?.trim();
+    if (raw === undefined || raw === '') return undefined;
+    if (!/^\d+$/.test(raw)) throw new AmbiqaError(`--shard ${spec}: ${name}=${raw} is not a whole number`);
+    return Number(raw);
+  };
+
+  const task = variable('SLURM_ARRAY_TASK_ID');
+  if (task !== undefined) {
+    if (given !== undefined) return formatShard(parseShardOf(spec, task, given, 'SLURM_ARRAY_TASK_ID'));
+    const min = variable('SLURM_ARRAY_TASK_MIN') ?? 0;
+    const max = variable('SLURM_ARRAY_TASK_MAX');
+    const count = variable('SLURM_ARRAY_TASK_COUNT') ?? (max !== undefined ? max - min + 1 : undefined);
+    if (count === undefined) {
+      throw new AmbiqaError(`--shard ${spec}: SLURM_ARRAY_TASK_ID is set but not SLURM_ARRAY_TASK_COUNT`, 'give the number of shards: --shard auto/N');
+    }
+    // A task id must mean the same shard whatever subset of the array runs: only an array
+    // numbered 0..N-1 says N by itself.
+    if (min !== 0 || (max !== undefined && max !== count - 1)) {
+      throw new AmbiqaError(
+        `--shard ${spec}: this job array's task ids run ${min}..${max ?? '?'} (${count} tasks), not 0..${count - 1}, so they do not say the number of shards`,
+        'submit the array as --array=0-<N-1>, or give the number of shards: --shard auto/N (what `ambiqa slurm` writes)',
+      );
+    }
+    return formatShard(parseShardOf(spec, task, count, 'SLURM_ARRAY_TASK_ID'));
+  }
+
+  const completion = variable('JOB_COMPLETION_INDEX');
+  if (completion !== undefined) {
+    if (given === undefined) {
+      throw new AmbiqaError(
+        `--shard ${spec}: JOB_COMPLETION_INDEX=${completion} (a Kubernetes indexed Job) gives the shard's index but not the number of shards`,
+        'write the Job\'s completions into the command: --shard auto/N',
+      );
+    }
+    return formatShard(parseShardOf(spec, completion, given, 'JOB_COMPLETION_INDEX'));
+  }
+
+  const notArray = env.SLURM_JOB_ID ? ` (this is Slurm job ${env.SLURM_JOB_ID}, but not a job array)` : '';
+  throw new AmbiqaError(
+    `--shard ${spec}: no scheduler gave this process a shard: neither SLURM_ARRAY_TASK_ID (a Slurm job array) nor JOB_COMPLETION_INDEX (a Kubernetes indexed Job) is set${notArray}`,
+    'submit it as a job array (`sbatch --array=0-<N-1>`, or `ambiqa slurm`), or give the shard yourself: --shard i/N',
+  );
+}
+
+function parseShardOf(spec: string, index: number, count: number, source: string): Shard {
+  if (index >= count) {
+    throw new AmbiqaError(`--shard ${spec}: ${source}=${index}, but there are ${count} shards (numbered 0..${count - 1})`, 'the array\'s task ids (or the Job\'s completions) and N must agree');
+  }
+  return { index, count };
+}

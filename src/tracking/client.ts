@@ -290,6 +290,20 @@ export class MlflowClient {
     return toExperiment(res.experiment);
   }
 
+  /** Every active experiment, across pages. */
+  async searchExperiments(): Promise<Experiment[]> {
+    const all: Experiment[] = [];
+    let pageToken: string | undefined;
+    do {
+      const res: { experiments?: RawExperiment[]; next_page_token?: string } = await this.request('POST', 'mlflow/experiments/search', {
+        body: { max_results: 1000, ...(pageToken ? { page_token: pageToken } : {}) },
+      });
+      all.push(...(res.experiments ?? []).map(toExperiment));
+      pageToken = res.next_page_token || undefined;
+    } while (pageToken);
+    return all;
+  }
+
   async createExperiment(name: string, tags: Record<string, string> = {}): Promise<string> {
     if (!name || name.length > MLFLOW_LIMITS.experimentNameChars) {
       throw new AmbiqaError(

@@ -2,20 +2,32 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AmbiqaError } from '../../errors';
 import { createComposer } from '../../experiments/compose';
-import { mergeRuns } from '../../experiments/merge';
+import { mergeRuns, type MergeOutcome } from '../../experiments/merge';
+import { mergeFromMlflow } from '../../experiments/merge-mlflow';
 import { runsDir } from '../../run-files';
 import { describeOutcome } from '../../experiments/cli-support';
+import { ExitStatus } from '../../experiments/exit-status';
+import { MlflowClient, resolveTrackingUri } from '../../tracking/index';
 
 export const summary = 'combine the shards of a run (--shard i/N) into one result dir and one MLflow parent run';
 
 const usage = `usage: ambiqa merge <run dir> <run dir> … [options]
+       ambiqa merge --from-mlflow <group> [options]
 
 Combines the run dirs of one experiment's shards (\`ambiqa run … --shard i/N\`, possibly on
 different machines) into artifacts/runs/<name>/: results and traces in evaluation order,
 aggregates and confidence intervals recomputed over all questions, usage summed. Creates one
 MLflow run for the whole and nests the shards' runs under it.
 
+With --from-mlflow the shards come from the MLflow server (MLFLOW_TRACKING_URI) instead of run
+dirs: the runs tagged ambiqa.shard_group=<group> (\`ambiqa run --shard-group\`, set by
+\`ambiqa slurm\`), one finished run per index whose uploads are complete (checked against the
+checksums in its ambiqa.uploads tag), downloaded to artifacts/runs/<name>/shards/. A missing
+index, two finished runs for one index or an incomplete upload is refused, naming the runs.
+
 options:
+  --from-mlflow GROUP  merge the shards of this launch from MLflow (no run dirs given)
+  --experiment NAME    with --from-mlflow: look only in this MLflow experiment (default: all)
   --name NAME     merged run name (default: the shards' name without .shard-iofN)
   --partial       merge even if shards are missing or unfinished
   --no-tracking   do not log to MLflow
@@ -28,6 +40,8 @@ export async function run(argv: string[]): Promise<number> {
     options: {
       name: { type: 'string' },
       partial: { type: 'boolean' },
+      'from-mlflow': { type: 'string' },
+      experiment: { type: 'string' },
       'no-tracking': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -36,17 +50,36 @@ export async function run(argv: string[]): Promise<number> {
     console.log(usage);
     return 0;
   }
-  if (positionals.length === 0) throw new AmbiqaError('ambiqa merge: no run directories given', 'e.g. `npx ambiqa merge artifacts/runs/toc-asqa.shard-*`');
+  const group = values['from-mlflow'];
+  if (group !== undefined && positionals.length > 0) {
+    throw new AmbiqaError('ambiqa merge: give run directories or --from-mlflow <group>, not both', 'with --from-mlflow the shards come from MLflow');
+  }
+  if (values.experiment !== undefined && group === undefined) throw new AmbiqaError('ambiqa merge: --experiment goes with --from-mlflow');
+  if (group === undefined && positionals.length === 0) {
+    throw new AmbiqaError('ambiqa merge: no run directories given', 'e.g. `npx ambiqa merge artifacts/runs/toc-asqa.shard-*`, or `--from-mlflow <group>`');
+  }
   const composer = createComposer();
   try {
-    const outcome = await mergeRuns({
-      dirs: positionals,
+    const common = {
       ...(values.name !== undefined ? { name: values.name } : {}),
-      outDir: (name) => join(runsDir(), name),
+      outDir: (name: string) => join(runsDir(), name),
       aggregate: composer.aggregate,
       partial: values.partial ?? false,
       tracking: values['no-tracking'] ? null : composer.tracking(),
-    });
+    };
+    let outcome: MergeOutcome;
+    if (group !== undefined) {
+      const { uri } = await resolveTrackingUri();
+      outcome = await mergeFromMlflow({
+        ...common,
+        group,
+        client: new MlflowClient(uri),
+        ...(values.experiment !== undefined ? { experiment: values.experiment } : {}),
+        warn: (m) => process.stderr.write(`warning: ${m}\n`),
+      });
+    } else {
+      outcome = await mergeRuns({ ...common, dirs: positionals });
+    }
     console.log(
       describeOutcome({
         status: outcome.missingShards.length === 0 ? 'FINISHED' : 'KILLED',
@@ -57,7 +90,7 @@ export async function run(argv: string[]): Promise<number> {
         answeredNow: 0,
       }),
     );
-    return 0;
+    return ExitStatus.ok;
   } finally {
     await composer.close();
   }

@@ -9,6 +9,8 @@ import { ProgressBar } from '../../experiments/progress';
 import { checkRunDir, runExperiment } from '../../experiments/runner';
 import { describePipelines } from '../../pipelines/registry';
 import { runsDir } from '../../run-files';
+import { resolveShardSpec } from '../../experiments/shard';
+import { checkShardGroup, SHARD_GROUP_TAG } from '../../experiments/shard-group';
 import { COST_CAP_EXIT, describeOutcome, interruptSignal, parsePositiveInt, parseUsd } from '../../experiments/cli-support';
 
 export const summary = 'run an experiment config over its dataset (resumable, sharded, logged to MLflow)';
@@ -28,6 +30,11 @@ options:
                          cache replays every call that had finished; same MLflow run)
   --shard i/N            run shard i of N (0-based): a deterministic slice of the questions;
                          combine the shards with \`ambiqa merge\`
+  --shard auto[/N]       the shard a scheduler gave this process: a Slurm job array's
+                         SLURM_ARRAY_TASK_ID (N: the array's size, or as given), a Kubernetes
+                         indexed Job's JOB_COMPLETION_INDEX (N must be given: auto/N)
+  --shard-group GROUP    tag the shard's MLflow run with its launch, so that
+                         \`ambiqa merge --from-mlflow GROUP\` finds it (\`ambiqa slurm\` sets it)
   --max-cost USD         stop cleanly before a live LLM call would take the run's spend (all
                          its sessions, llm: and judge: together) past USD dollars; exit
                          status 3; --resume with a higher
@@ -58,6 +65,7 @@ export async function run(argv: string[]): Promise<number> {
       limit: { type: 'string' },
       resume: { type: 'boolean' },
       shard: { type: 'string' },
+      'shard-group': { type: 'string' },
       'no-tracking': { type: 'boolean' },
       'max-cost': { type: 'string' },
       quiet: { type: 'boolean' },
@@ -80,8 +88,10 @@ export async function run(argv: string[]): Promise<number> {
       overrides,
       ...(values.name !== undefined ? { name: values.name } : {}),
       ...(values.limit !== undefined ? { limit: parsePositiveInt(values.limit, '--limit') } : {}),
-      ...(values.shard !== undefined ? { shard: values.shard } : {}),
+      ...(values.shard !== undefined ? { shard: resolveShardSpec(values.shard) } : {}),
     });
+    const group = values['shard-group'] !== undefined ? checkShardGroup(values['shard-group']) : undefined;
+    if (group !== undefined && !config.shard) throw new AmbiqaError('ambiqa run: --shard-group goes with --shard', 'e.g. --shard auto/8 --shard-group toc-asqa-20261205');
     if (config.sweep) {
       process.stderr.write(`note: ${positionals[0]} has a sweep: section; \`ambiqa run\` runs the base config only (use \`ambiqa sweep\` for the grid)\n`);
     }
@@ -98,7 +108,7 @@ export async function run(argv: string[]): Promise<number> {
         resume: values.resume ?? false,
         components,
         tracking: composer.tracking(),
-        tags: composer.tags(config),
+        tags: { ...composer.tags(config), ...(group !== undefined ? { [SHARD_GROUP_TAG]: group } : {}) },
         // Figures (HTML + PNG) go to the MLflow run when tracking is on; loaded lazily (plotly, chromium).
         figures: async (dir: string, tracker: RunTracker) => (await import('../../report/run-figures')).logRunFigures(dir, tracker),
         progress: values.quiet
