@@ -10,7 +10,7 @@ import { readJson, runFiles, writeJson, type MlflowRecord, type RunState } from 
 import { judgePriorSettings, readJudgePriors } from './judge-priors';
 import { runStarted } from './run-dir';
 import { configParams, guard, metricsForMlflow, type TrackingFactory } from './run-tracking';
-import { addJudgeDiagnostics, summariseRun } from './runner';
+import { addDecisions, summariseRun } from './runner';
 import { parseShard } from './shard';
 // Registers every built-in method's analysis (judges, decision statistics), which the merged
 // metrics find through src/metrics/methods.ts.
@@ -148,8 +148,10 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
   }
   const settings = Object.fromEntries([...values].map(([key, seen]) => [key, [...seen].join(' | ')]));
   if (Object.keys(settings).length > 0) metrics.settings = { ...settings, ...metrics.settings };
-  // Judge quality over all shards' questions at once (its CI resamples questions across shards).
-  addJudgeDiagnostics(metrics, results);
+  // Decision statistics (decision_* rates, judge_mode) and judge quality over all shards'
+  // questions at once, from their traces, as an unsharded run computes them (judge quality's CI
+  // resamples questions across shards).
+  addDecisions(metrics, results, [...traces.values()]);
   // judgeCalibration batch: every shard must have divided by the same stored prior.
   const priors = shards.map((s) => ({ dir: s.dir, priors: readJudgePriors(s.dir) })).filter((x) => x.priors !== undefined);
   if (priors.length > 0) {

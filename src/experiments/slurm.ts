@@ -155,7 +155,7 @@ export function shardsScript(launch: SlurmLaunch): string {
     `cache_dir="${launch.cacheDir}/${launch.group}"`,
     'mkdir -p "$cache_dir"',
     'cache_file="$cache_dir/shard-${SLURM_ARRAY_TASK_ID}.sqlite"',
-    'echo "ambiqa slurm: shard ${SLURM_ARRAY_TASK_ID} of ' + launch.shards + ', job ${SLURM_JOB_ID} on $(hostname) (requeued ${SLURM_RESTART_COUNT:-0} times), LLM cache $cache_file"',
+    'echo "ambiqa slurm: shard ${SLURM_ARRAY_TASK_ID} of ' + launch.shards + ', job ${SLURM_JOB_ID:-?} on $(hostname) (requeued ${SLURM_RESTART_COUNT:-0} times), LLM cache $cache_file"',
     '# exec: scancel, the time limit and a preemption signal ambiqa itself (SIGTERM stops it like Ctrl-C).',
     `exec ${run.join(' \\\n  ')}`,
     '',
