@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
@@ -35,13 +35,14 @@ async function refusal(args: string[]): Promise<AmbiqaError> {
 describe.skipIf(!uri && !process.env.CI)('ambiqa merge --from-mlflow (real MLflow)', () => {
   const keys = ['AMBIQA_ARTIFACTS_DIR', 'MLFLOW_TRACKING_URI'] as const;
   const saved = Object.fromEntries(keys.map((k) => [k, process.env[k]]));
+  const dir = mkdtempSync(join(tmpdir(), 'ambiqa-merge-mlflow-'));
   afterAll(() => {
     for (const k of keys) {
       if (saved[k] === undefined) delete process.env[k];
       else process.env[k] = saved[k];
     }
+    rmSync(dir, { recursive: true, force: true });
   });
-  const dir = mkdtempSync(join(tmpdir(), 'ambiqa-merge-mlflow-'));
   const stamp = Date.now();
   const experiment = `test-merge-mlflow-${stamp}`;
   // Groups are looked up across the server's experiments: unique per test run.

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -62,7 +62,9 @@ describe('--shard auto', () => {
 describe('ambiqa run --shard auto', () => {
   const keys = ['SLURM_ARRAY_TASK_ID', 'SLURM_ARRAY_TASK_COUNT', 'SLURM_ARRAY_TASK_MIN', 'SLURM_ARRAY_TASK_MAX', 'AMBIQA_ARTIFACTS_DIR'] as const;
   const saved = Object.fromEntries(keys.map((k) => [k, process.env[k]]));
+  const dirs: string[] = [];
   afterEach(() => {
+    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
     for (const k of keys) {
       if (saved[k] === undefined) delete process.env[k];
       else process.env[k] = saved[k];
@@ -71,6 +73,7 @@ describe('ambiqa run --shard auto', () => {
 
   function setup() {
     const dir = mkdtempSync(join(tmpdir(), 'ambiqa-shard-auto-'));
+    dirs.push(dir);
     process.env.AMBIQA_ARTIFACTS_DIR = join(dir, 'artifacts');
     const config = writeYaml(join(dir, 'auto.yaml'), {
       dataset: { name: 'asqa', path: writeAsqa(dir, 5) },

@@ -1,8 +1,8 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { AmbiqaError } from '../../src/errors';
 import { ExitStatus } from '../../src/experiments/exit-status';
 import { parseOverride } from '../../src/experiments/overrides';
@@ -29,6 +29,9 @@ import {
 // reading of `scontrol show job -o` output captured from Slurm 22.05.
 
 const fixtures = join(__dirname, 'fixtures');
+const scratch = mkdtempSync(join(tmpdir(), 'ambiqa-slurm-scripts-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+const tempDir = () => mkdtempSync(join(scratch, 'case-'));
 
 function launchFor(dir: string, config: Partial<ExperimentConfig> = {}, extra: Partial<SlurmLaunch> = {}): SlurmLaunch {
   // A stand-in for node: prints its arguments as JSON, one per line.
@@ -67,7 +70,7 @@ function runScript(script: string, dir: string, env: Record<string, string>): st
 
 describe('the shards job script', () => {
   it('has the array, requeue and the resources a lab asks for as #SBATCH lines', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ambiqa-slurm-script-'));
+    const dir = tempDir();
     const script = shardsScript(launchFor(dir));
     const sbatch = script.split('\n').filter((l) => l.startsWith('#SBATCH '));
     expect(sbatch).toEqual([
@@ -92,7 +95,7 @@ describe('the shards job script', () => {
   });
 
   it('runs `ambiqa run --shard auto/N` with the group, --resume, and the LLM cache on the node-local disk', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ambiqa-slurm-script-'));
+    const dir = tempDir();
     const launch = launchFor(dir);
     const argv = runScript(shardsScript(launch), dir, { SLURM_ARRAY_TASK_ID: '2', SLURM_JOB_ID: '77' });
     const cacheFile = join(dir, 'node local', 'toc-20261205-1200', 'shard-2.sqlite');
@@ -118,7 +121,7 @@ describe('the shards job script', () => {
   });
 
   it('keeps a cache mode other than use, leaves a cache that is off alone, and moves a judge: section\'s cache too', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ambiqa-slurm-script-'));
+    const dir = tempDir();
     const refresh = launchFor(dir, {
       llm: { provider: 'openai-compatible', cache: { mode: 'refresh', path: '/x' } },
       judge: { provider: 'scripted', cache: '/y' },
@@ -136,7 +139,7 @@ describe('the shards job script', () => {
   });
 
   it('writes no environment value into the script (secrets reach the jobs through sbatch\'s environment)', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ambiqa-slurm-script-'));
+    const dir = tempDir();
     const saved = process.env.OPENAI_API_KEY;
     process.env.OPENAI_API_KEY = 'sk-test-do-not-write-1234';
     try {
@@ -153,7 +156,7 @@ describe('the shards job script', () => {
       1800, 330, 7200, 129600, 88215,
     ]);
     expect(slurmTimeSeconds('UNLIMITED')).toBeUndefined();
-    const dir = mkdtempSync(join(tmpdir(), 'ambiqa-slurm-script-'));
+    const dir = tempDir();
     const short = launchFor(dir, {}, { resources: { time: '10', extra: [] } });
     expect(shardsScript(short)).toContain('#SBATCH --time=10');
     expect(shardsScript(short)).not.toContain('--signal');
@@ -162,7 +165,7 @@ describe('the shards job script', () => {
 
 describe('the merge job script', () => {
   it('merges the group from MLflow in the config\'s experiment, without the shards\' GPUs', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ambiqa-slurm-script-'));
+    const dir = tempDir();
     const launch = launchFor(dir);
     const script = mergeScript(launch);
     expect(script).toContain('#SBATCH --partition=gpu');
@@ -173,7 +176,7 @@ describe('the merge job script', () => {
 
 describe('submitting', () => {
   it('submits the array, then the merge after it (afterok, cancelled if a shard fails), and records both ids', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ambiqa-slurm-submit-'));
+    const dir = tempDir();
     const calls: string[][] = [];
     const exec: Exec = async (command, args) => {
       calls.push([command, ...args]);
@@ -190,7 +193,7 @@ describe('submitting', () => {
   });
 
   it('says which shards job is out when the merge cannot be submitted, and how to submit it', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ambiqa-slurm-submit-'));
+    const dir = tempDir();
     const exec: Exec = async (_command, args) => {
       if (args.some((a) => a.startsWith('--dependency'))) throw new AmbiqaError('sbatch: error: Invalid account');
       return '51\n';

@@ -1,0 +1,254 @@
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { run as mergeCommand } from '../../src/cli/commands/merge';
+import { run as runCommand } from '../../src/cli/commands/run';
+import { run as slurmCommand } from '../../src/cli/commands/slurm';
+import { readJsonl } from '../../src/common/jsonl';
+import { AmbiqaError } from '../../src/errors';
+import type { LaunchRecord } from '../../src/experiments/slurm';
+import type { ExampleResult, RunMetrics, RunState } from '../../src/run-files';
+import { startFaultServer, type FaultServer } from '../llm/fault-server';
+import { localSlurmUnavailable, startLocalSlurm, stepFiles, type LocalSlurm } from '../helpers/slurm';
+import { writeAsqa, writeYaml } from './helpers/files';
+import { getRun, searchRuns, tag } from './helpers/mlflow';
+
+/**
+ * `ambiqa slurm` against a real Slurm: Debian's slurmctld and slurmd (22.05) with munge, started
+ * on localhost by the test (test/helpers/slurm.ts), the tests' MLflow server, and a local
+ * OpenAI-compatible server standing in for the inference service, which counts every request.
+ *
+ * 1. The Slurm block of docs/experiments.md, run as written: two shards as a job array, the merge
+ *    job after them, merged from MLflow: the same results, metrics and CIs as an unsharded run,
+ *    in artifacts/runs/ and in MLflow; each question asked once; the caches on "node-local" disk.
+ * 2. A second launch whose shard 1 is stopped with `scancel` mid-run: `--wait` exits 130, the
+ *    merge never runs and `merge --from-mlflow` refuses the launch; the resubmission command that
+ *    `--wait` printed finishes it, and no question that had finished is asked again.
+ *
+ * Without the Slurm packages (or root) the test is skipped, saying why; under CI that fails, as a
+ * missing MLflow server does for the tracking tests.
+ */
+const uri = inject('mlflowTrackingUri');
+const unavailable = localSlurmUnavailable();
+if (unavailable) {
+  if (process.env.CI) throw new Error(`the Slurm test cannot run: ${unavailable}`);
+  console.log(`skipping the Slurm test: ${unavailable}`);
+}
+const root = resolve(__dirname, '../..');
+const QUESTIONS = 6;
+
+interface SlurmExample {
+  exported: string[];
+  args: string[];
+}
+
+/** The first sh block under "### Slurm" in docs/experiments.md: its exports and its `ambiqa slurm` line. */
+function slurmExample(): SlurmExample {
+  const page = readFileSync(join(root, 'docs', 'experiments.md'), 'utf8');
+  const block = /```sh\n([\s\S]*?)```/.exec(page.slice(page.indexOf('### Slurm')))?.[1];
+  if (!block) throw new Error('docs/experiments.md: no ```sh block after "### Slurm"');
+  const lines = block.replace(/\\\n\s*/g, ' ').split('\n').filter((l) => l.trim() && !l.trim().startsWith('#'));
+  const exportLine = lines.find((l) => l.startsWith('export '))!;
+  const slurmLine = lines.find((l) => l.startsWith('npx ambiqa slurm '))!;
+  return { exported: exportLine.replace(/^export /, '').split(/\s+/).map((kv) => kv.split('=')[0]!), args: slurmLine.trim().split(/\s+/) };
+}
+
+/** Words of a command line as sh splits them (single quotes, as `shellQuote` writes them). */
+function shellWords(line: string): string[] {
+  const words: string[] = [];
+  const re = /'((?:[^']|'\\'')*)'|(\S+)/g;
+  let m: RegExpExecArray | null;
+  while ((m = re.exec(line))) words.push(m[1] !== undefined ? m[1].replace(/'\\''/g, "'") : m[2]!);
+  return words;
+}
+
+/** The question a request to the stand-in service was about (`When did event <i> happen?`). */
+function questionOf(body: Record<string, unknown>): string {
+  const messages = (body.messages as Array<{ content: string }> | undefined) ?? [];
+  return /event (\d+)/.exec(messages.map((m) => m.content).join('\n'))?.[1] ?? '?';
+}
+
+async function captured(fn: () => Promise<number>): Promise<{ status: number; output: string }> {
+  const lines: string[] = [];
+  const log = vi.spyOn(console, 'log').mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(' ')));
+  try {
+    return { status: await fn(), output: lines.join('\n') };
+  } finally {
+    log.mockRestore();
+  }
+}
+
+async function waitFor(condition: () => boolean, what: string, timeoutMs = 120_000): Promise<void> {
+  const start = Date.now();
+  while (!condition()) {
+    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe.skipIf(unavailable !== undefined || (!uri && !process.env.CI))('ambiqa slurm on a real Slurm (job array, afterok merge from MLflow, scancel and resubmit)', () => {
+  const example = slurmExample();
+  const dir = mkdtempSync(join(tmpdir(), 'ambiqa-slurm-test-'));
+  const artifacts = join(dir, 'artifacts');
+  const runs = join(artifacts, 'runs');
+  const nodeTmp = join(dir, 'node-tmp');
+  const experiment = `test-slurm-${Date.now()}`;
+  const partition = example.args[example.args.indexOf('--partition') + 1]!;
+  const saved: Record<string, string | undefined> = {};
+  const setEnv = (k: string, v: string) => {
+    if (!(k in saved)) saved[k] = process.env[k];
+    process.env[k] = v;
+  };
+  let cluster: LocalSlurm | undefined;
+  let server: FaultServer;
+  let config: string;
+  const view = (r: ExampleResult) => ({ id: r.id, index: r.index, output: r.output, metrics: r.metrics });
+  const whole = () => readJsonl<ExampleResult>(join(runs, 'whole', 'results.jsonl')).map(view);
+  const metricsOf = (run: string) => JSON.parse(readFileSync(join(runs, run, 'metrics.json'), 'utf8')) as RunMetrics;
+  const mlflowRunId = (run: string) => JSON.parse(readFileSync(join(runs, run, 'mlflow.json'), 'utf8')).runId as string;
+  const mlflowMetrics = async (runId: string) =>
+    Object.fromEntries(((await getRun(uri, runId)).data.metrics ?? []).filter((m) => m.key !== 'wall_seconds').map((m) => [m.key, m.value]));
+  const launchRecord = (group: string) => JSON.parse(readFileSync(join(artifacts, 'slurm', group, 'launch.json'), 'utf8')) as LaunchRecord;
+  const groupOf = (output: string) => /submitted launch (\S+):/.exec(output)?.[1] ?? '';
+  const docArgs = () => example.args.slice(3).map((a) => (a.startsWith('experiments/') ? join(dir, a) : a));
+
+  beforeAll(async () => {
+    server = await startFaultServer();
+    cluster = await startLocalSlurm({ partition, gpus: 2 });
+    mkdirSync(join(dir, 'experiments'));
+    mkdirSync(nodeTmp);
+    config = writeYaml(join(dir, 'experiments', 'toc-asqa.yaml'), {
+      dataset: { name: 'asqa', path: writeAsqa(dir, QUESTIONS) },
+      pipeline: { name: 'closed-book', options: { nShots: 0, maxTokens: 16 } },
+      llm: { cache: join(dir, 'llm-cache.sqlite') },
+      metrics: ['str_em', 'rougeL'],
+      // One question at a time, so that a shard is reliably stopped between questions' calls.
+      concurrency: 1,
+      tracking: { experiment, traces: false },
+    });
+    const values: Record<string, string> = { MLFLOW_TRACKING_URI: uri, OPENAI_BASE_URL: server.url, OPENAI_MODEL: 'slurm-test-model' };
+    for (const name of example.exported) {
+      expect(values[name], `the Slurm example exports ${name}; the test has no local stand-in for it`).toBeDefined();
+      setEnv(name, values[name]!);
+    }
+    setEnv('AMBIQA_ARTIFACTS_DIR', artifacts);
+    setEnv('SLURM_CONF', cluster.env.SLURM_CONF);
+    setEnv('AMBIQA_SLURM_POLL_MS', '500');
+    // The shards would draw PNG figures with chromium for MLflow: seconds of CPU this test is not about.
+    setEnv('AMBIQA_FIGURE_PNG', '0');
+  }, 120_000);
+
+  afterAll(async () => {
+    await cluster?.stop();
+    await server?.close();
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }, 120_000);
+
+  it('runs the docs\' launch: two shards and a merge from MLflow equal to the unsharded run, each question asked once', async () => {
+    // The reference: the same config unsharded, on its own cache.
+    expect(await runCommand([config, '--name', 'whole', '--quiet', '--set', 'llm.provider=openai-compatible', '--set', `llm.cache=${join(dir, 'whole.sqlite')}`])).toBe(0);
+    const before = server.requests.length;
+
+    // TMPDIR is the jobs' node-local disk (sbatch passes the environment on).
+    setEnv('TMPDIR', nodeTmp);
+    const { status, output } = await captured(() => slurmCommand(docArgs()));
+    expect(status, output).toBe(0);
+    const group = groupOf(output);
+    expect(output).toMatch(/shard 0\/2: COMPLETED, exit 0\nshard 1\/2: COMPLETED, exit 0\nmerge: COMPLETED, exit 0/);
+
+    const merged = 'toc-asqa';
+    expect(readJsonl<ExampleResult>(join(runs, merged, 'results.jsonl')).map(view)).toEqual(whole());
+    expect(metricsOf(merged).metrics).toEqual(metricsOf('whole').metrics); // CIs included
+    expect(metricsOf(merged).n).toBe(QUESTIONS);
+    const parentId = mlflowRunId(merged);
+    expect(await mlflowMetrics(parentId)).toEqual(await mlflowMetrics(mlflowRunId('whole')));
+    const children = (await searchRuns(uri, experiment)).filter((r) => tag(r, 'mlflow.parentRunId') === parentId);
+    expect(children.map((c) => [tag(c, 'ambiqa.shard'), tag(c, 'ambiqa.shard_group'), c.info.status]).sort()).toEqual([
+      ['0/2', group, 'FINISHED'],
+      ['1/2', group, 'FINISHED'],
+    ]);
+
+    // Each question asked once, by the shard that owns it.
+    const asked = server.requests.slice(before).map((r) => questionOf(r.body));
+    expect(asked.sort()).toEqual(Array.from({ length: QUESTIONS }, (_, i) => String(i)));
+    // The shards' caches on the node-local disk, none in the artifacts (the shared storage).
+    const caches = join(nodeTmp, 'ambiqa-root', group);
+    expect(readdirSync(caches).filter((f) => f.endsWith('.sqlite')).sort()).toEqual(['shard-0.sqlite', 'shard-1.sqlite']);
+    expect(readdirSync(join(runs, 'toc-asqa.shard-0of2')).some((f) => f.endsWith('.sqlite'))).toBe(false);
+    // The jobs ran what `ambiqa slurm` submitted, under the docs' partition.
+    const record = launchRecord(group);
+    expect(record.submissions).toHaveLength(1);
+    expect(await cluster!.command('scontrol', ['show', 'job', '-o', record.submissions[0]!.mergeJobId])).toContain(`Partition=${partition}`);
+  }, 300_000);
+
+  it('a shard stopped by scancel mid-run: exit 130, no merge, refused from MLflow; the printed resubmission finishes it without asking a finished question again', async () => {
+    server.okDelayMs = 1500;
+    const before = server.requests.length;
+    const launch = captured(() => slurmCommand([...docArgs(), '--name', 'cut', '--gpus-per-task', '1']));
+    const shardDir = join(runs, 'cut.shard-1of2');
+    await waitFor(() => existsSync(join(shardDir, 'results.jsonl')) && readJsonl(join(shardDir, 'results.jsonl')).length >= 1, 'shard 1 to finish a question');
+    const group = readdirSync(join(artifacts, 'slurm')).find((g) => g.startsWith('cut-'))!;
+    const jobId = launchRecord(group).submissions[0]!.shardsJobId;
+    await cluster!.command('scancel', [`${jobId}_1`]);
+    const first = await launch;
+    server.okDelayMs = 0;
+    expect(first.status, first.output).toBe(130);
+    expect(first.output).toContain('shard 1/2: CANCELLED, exit 130 (interrupted)');
+    expect(first.output).toContain('merge: not run (a shard did not succeed)');
+    const state = JSON.parse(readFileSync(join(shardDir, 'run.json'), 'utf8')) as RunState;
+    expect(state.status).toBe('KILLED');
+    const runId = mlflowRunId('cut.shard-1of2');
+    expect((await getRun(uri, runId)).info.status).toBe('KILLED');
+    const finishedBefore = new Set(readJsonl<ExampleResult>(join(shardDir, 'results.jsonl')).map((r) => r.id));
+    expect(finishedBefore.size).toBeGreaterThanOrEqual(1);
+    expect(finishedBefore.size).toBeLessThan(QUESTIONS / 2);
+
+    // The launch cannot be merged as it stands.
+    const refusal = await mergeCommand(['--from-mlflow', group]).catch((e: unknown) => e);
+    expect(refusal).toBeInstanceOf(AmbiqaError);
+    expect((refusal as AmbiqaError).message).toBe(`--from-mlflow ${group}: missing shard 1/2 (run ${runId} is KILLED)`);
+
+    // The command `--wait` printed, run as printed.
+    const line = /resubmit the unfinished shards \(they resume their runs\): (.*)/.exec(first.output)?.[1];
+    expect(line, first.output).toBeDefined();
+    const words = shellWords(line!);
+    expect(words.slice(0, 3)).toEqual(['npx', 'ambiqa', 'slurm']);
+    expect(words).toEqual(expect.arrayContaining(['--group', group, '--only', '1', '--gpus-per-task=1', '--name=cut']));
+    const resubmittedAt = server.requests.length;
+    const second = await captured(() => slurmCommand(words.slice(3)));
+    expect(second.status, second.output).toBe(0);
+
+    // Equal to the unsharded run; one MLflow run for shard 1 over both sessions.
+    expect(readJsonl<ExampleResult>(join(runs, 'cut', 'results.jsonl')).map(view)).toEqual(whole());
+    expect(metricsOf('cut').metrics).toEqual(metricsOf('whole').metrics);
+    expect(mlflowRunId('cut.shard-1of2')).toBe(runId);
+    expect(JSON.parse(readFileSync(join(shardDir, 'run.json'), 'utf8'))).toMatchObject({ status: 'FINISHED', sessions: 2, done: QUESTIONS / 2 });
+    expect(readFileSync(join(artifacts, 'slurm', group, 'shard-1.out'), 'utf8').match(/^ambiqa slurm: shard 1 of 2/gm)).toHaveLength(2);
+
+    // No question that shard 1 had finished was asked again; every question was answered.
+    // writeAsqa's question q0<i> is "When did event <i> happen?".
+    const finishedNumbers = new Set([...finishedBefore].map((id) => String(Number(id.slice(1)))));
+    const askedAgain = server.requests.slice(resubmittedAt).map((r) => questionOf(r.body));
+    expect(askedAgain.length).toBeGreaterThan(0);
+    expect(askedAgain.filter((q) => finishedNumbers.has(q))).toEqual([]);
+    const askedAll = server.requests.slice(before).map((r) => questionOf(r.body));
+    expect(new Set(askedAll).size).toBe(QUESTIONS);
+    // At most the question in flight at the scancel is asked twice.
+    expect(askedAll.length).toBeLessThanOrEqual(QUESTIONS + 1);
+  }, 300_000);
+
+  it('leaves nothing behind: no job step, no daemon, no folder', async () => {
+    const c = cluster!;
+    expect((await c.command('squeue', ['-h'])).trim()).toBe('');
+    expect(stepFiles(c)).toEqual([]);
+    await c.stop();
+    cluster = undefined;
+    expect(existsSync(c.dir)).toBe(false);
+    for (const pid of c.pids) expect(() => process.kill(pid, 0), `process ${pid} still runs`).toThrow();
+  }, 120_000);
+});
