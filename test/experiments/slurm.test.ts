@@ -187,7 +187,8 @@ describe.skipIf(unavailable !== undefined || (!uri && !process.env.CI))('ambiqa 
   }, 300_000);
 
   it('a shard stopped by scancel mid-run: exit 130, no merge, refused from MLflow; the printed resubmission finishes it without asking a finished question again', async () => {
-    server.okDelayMs = 1500;
+    // Slow answers, so that shard 1 is surely between questions when scancel reaches it.
+    server.okDelayMs = 2500;
     const before = server.requests.length;
     const launch = captured(() => slurmCommand([...docArgs(), '--name', 'cut', '--gpus-per-task', '1']));
     const shardDir = join(runs, 'cut.shard-1of2');

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { registry } from '../../src/experiments/compose';
 import { loadExperimentConfig } from '../../src/experiments/config';
 import { RunTrackingSession } from '../../src/experiments/run-tracking';
@@ -15,8 +15,11 @@ import { writeAsqa, writeYaml } from './helpers/files';
 // session, and the files' checksums only after the last of them is stored. Here the tracker
 // records the order of operations, and can fail one upload.
 
+const scratch = mkdtempSync(join(tmpdir(), 'ambiqa-uploads-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
 function session(failOn?: string) {
-  const dir = mkdtempSync(join(tmpdir(), 'ambiqa-uploads-'));
+  const dir = mkdtempSync(join(scratch, 'case-'));
   const config = loadExperimentConfig(
     writeYaml(join(dir, 'up.yaml'), {
       dataset: { name: 'asqa', path: writeAsqa(dir, 2) },
