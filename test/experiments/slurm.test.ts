@@ -26,6 +26,10 @@ import { getRun, searchRuns, tag } from './helpers/mlflow';
  *    merge never runs and `merge --from-mlflow` refuses the launch; the resubmission command that
  *    `--wait` printed finishes it, and no question that had finished is asked again.
  *
+ * 3. A third launch whose shard 1 is requeued mid-run (`scontrol requeue`, what a preemption with
+ *    requeue does): the task runs again, resumes its run dir and MLflow run, and the same `--wait`
+ *    ends with the launch merged.
+ *
  * Without the Slurm packages (or root) the test is skipped, saying why; under CI that fails, as a
  * missing MLflow server does for the tracking tests.
  */
@@ -241,6 +245,42 @@ describe.skipIf(unavailable !== undefined || (!uri && !process.env.CI))('ambiqa 
     expect(new Set(askedAll).size).toBe(QUESTIONS);
     // At most the question in flight at the scancel is asked twice.
     expect(askedAll.length).toBeLessThanOrEqual(QUESTIONS + 1);
+  }, 300_000);
+
+  it('a shard requeued mid-run (as a preemption with requeue does) resumes its run, and the same launch ends merged', async () => {
+    server.okDelayMs = 2500;
+    const launch = captured(() => slurmCommand([...docArgs(), '--name', 'rq']));
+    const shardDir = join(runs, 'rq.shard-1of2');
+    await waitFor(() => existsSync(join(shardDir, 'results.jsonl')) && readJsonl(join(shardDir, 'results.jsonl')).length >= 1, 'shard 1 to finish a question');
+    const group = readdirSync(join(artifacts, 'slurm')).find((g) => g.startsWith('rq-'))!;
+    const jobId = launchRecord(group).submissions[0]!.shardsJobId;
+    const runId = mlflowRunId('rq.shard-1of2');
+    await cluster!.command('scontrol', ['requeue', `${jobId}_1`]);
+    const requeuedAt = server.requests.length;
+    const finishedBefore = new Set(readJsonl<ExampleResult>(join(shardDir, 'results.jsonl')).map((r) => String(Number(r.id.slice(1)))));
+    // Slurm holds a requeued job for about two minutes (its BeginTime) once its first attempt has
+    // ended (the shard writes and uploads first); release it then.
+    let record = '';
+    const deadline = Date.now() + 60_000;
+    while (!/JobState=PENDING .*Reason=BeginTime/.test(record)) {
+      if (Date.now() > deadline) throw new Error(`shard 1 did not go back to pending: ${record}`);
+      await new Promise((r) => setTimeout(r, 200));
+      record = await cluster!.command('scontrol', ['show', 'job', '-o', `${jobId}_1`]);
+    }
+    await cluster!.command('scontrol', ['update', `JobId=${jobId}_1`, 'StartTime=now']);
+    server.okDelayMs = 0;
+    const { status, output } = await launch;
+    expect(status, output).toBe(0);
+    expect(output).toContain('merge: COMPLETED, exit 0');
+
+    expect(readJsonl<ExampleResult>(join(runs, 'rq', 'results.jsonl')).map(view)).toEqual(whole());
+    expect(metricsOf('rq').metrics).toEqual(metricsOf('whole').metrics);
+    // The same run dir and MLflow run, in two sessions; the log kept both attempts.
+    expect(mlflowRunId('rq.shard-1of2')).toBe(runId);
+    expect(JSON.parse(readFileSync(join(shardDir, 'run.json'), 'utf8'))).toMatchObject({ status: 'FINISHED', sessions: 2, done: QUESTIONS / 2 });
+    expect(readFileSync(join(artifacts, 'slurm', group, 'shard-1.out'), 'utf8')).toMatch(/shard 1 of 2, job \d+ on .* \(requeued 1 times\)/);
+    const askedAgain = server.requests.slice(requeuedAt).map((r) => questionOf(r.body));
+    expect(askedAgain.filter((q) => finishedBefore.has(q))).toEqual([]);
   }, 300_000);
 
   it('leaves nothing behind: no job step, no daemon, no folder', async () => {

@@ -82,13 +82,30 @@ export async function startLocalSlurm(options: { partition?: string; cpus?: numb
   const start = (name: (typeof daemons)[number], args: string[]) => {
     const child = spawn(which(name)!, args, { env, stdio: 'ignore' });
     children.push(child);
+    writeFileSync(join(dir, 'daemons.pid'), children.map((c) => c.pid).join(' '));
     return child;
   };
   const command = (name: string, args: string[]) =>
     new Promise<string>((resolve, reject) =>
       execFile(which(name) ?? name, args, { env, encoding: 'utf8', timeout: 30_000 }, (error, stdout, stderr) => (error ? reject(new Error(`${name} ${args.join(' ')}: ${stderr || error.message}`)) : resolve(stdout))),
     );
+  // Should this process die without stop() (a killed test worker), a watchdog outside it cancels
+  // the cluster's jobs and stops its daemons, so that nothing outlives the test run.
+  const pidFile = join(dir, 'daemons.pid');
+  const watchdog = spawn(
+    'bash',
+    [
+      '-c',
+      `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done
+       ids=$(squeue -h -o %A 2>/dev/null | sort -u); [ -n "$ids" ] && scancel $ids && sleep 5
+       pids=$(cat '${pidFile}' 2>/dev/null); [ -n "$pids" ] && kill $pids 2>/dev/null && sleep 3 && kill -9 $pids 2>/dev/null
+       rm -rf '${dir}'`,
+    ],
+    { env, stdio: 'ignore', detached: true },
+  );
+  watchdog.unref();
   const stop = async () => {
+    await stopChild(watchdog);
     try {
       const queued = (await command('squeue', ['-h', '-o', '%A'])).split('\n').filter(Boolean);
       if (queued.length > 0) await command('scancel', [...new Set(queued)]);
