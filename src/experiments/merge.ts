@@ -243,7 +243,7 @@ function notAShardDir(given: string, dir: string): AmbiqaError {
     );
   }
   const hint = /[*?[]/.test(given)
-    ? 'nothing matched the pattern here: copy the shards\' run dirs to this machine first (e.g. rsync -a host:ambiqa/artifacts/runs/ artifacts/runs/), or run the shards on a shared artifacts volume (docs/experiments.md, "Spreading a run over machines")'
+    ? 'nothing matched the pattern here: copy the shards\' run dirs to this machine first (e.g. rsync -a host:ambiqa/artifacts/runs/ artifacts/runs/), run the shards on a shared artifacts volume, or merge from MLflow (`ambiqa merge --from-mlflow <group>` for shards run with --shard-group; docs/experiments.md, "Shards: one experiment on several machines")'
     : 'pass the run dirs that `ambiqa run --shard i/N` wrote (artifacts/runs/<name>.shard-<i>of<N>)';
   return new AmbiqaError(`merge: ${given} is not a run directory (no ${runFiles.config})`, hint);
 }

@@ -1,8 +1,9 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { run as slurmCommand } from '../../src/cli/commands/slurm';
 import { AmbiqaError } from '../../src/errors';
 import { ExitStatus } from '../../src/experiments/exit-status';
 import { parseOverride } from '../../src/experiments/overrides';
@@ -23,6 +24,7 @@ import {
   type Exec,
   type SlurmLaunch,
 } from '../../src/experiments/slurm';
+import { writeAsqa, writeYaml } from './helpers/files';
 
 // The job scripts `ambiqa slurm` writes, run by bash with a stand-in for node that prints the
 // arguments it got (so quoting and the node-side expansion are what bash really does), and the
@@ -279,5 +281,75 @@ describe('following a launch', () => {
     // The merge was forgotten by the controller, so its outcome is unknown: an error.
     expect(launchExitStatus(state)).toBe(ExitStatus.error);
     expect(await launchState({ shardsJobId: '9', mergeJobId: '11', tasks: [0, 1] }, exec)).toMatchObject({ merge: { state: 'UNKNOWN' } });
+  });
+});
+
+describe('ambiqa slurm (the command, before anything is submitted)', () => {
+  const keys = ['MLFLOW_TRACKING_URI', 'AMBIQA_ARTIFACTS_DIR', 'AMBIQA_TRACKING'] as const;
+  const saved = Object.fromEntries(keys.map((k) => [k, process.env[k]]));
+  afterAll(() => {
+    for (const k of keys) {
+      if (saved[k] === undefined) delete process.env[k];
+      else process.env[k] = saved[k];
+    }
+  });
+
+  function setup(tracking: Record<string, unknown> = { experiment: 'slurm-cli' }) {
+    const dir = tempDir();
+    process.env.AMBIQA_ARTIFACTS_DIR = join(dir, 'artifacts');
+    delete process.env.AMBIQA_TRACKING;
+    const config = writeYaml(join(dir, 'exp.yaml'), {
+      dataset: { name: 'asqa', path: writeAsqa(dir, 3) },
+      pipeline: { name: 'closed-book', options: { nShots: 0 } },
+      llm: { provider: 'scripted' },
+      metrics: ['str_em'],
+      tracking,
+    });
+    return { dir, config };
+  }
+
+  async function printed(argv: string[]): Promise<{ status: number; out: string }> {
+    const lines: string[] = [];
+    const log = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void lines.push(a.map(String).join(' ')));
+    try {
+      return { status: await slurmCommand(argv), out: lines.join('\n') };
+    } finally {
+      log.mockRestore();
+    }
+  }
+
+  it('--dry-run prints both scripts and the sbatch commands, and writes and submits nothing', async () => {
+    const { dir, config } = setup();
+    delete process.env.MLFLOW_TRACKING_URI;
+    const { status, out } = await printed([config, '--shards', '3', '--group', 'g1', '--partition', 'cpu', '--dry-run']);
+    expect(status).toBe(0);
+    expect(out).toContain('#SBATCH --array=0-2');
+    expect(out).toContain('--shard auto/3');
+    expect(out).toContain('merge --from-mlflow g1 --experiment slurm-cli');
+    expect(out).toContain(`sbatch --parsable --array=0-2 ${join(dir, 'artifacts', 'slurm', 'g1', 'shards.sbatch')}`);
+    expect(out).toContain('MLFLOW_TRACKING_URI is not set; a real launch needs it');
+    expect(existsSync(join(dir, 'artifacts', 'slurm'))).toBe(false);
+  });
+
+  it('refuses a launch the merge could not finish, before submitting', async () => {
+    const { config } = setup();
+    delete process.env.MLFLOW_TRACKING_URI;
+    await expect(slurmCommand([config, '--shards', '2'])).rejects.toThrow('MLFLOW_TRACKING_URI is not set');
+    process.env.MLFLOW_TRACKING_URI = 'http://mlflow.invalid:5000';
+    await expect(slurmCommand([config, '--shards', '2', '--only', '1'])).rejects.toThrow('--only resubmits shards of an earlier launch: give its --group');
+    await expect(slurmCommand([config, '--shards', '2', '--group', 'g', '--only', '2'])).rejects.toThrow('--only 2: shard indexes run 0..1');
+    await expect(slurmCommand([config])).rejects.toThrow('--shards N is required');
+    await expect(slurmCommand([config, '--shards', '2', '--cache-dir', '/tmp/"x"'])).rejects.toThrow('no double quotes');
+    await expect(slurmCommand([config, '--shards', '2', '--group', "g' or 1=1"])).rejects.toThrow('a shard group is letters, digits');
+    const off = setup({ experiment: 'slurm-cli', enabled: false });
+    await expect(slurmCommand([off.config, '--shards', '2'])).rejects.toThrow('tracking is off, but the merge job finds the shards in MLflow');
+  });
+
+  it('refuses when the merged run already exists', async () => {
+    const { dir, config } = setup();
+    process.env.MLFLOW_TRACKING_URI = 'http://mlflow.invalid:5000';
+    mkdirSync(join(dir, 'artifacts', 'runs', 'exp'), { recursive: true });
+    writeFileSync(join(dir, 'artifacts', 'runs', 'exp', 'config.yaml'), 'name: exp\n');
+    await expect(slurmCommand([config, '--shards', '2'])).rejects.toThrow(`the merged run ${join(dir, 'artifacts', 'runs', 'exp')} already exists`);
   });
 });
