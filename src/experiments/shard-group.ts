@@ -28,7 +28,7 @@ const groupPattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
 /** A group name goes into MLflow filter strings and file names: letters, digits, `.`, `_`, `-`. */
 export function checkShardGroup(group: string, option = '--shard-group'): string {
   if (!groupPattern.test(group)) {
-    throw new AmbiqaError(`${option} ${JSON.stringify(group)}: a shard group is letters, digits, dot, dash or underscore (at most 200)`, 'e.g. toc-asqa-20261205-1412');
+    throw new AmbiqaError(`${option} ${JSON.stringify(group)}: a shard group is letters, digits, dot, dash or underscore (at most 200)`, 'e.g. toc-asqa-20261205-141203');
   }
   return group;
 }
