@@ -130,6 +130,15 @@ function optionLine(line: string): string {
   return line.startsWith('(top level): ') ? line.slice('(top level): '.length) : `option ${line}`;
 }
 
+/**
+ * An option kept in a schema only to be refused with a line naming its replacement
+ * (`z.never(...).optional()`, e.g. COMBO's `skipEvidentialBelow`): not offered as allowed.
+ */
+function isRetired(option: z.ZodType | undefined): boolean {
+  const def = (option as unknown as { _zod?: { def: { type: string; innerType?: { _zod: { def: { type: string } } } } } })?._zod?.def;
+  return def?.type === 'optional' && def.innerType?._zod.def.type === 'never';
+}
+
 /** Validate and fill a pipeline's options; an AmbiqaError names every bad option. */
 export function parsePipelineOptions<N extends BuiltinPipelineName>(name: N, options?: unknown): PipelineOptions<N>;
 export function parsePipelineOptions(name: string, options?: unknown): Record<string, unknown>;
@@ -137,7 +146,10 @@ export function parsePipelineOptions(name: string, options: unknown = {}): unkno
   const schema = requireEntry(name).optionsSchema;
   const result = schema.safeParse(options ?? {});
   if (!result.success) {
-    const allowed = Object.keys((schema as unknown as { shape: Record<string, unknown> }).shape ?? {}).join(', ');
+    const shape = (schema as unknown as { shape?: Record<string, z.ZodType> }).shape ?? {};
+    const allowed = Object.keys(shape)
+      .filter((k) => !isRetired(shape[k]))
+      .join(', ');
     throw new AmbiqaError(
       `pipeline ${name}: ${formatIssues(result.error.issues, { schema, input: options ?? {} }).map(optionLine).join('; ')}`,
       `allowed options: ${allowed}`,

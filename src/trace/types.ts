@@ -277,24 +277,50 @@ export interface DivaDecisions {
   earlyExit?: boolean;
 }
 
+/** One (retrieved, generated) pair as the COMBO reader sees it; indices into the decisions' lists. */
+export interface ComboPair {
+  /** Index into `retrievedPassageIds`. */
+  retrieved: number;
+  /** Index into `generatedPassages`. */
+  generated: number;
+  /** compatibility[retrieved][generated]. */
+  compatibility: number;
+}
+
 export interface ComboDecisions {
   kind: 'combo';
   generatedPassages: string[];
   retrievedPassageIds: string[];
   /** P(evidential) per retrieved passage. */
   evidentiality: number[];
-  /** consistency[i][j]: P(retrieved i and generated j agree). */
+  /**
+   * consistency[i][j]: P(retrieved i and generated j agree); 0 where it was not judged (a row in
+   * `consistencySkipped`).
+   */
   consistency: number[][];
-  /** compatibility[i][j] = consistency[i][j] * evidentiality[i]. */
+  /**
+   * compatibility[i][j]: with the `gated` rule (default) 0 for a passage judged not evidential,
+   * else consistency[i][j]; with `product`, consistency[i][j] * evidentiality[i].
+   */
   compatibility: number[][];
-  /** matching[i] = generated passage index paired with retrieved passage i. */
+  /** matching[i] = generated passage index paired with retrieved passage i (-1: none). */
   matching: number[];
   /** Which scorers produced the numbers, e.g. `llm-judge` or `embedding-cosine`. */
   scorers?: { evidentiality: string; consistency: string };
-  /** Sum of compatibility over the chosen matching. */
+  /** Sum of compatibility over the pairs the reader sees. */
   matchingScore?: number;
-  /** Rows whose consistency was not computed because the passage was judged not evidential. */
+  /**
+   * Rows whose consistency was not judged because the gate found the passage not evidential
+   * (`compatibility: gated`; absent with `product`, which judges every pair).
+   */
   consistencySkipped?: boolean[];
+  /**
+   * The pairs in the order the reader's prompt lists them (`pairSort`: by compatibility, highest
+   * first, or by retrieval rank). When there are fewer generated (or retrieved) passages than N,
+   * the shorter list is repeated cyclically to N, as the released code does, so an index can
+   * appear in more than one pair. Absent in traces written before issue 34.
+   */
+  pairs?: ComboPair[];
 }
 
 export interface SelfConsistencyDecisions {

@@ -158,6 +158,29 @@ describe('decision statistics from traces', () => {
     expect(s.metrics.decision_matched_compatibility).toBeCloseTo(d.matchingScore! / 2);
     expect(s.metrics.decision_evidentiality).toBeCloseTo(0.8);
     expect(s.metrics.decision_p_yes_combo_evidentiality).toBeCloseTo(0.8);
+    // Gated (default), both passages evidential: 2 evidentiality + 2 × 2 consistency judgments.
+    expect(s.metrics.decision_judgments).toBe(6);
+    expect(s.metrics.decision_gated_out).toBe(0);
+  });
+
+  it('COMBO judgments per question: the gate saves a row of consistency judgments per passage it closes', async () => {
+    const answer = async (options: Record<string, unknown>) => {
+      const { llm } = scriptedLlm(
+        { 'combo.generate': (_r, i) => ['Ron was Rupert Grint.', 'Percy was Chris Rankin.'][i], 'combo.read': 'Answer: Rupert Grint.' },
+        { 'combo.evidentiality': (r) => (r.messages[0].content.includes('Rupert') ? 0.8 : 0.3), 'combo.consistency': 0.6 },
+      );
+      const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), demos: fixedDemos() };
+      const pipeline = new ComboPipeline(comboOptionsSchema.parse({ nPassages: 2, nShots: 0, ...options }));
+      return (await pipeline.answer(asqaExample('q', AQ), ctx)).trace;
+    };
+    const gated = await answer({});
+    const calls = gated.llmCalls.filter((c) => c.purpose === 'combo.evidentiality' || c.purpose === 'combo.consistency').length;
+    expect(decisionStatistics([gated]).metrics.decision_judgments).toBe(calls);
+    expect(calls).toBe(2 + 1 * 2);
+    expect(decisionStatistics([gated]).metrics.decision_gated_out).toBe(0.5);
+    const product = decisionStatistics([await answer({ compatibility: 'product' })]).metrics;
+    expect(product.decision_judgments).toBe(2 + 2 * 2);
+    expect(product.decision_gated_out).toBeUndefined();
   });
 
   it('Verify-and-Edit edit rate and mean consistency', async () => {

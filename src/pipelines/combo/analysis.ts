@@ -52,14 +52,25 @@ function labelJudgments(trace: Trace, example: Example, passageText: PassageText
 
 /**
  * `decision_compatibility` (mean over all pairs), `decision_matched_compatibility` (mean over the
- * chosen matching), `decision_evidentiality` (mean).
+ * pairs the reader saw), `decision_evidentiality` (mean), `decision_judgments` (evidentiality and
+ * consistency scores per question: judge calls with the LLM scorers; N + N² with the product
+ * rule, fewer gated) and `decision_gated_out` (share of retrieved passages the gate found not
+ * evidential; gated runs only).
  */
 function statistics(traces: readonly Trace[]): Record<string, number> {
   const decisions = traces.map(decisionsOf);
+  // A skipped row was never scored; every other row scored each generated passage once.
+  const scored = (d: ComboDecisions) =>
+    d.evidentiality.length + d.consistency.reduce((n, row, i) => n + (d.consistencySkipped?.[i] ? 0 : row.length), 0);
+  const gated = decisions.filter((d) => d.consistencySkipped !== undefined);
   return {
     decision_compatibility: mean(decisions.flatMap((d) => d.compatibility.flat())),
-    decision_matched_compatibility: mean(decisions.flatMap((d) => d.matching.flatMap((j, i) => (j >= 0 ? [d.compatibility[i][j]] : [])))),
+    decision_matched_compatibility: mean(
+      decisions.flatMap((d) => d.pairs?.map((p) => p.compatibility) ?? d.matching.flatMap((j, i) => (j >= 0 ? [d.compatibility[i][j]] : []))),
+    ),
     decision_evidentiality: mean(decisions.flatMap((d) => d.evidentiality)),
+    decision_judgments: mean(decisions.map(scored)),
+    ...(gated.length > 0 ? { decision_gated_out: mean(gated.flatMap((d) => d.consistencySkipped!.map((s) => (s ? 1 : 0)))) } : {}),
   };
 }
 

@@ -113,10 +113,11 @@ export class EmbeddingConsistencyScorer implements ConsistencyScorer {
     this.name = `embedding-cosine:${embedder.name}`;
   }
 
-  async score(_question: string, retrieved: Passage[], generated: string[]): Promise<number[][]> {
+  async score(_question: string, retrieved: Passage[], generated: string[], _env?: ScorerEnv, skipRows?: boolean[]): Promise<number[][]> {
     if (retrieved.length === 0 || generated.length === 0) return retrieved.map(() => generated.map(() => 0));
     const rv = await this.embedder.embed(retrieved.map(formatPassage));
     const gv = await this.embedder.embed(generated);
-    return rv.map((r) => gv.map((g) => Math.max(0, Math.min(1, dot(r, g)))));
+    // Skipped rows read 0 like the LLM scorer's, so a trace means the same whichever scorer wrote it.
+    return rv.map((r, i) => gv.map((g) => (skipRows?.[i] ? 0 : Math.max(0, Math.min(1, dot(r, g))))));
   }
 }
