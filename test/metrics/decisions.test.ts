@@ -181,6 +181,13 @@ describe('decision statistics from traces', () => {
     const product = decisionStatistics([await answer({ compatibility: 'product' })]).metrics;
     expect(product.decision_judgments).toBe(2 + 2 * 2);
     expect(product.decision_gated_out).toBeUndefined();
+    // A trace written before issue 34 (no pairs, no gate) still reads: every pair judged.
+    const old = await answer({ compatibility: 'product' });
+    const d = old.decisions as ComboDecisions;
+    delete d.pairs;
+    const s = decisionStatistics([old]).metrics;
+    expect(s.decision_judgments).toBe(2 + 2 * 2);
+    expect(s.decision_matched_compatibility).toBeCloseTo((d.compatibility[0][d.matching[0]] + d.compatibility[1][d.matching[1]]) / 2, 12);
   });
 
   it('Verify-and-Edit edit rate and mean consistency', async () => {
