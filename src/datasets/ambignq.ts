@@ -30,12 +30,14 @@ export function loadAmbigNq(path: string): Example[] {
   const data = readJsonFile(path, 'AmbigNQ file');
   if (!Array.isArray(data)) throwProblems(path, ['expected an array of {id, question, annotations} records (AmbigNQ *_light.json)']);
   const problems: string[] = [];
+  let bad = 0;
   const examples: Example[] = [];
   data.forEach((raw, index) => {
     const r = recordSchema.safeParse(raw);
     const idText = typeof raw === 'object' && raw !== null && 'id' in raw ? ` (id ${String((raw as { id: unknown }).id)})` : '';
     if (!r.success) {
-      problems.push(...describeIssues(`record ${index}${idText}`, r.error));
+      problems.push(...describeIssues(`record ${index}${idText}`, r.error, raw));
+      bad++;
       return;
     }
     const answers: string[] = [];
@@ -63,6 +65,6 @@ export function loadAmbigNq(path: string): Example[] {
       meta: { annotations },
     });
   });
-  if (problems.length > 0) throwProblems(path, problems, 'AmbigNQ records look like {"id", "question", "annotations": [{"type": "singleAnswer", "answer": [...]}]}');
+  if (problems.length > 0) throwProblems(path, problems, 'AmbigNQ records look like {"id", "question", "annotations": [{"type": "singleAnswer", "answer": [...]}]}', bad);
   return examples;
 }

@@ -159,12 +159,16 @@ function loadAmbiguousQuestions(path: string, split?: string): Example[] {
     records = value as Record<string, unknown>;
   }
   const problems: string[] = [];
+  let bad = 0;
   const examples: Example[] = [];
   for (const [id, raw] of Object.entries(records)) {
     const r = entrySchema.safeParse(raw);
-    if (!r.success) problems.push(...describeIssues(`question "${id}"`, r.error));
+    if (!r.success) {
+      problems.push(...describeIssues(`question "${id}"`, r.error, raw));
+      bad++;
+    }
     else examples.push(toExample(id, r.data));
   }
-  if (problems.length > 0) throwProblems(path, problems, 'each question needs ambiguous_question, qa_pairs[{question, short_answers[]}] and annotations[{long_answer}]');
+  if (problems.length > 0) throwProblems(path, problems, 'each question needs ambiguous_question, qa_pairs[{question, short_answers[]}] and annotations[{long_answer}]', bad);
   return examples;
 }

@@ -86,6 +86,7 @@ export interface FeverOptions {
 export function loadFever(path: string, options: FeverOptions = {}): Example[] {
   const { lines, problems: parseProblems } = readJsonlFile(path, 'FEVER file');
   const problems = parseProblems.map((p) => `line ${p.line}: ${p.message}`);
+  let bad = parseProblems.length;
   const besideIds = join(dirname(path), 'sampled_ids.json');
   let idsFile = options.idsFile;
   // An id list found beside the file (not asked for) is applied only if it belongs to this file.
@@ -114,7 +115,8 @@ export function loadFever(path: string, options: FeverOptions = {}): Example[] {
   for (const { line, value } of lines) {
     const r = recordSchema.safeParse(value);
     if (!r.success) {
-      problems.push(...describeIssues(`line ${line}`, r.error));
+      problems.push(...describeIssues(`line ${line}`, r.error, value));
+      bad++;
       continue;
     }
     const d = r.data;
@@ -130,7 +132,7 @@ export function loadFever(path: string, options: FeverOptions = {}): Example[] {
       passages: passagesOf(d.pars ?? [], (d.evidence ?? []) as Array<Array<[unknown, unknown, string | null, number | null]>>),
     });
   }
-  if (problems.length > 0) throwProblems(path, problems, 'FEVER lines look like {"id", "question" or "claim", "label": "SUPPORTS" | "REFUTES" | "NOT ENOUGH INFO"}');
+  if (problems.length > 0) throwProblems(path, problems, 'FEVER lines look like {"id", "question" or "claim", "label": "SUPPORTS" | "REFUTES" | "NOT ENOUGH INFO"}', bad);
   if (keep && examples.length < keep.size) {
     const found = new Set(examples.map((e) => e.id));
     const missing = [...keep].filter((id) => !found.has(id));

@@ -22,12 +22,14 @@ export function loadHotpotQaAdversarial(path: string): Example[] {
   const data = readJsonFile(path, 'adversarial HotpotQA file');
   if (!Array.isArray(data)) throwProblems(path, ['expected an array of {qas_id, question, answer, paragraphs} records (sim_dev.json)']);
   const problems: string[] = [];
+  let bad = 0;
   const examples: Example[] = [];
   data.forEach((raw, index) => {
     const r = recordSchema.safeParse(raw);
     const idText = typeof raw === 'object' && raw !== null && 'qas_id' in raw ? ` (qas_id ${String((raw as { qas_id: unknown }).qas_id)})` : '';
     if (!r.success) {
-      problems.push(...describeIssues(`record ${index}${idText}`, r.error));
+      problems.push(...describeIssues(`record ${index}${idText}`, r.error, raw));
+      bad++;
       return;
     }
     const d = r.data;
@@ -43,6 +45,6 @@ export function loadHotpotQaAdversarial(path: string): Example[] {
       ...(rationale !== undefined ? { rationale } : {}),
     });
   });
-  if (problems.length > 0) throwProblems(path, problems);
+  if (problems.length > 0) throwProblems(path, problems, undefined, bad);
   return examples;
 }

@@ -55,7 +55,19 @@ export interface LoadOptions {
   idsFile?: string;
   /** ASQA: the ambiguous questions (default), their disambiguated questions, or both (asqa.ts). */
   questions?: AsqaQuestionKind;
+  /**
+   * Refuse a selected question longer than this many characters (default
+   * `DEFAULT_MAX_QUESTION_CHARS`): it would be sent as is in every prompt of the run.
+   */
+  maxQuestionChars?: number;
 }
+
+/**
+ * The longest question a run takes by default. The shared data's longest is under 300 characters;
+ * a question of megabytes is a broken file, and sent as is it costs gigabytes of memory, run
+ * files and reports (and money on an API) before anything says so.
+ */
+export const DEFAULT_MAX_QUESTION_CHARS = 10_000;
 
 /** What `detectDataset` can recognise. */
 export type DetectedFormat = DatasetName | 'qa-feedback' | 'fever-ids' | 'hotpotqa' | 'predictions' | 'unknown';
@@ -161,6 +173,7 @@ export function loadDataset(name: DatasetName, path: string, options: LoadOption
     throw new AmbiqaError(`${path} does not look like ${FORMAT_LABELS[name]}: it looks like ${FORMAT_LABELS[detected]}`, hint);
   }
   let examples = LOADERS[name](path, options);
+  refuseRepeatedIds(path, examples);
   if (options.ids) {
     const keep = new Set(options.ids);
     examples = examples.filter((e) => keep.has(e.id));
@@ -172,5 +185,38 @@ export function loadDataset(name: DatasetName, path: string, options: LoadOption
   if (examples.length === 0) {
     throw new AmbiqaError(`${path}: no ${name} examples${options.ids ? ' left after the id filter' : ''}`);
   }
+  refuseLongQuestions(path, examples, options.maxQuestionChars ?? DEFAULT_MAX_QUESTION_CHARS);
   return examples;
+}
+
+/**
+ * A question id given twice: results, resume and paired comparisons key on the id, so one of the
+ * two would silently stand for both. (SituatedQA's ids are made unique by its loader: one source
+ * question edited for several dates is several questions.)
+ */
+function refuseRepeatedIds(path: string, examples: readonly Example[]): void {
+  const first = new Map<string, number>();
+  const repeated: string[] = [];
+  examples.forEach((e, i) => {
+    if (first.has(e.id)) {
+      if (!repeated.includes(e.id)) repeated.push(e.id);
+    } else first.set(e.id, i);
+  });
+  if (repeated.length === 0) return;
+  const count = (id: string) => examples.filter((e) => e.id === id).length;
+  const shown = repeated.slice(0, 3).map((id) => `"${id}" (${count(id)} times)`).join(', ');
+  throw new AmbiqaError(
+    `${path}: question id ${shown}${repeated.length > 3 ? ` and ${repeated.length - 3} more` : ''} occurs more than once; every question needs its own id`,
+    'remove the repeated record or give it an id of its own',
+  );
+}
+
+function refuseLongQuestions(path: string, examples: readonly Example[], max: number): void {
+  const long = examples.filter((e) => e.question.length > max);
+  if (long.length === 0) return;
+  const e = long[0]!;
+  throw new AmbiqaError(
+    `${path}: question "${e.id}" has ${e.question.length.toLocaleString('en-US')} characters, over the limit of ${max.toLocaleString('en-US')}${long.length > 1 ? ` (${long.length} questions are)` : ''}`,
+    'fix the data file, or raise dataset.maxQuestionChars if such questions are meant',
+  );
 }

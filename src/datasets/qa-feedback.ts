@@ -27,11 +27,13 @@ export function isQaFeedbackLayout(data: unknown): data is unknown[] {
 
 export function qaFeedbackExamples(path: string, data: unknown[]): Example[] {
   const problems: string[] = [];
+  let bad = 0;
   const examples: Example[] = [];
   data.forEach((raw, index) => {
     const r = recordSchema.safeParse(raw);
     if (!r.success) {
-      problems.push(...describeIssues(`record ${index}`, r.error));
+      problems.push(...describeIssues(`record ${index}`, r.error, raw));
+      bad++;
       return;
     }
     examples.push({
@@ -45,7 +47,7 @@ export function qaFeedbackExamples(path: string, data: unknown[]): Example[] {
       meta: { source: 'qa-feedback', index },
     });
   });
-  if (problems.length > 0) throwProblems(path, problems, 'each record needs question, answer[] and passages[{content, wikipage}]');
+  if (problems.length > 0) throwProblems(path, problems, 'each record needs question, answer[] and passages[{content, wikipage}]', bad);
   return examples;
 }
 

@@ -2,8 +2,9 @@
  * Reading JSON and JSONL data files with errors a person can act on: every message names the
  * file, and the line (JSONL), the record (its id or index) and the field that is wrong.
  */
+import { firstDuplicateKey, readUtf8File } from '../common/text-file';
 import { formatIssues } from '../common/zod-issues';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import type { z } from 'zod';
 import { AmbiqaError } from '../errors';
 
@@ -72,16 +73,31 @@ export function assertReadableFile(path: string, what: string): void {
   if (statSync(path).isDirectory()) throw new AmbiqaError(`${what} ${path} is a folder, not a file`, 'give the path of the JSON/JSONL file inside it');
 }
 
-/** Parse a whole JSON file (large integers kept exact as strings). */
+/**
+ * Parse a whole JSON file (large integers kept exact as strings). Bytes that are not UTF-8 and a
+ * key given twice in one object are refused: both would otherwise lose data without a word
+ * (`JSON.parse` keeps the last of two equal keys, so an ASQA question id given twice runs one
+ * of the two questions).
+ */
 export function readJsonFile(path: string, what = 'data file'): unknown {
   assertReadableFile(path, what);
-  const text = readFileSync(path, 'utf8');
+  const text = readUtf8File(path, what);
   if (text.trim() === '') throw new AmbiqaError(`${what} ${path} is empty`);
+  let value: unknown;
   try {
-    return JSON.parse(quoteLargeIntegers(text));
+    value = JSON.parse(quoteLargeIntegers(text));
   } catch (error) {
     throw new AmbiqaError(`${what} ${path} is not valid JSON: ${locate(text, error)}`, path.endsWith('.jsonl') ? 'a .jsonl file holds one JSON object per line' : undefined);
   }
+  const duplicate = firstDuplicateKey(text);
+  if (duplicate) {
+    const where = duplicate.path ? ` in "${duplicate.path}"` : '';
+    throw new AmbiqaError(
+      `${what} ${path}: key "${duplicate.key}" occurs twice${where} (lines ${duplicate.firstLine} and ${duplicate.line}); JSON keeps only the last, so one of them would be dropped silently`,
+      'give each question (and each field of a record) one entry: remove or rename the repeated one',
+    );
+  }
+  return value;
 }
 
 export interface JsonlLine {
@@ -101,7 +117,7 @@ export interface JsonlProblem {
  */
 export function readJsonlFile(path: string, what = 'data file'): { lines: JsonlLine[]; problems: JsonlProblem[] } {
   assertReadableFile(path, what);
-  const text = readFileSync(path, 'utf8');
+  const text = readUtf8File(path, what);
   const lines: JsonlLine[] = [];
   const problems: JsonlProblem[] = [];
   const raw = text.split('\n');
@@ -117,14 +133,21 @@ export function readJsonlFile(path: string, what = 'data file'): { lines: JsonlL
   return { lines, problems };
 }
 
-/** One line per zod issue: `<where>: <field>: <what is wrong>`. */
-export function describeIssues(where: string, error: z.ZodError): string[] {
-  return formatIssues(error.issues).map((line) => `${where}: ${line}`);
+/**
+ * One line per zod issue: `<where>: <field>: <what is wrong>`. With the record itself (`input`),
+ * a field of the wrong type says what it expected and what it got, instead of "is required".
+ */
+export function describeIssues(where: string, error: z.ZodError, input?: unknown): string[] {
+  return formatIssues(error.issues, { input }).map((line) => `${where}: ${line}`);
 }
 
-/** Throw one AmbiqaError listing the first problems (and how many more there are). */
-export function throwProblems(path: string, problems: string[], hint?: string): never {
+/**
+ * Throw one AmbiqaError listing the first problems (and how many more there are). `records`: how
+ * many records are bad (one record can have several problems); default one per problem.
+ */
+export function throwProblems(path: string, problems: string[], hint?: string, records = problems.length): never {
   const shown = problems.slice(0, 5);
   const more = problems.length > shown.length ? `\n  … and ${problems.length - shown.length} more` : '';
-  throw new AmbiqaError(`${path}: ${problems.length} invalid record${problems.length === 1 ? '' : 's'}\n  ${shown.join('\n  ')}${more}`, hint);
+  const count = `${records} invalid record${records === 1 ? '' : 's'}${problems.length > records ? ` (${problems.length} problems)` : ''}`;
+  throw new AmbiqaError(`${path}: ${count}\n  ${shown.join('\n  ')}${more}`, hint);
 }

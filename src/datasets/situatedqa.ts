@@ -28,18 +28,21 @@ const recordSchema = z.object({
 export function loadSituatedQa(path: string): Example[] {
   const { lines, problems: parseProblems } = readJsonlFile(path, 'SituatedQA file');
   const problems = parseProblems.map((p) => `line ${p.line}: ${p.message}`);
+  let bad = parseProblems.length;
   const examples: Example[] = [];
   const seen = new Map<string, number>();
   for (const { line, value } of lines) {
     const r = recordSchema.safeParse(value);
     if (!r.success) {
-      problems.push(...describeIssues(`line ${line}`, r.error));
+      problems.push(...describeIssues(`line ${line}`, r.error, value));
+      bad++;
       continue;
     }
     const d = r.data;
     const context = d.location ?? d.date;
     if (context == null) {
       problems.push(`line ${line}: neither "date" nor "location" is set`);
+      bad++;
       continue;
     }
     const base = `${d.id}@${context}`;
@@ -61,7 +64,7 @@ export function loadSituatedQa(path: string): Example[] {
       },
     });
   }
-  if (problems.length > 0) throwProblems(path, problems, 'SituatedQA lines look like {"id", "question", "edited_question", "date" or "location", "answer": [...]}');
+  if (problems.length > 0) throwProblems(path, problems, 'SituatedQA lines look like {"id", "question", "edited_question", "date" or "location", "answer": [...]}', bad);
   if (examples.length === 0) throw new AmbiqaError(`SituatedQA file ${path} has no records`);
   return examples;
 }

@@ -29,18 +29,21 @@ export function loadTwoWikiMultihop(path: string): Example[] {
   const data = readJsonFile(path, '2WikiMultihopQA file');
   if (!Array.isArray(data)) throwProblems(path, ['expected an array of {_id, question, answer, context, supporting_facts} records (dev.json)']);
   const problems: string[] = [];
+  let bad = 0;
   const examples: Example[] = [];
   const seen = new Set<string>();
   data.forEach((raw, index) => {
     const r = recordSchema.safeParse(raw);
     const idText = typeof raw === 'object' && raw !== null && '_id' in raw ? ` (_id ${String((raw as { _id: unknown })._id)})` : '';
     if (!r.success) {
-      problems.push(...describeIssues(`record ${index}${idText}`, r.error));
+      problems.push(...describeIssues(`record ${index}${idText}`, r.error, raw));
+      bad++;
       return;
     }
     const d = r.data;
     if (seen.has(d._id)) {
       problems.push(`record ${index}: _id ${d._id} occurs twice`);
+      bad++;
       return;
     }
     seen.add(d._id);
@@ -63,6 +66,6 @@ export function loadTwoWikiMultihop(path: string): Example[] {
       meta: { ...(d.type ? { type: d.type } : {}), ...(d.evidences ? { evidences: d.evidences } : {}) },
     });
   });
-  if (problems.length > 0) throwProblems(path, problems);
+  if (problems.length > 0) throwProblems(path, problems, undefined, bad);
   return examples;
 }

@@ -143,6 +143,7 @@ export function createComposer(options: { notify?: (message: string) => void } =
         ...(config.dataset.sample !== undefined ? { sample: config.dataset.sample, seed: config.dataset.seed } : {}),
         ...(config.dataset.limit !== undefined ? { limit: config.dataset.limit } : {}),
         ...(ids ? { ids } : {}),
+        ...(config.dataset.maxQuestionChars !== undefined ? { maxQuestionChars: config.dataset.maxQuestionChars } : {}),
       });
 
       const options = config.pipeline.options;

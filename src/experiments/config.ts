@@ -90,6 +90,11 @@ const datasetSchema = z.strictObject({
    * question of its own) or `mixed` (each AQ followed by one of its DQs): an unambiguous control.
    */
   questions: z.enum(asqaQuestionKinds).optional(),
+  /**
+   * Refuse the run, before any model call, when a selected question is longer than this many
+   * characters (default 10,000; src/datasets/index.ts). Not part of what a run's results depend on.
+   */
+  maxQuestionChars: z.int().min(1).optional(),
 });
 
 /** Test-only provider: replies from the config, optional latency, and a log of every provider call. */
@@ -423,6 +428,7 @@ export function resolveExperimentConfig(
       ...(idsPath !== undefined ? { ids: idsPath } : {}),
       ...(file.dataset.questions !== undefined ? { questions: file.dataset.questions } : {}),
       ...(file.dataset.demoSelection !== undefined ? { demoSelection: file.dataset.demoSelection } : {}),
+      ...(file.dataset.maxQuestionChars !== undefined ? { maxQuestionChars: file.dataset.maxQuestionChars } : {}),
     },
     pipeline: { name: file.pipeline.name as PipelineName, options: pipelineOptions },
     llm,
@@ -482,8 +488,10 @@ export function readResolvedConfig(path: string): ExperimentConfig {
 export function configFingerprint(config: ExperimentConfig): Record<string, unknown> {
   const { name: _n, description: _d, concurrency: _c, tracking: _t, shard: _s, sweep: _w, ...rest } = config;
   const clone = structuredClone(rest) as Record<string, unknown> & ExperimentConfig;
+  // A size limit refuses a run or lets it go; it never changes an answer.
+  const { maxQuestionChars: _q, ...dataset } = clone.dataset;
   clone.dataset = {
-    ...clone.dataset,
+    ...dataset,
     path: basename(clone.dataset.path),
     ...(clone.dataset.demos ? { demos: basename(clone.dataset.demos) } : {}),
     ...(clone.dataset.ids ? { ids: basename(clone.dataset.ids) } : {}),
@@ -491,11 +499,11 @@ export function configFingerprint(config: ExperimentConfig): Record<string, unkn
   if (clone.retriever?.corpus) clone.retriever = { ...clone.retriever, corpus: basename(clone.retriever.corpus) };
   // Where the cache and call log sit does not change answers; which judge answers does. A price
   // and a spending cap change what a run costs, never its answers: a run stopped by its cap
-  // resumes with a higher one.
+  // resumes with a higher one. A prompt size limit refuses calls, never changes one.
   for (const section of ['llm', 'judge'] as const) {
     const value = (clone as Record<string, unknown>)[section];
     if (value && typeof value === 'object') {
-      const { callLog: _l, cache: _k, pricing: _p, maxCostUsd: _m, ...rest } = value as Record<string, unknown>;
+      const { callLog: _l, cache: _k, pricing: _p, maxCostUsd: _m, maxPromptChars: _x, ...rest } = value as Record<string, unknown>;
       (clone as Record<string, unknown>)[section] = rest;
     }
   }

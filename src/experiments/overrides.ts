@@ -30,10 +30,21 @@ export function parseOverride(text: string): Override {
   return { path: splitPath(key), value, text };
 }
 
+/**
+ * Segments that no config field has and that reach JavaScript's object machinery instead:
+ * setting `__proto__.x` would give every object in the process a field `x` (so every config
+ * section would then report an unknown field), `constructor.prototype` likewise.
+ */
+const FORBIDDEN_SEGMENTS = new Set(['__proto__', 'constructor', 'prototype']);
+
 /** `a.b.c` → `[a, b, c]`; `sweep.x.y` → `[sweep, x.y]` (sweep axes are dotted paths themselves). */
 export function splitPath(key: string): string[] {
   const parts = key.split('.');
   if (parts.some((p) => p === '')) throw new AmbiqaError(`--set ${key}: empty segment in the field path`);
+  const forbidden = parts.find((p) => FORBIDDEN_SEGMENTS.has(p));
+  if (forbidden) {
+    throw new AmbiqaError(`--set ${key}: '${forbidden}' is not a config field (and is never accepted as part of a field path)`, 'name a field of the config, e.g. --set pipeline.options.threshold=3');
+  }
   if (parts[0] === 'sweep' && parts.length > 1) return ['sweep', parts.slice(1).join('.')];
   return parts;
 }
@@ -46,6 +57,9 @@ export function applyOverrides(config: Record<string, unknown>, overrides: Overr
 }
 
 export function setPath(target: Record<string, unknown>, path: string[], value: unknown, where = path.join('.')): void {
+  // Paths also come from sweep grids and notebooks, not only from splitPath.
+  const forbidden = path.find((p) => FORBIDDEN_SEGMENTS.has(p));
+  if (forbidden) throw new AmbiqaError(`${where}: '${forbidden}' is not a config field`);
   let cur: unknown = target;
   for (let i = 0; i < path.length - 1; i++) {
     const key = path[i];

@@ -48,9 +48,21 @@ export interface LlmClientOptions {
    * that served it.
    */
   pricing?: Pricing | null;
+  /**
+   * Refuse, before the cache or the provider sees it, a request whose messages hold more than
+   * this many characters (default `DEFAULT_MAX_PROMPT_CHARS`; `llm.maxPromptChars`).
+   */
+  maxPromptChars?: number;
 }
 
 export const DEFAULT_MAX_TOKENS = 256;
+
+/**
+ * Past any context window served today (about 250k tokens of English). A prompt this long is a
+ * broken input, not a question: refused at once, it costs nothing; sent, it costs memory, run
+ * files and (on an API) money before the endpoint refuses it.
+ */
+export const DEFAULT_MAX_PROMPT_CHARS = 1_000_000;
 
 export function normaliseRequest(request: GenerateRequest): NormalisedRequest {
   const messages: ChatMessage[] =
@@ -201,6 +213,7 @@ export class LlmClient implements LanguageModel {
   async generate(request: GenerateRequest): Promise<GenerateResult> {
     const started = performance.now();
     const normalised = normaliseRequest(request);
+    this.checkPromptSize(normalised.messages, normalised.purpose);
     const warnings: string[] = [];
     // A provider that decodes several samples at once gets the cache misses of this request in
     // one call; otherwise samples run concurrently and the limiter decides how many reach the
@@ -226,6 +239,7 @@ export class LlmClient implements LanguageModel {
   async judge(request: JudgeRequest): Promise<JudgeResult> {
     const started = performance.now();
     const normalised = normaliseJudgeRequest(request);
+    this.checkPromptSize(normalised.messages, normalised.purpose);
     let judgement: ProviderJudgement & { latencySeconds: number };
     let cacheHit = false;
     const textOnly = this.options.judgeMode === 'text';
@@ -272,6 +286,18 @@ export class LlmClient implements LanguageModel {
     if (cost !== undefined) result.costUsd = cost;
     this.meter.addJudgement(result);
     return result;
+  }
+
+  /** A prompt past `maxPromptChars` is refused before any call (an AmbiqaError: never retried). */
+  private checkPromptSize(messages: ChatMessage[], purpose: string): void {
+    const max = this.options.maxPromptChars ?? DEFAULT_MAX_PROMPT_CHARS;
+    const size = messages.reduce((n, m) => n + m.content.length, 0);
+    if (size > max) {
+      throw new AmbiqaError(
+        `LLM request ${purpose}: the prompt has ${size.toLocaleString('en-US')} characters, over the limit of ${max.toLocaleString('en-US')}; it was not sent`,
+        'shorten the input (a question or passage of a broken data file?), or raise llm.maxPromptChars',
+      );
+    }
   }
 
   /** Close the cache this client opened (a cache passed in stays open for its owner). */

@@ -91,6 +91,11 @@ export const llmConfigSchema = z.strictObject({
   backoffSeconds: z.number().positive().max(60).optional(),
   /** Longest computed wait between retries. Default 30 s. */
   maxBackoffSeconds: z.number().positive().max(600).optional(),
+  /**
+   * Refuse a request whose messages hold more than this many characters before it is sent
+   * (default 1,000,000: past any context window; src/llm/client.ts).
+   */
+  maxPromptChars: z.int().min(1).optional(),
   /** Per-call timeout (default: 600 s embedded, 120 s openai-compatible). */
   timeoutSeconds: z.number().positive().optional(),
   /**
@@ -279,6 +284,7 @@ export async function createLanguageModel(
     cache,
     judgeMode: c.judgeMode,
     pricing: c.price?.pricing ?? null,
+    ...(c.maxPromptChars !== undefined ? { maxPromptChars: c.maxPromptChars } : {}),
     limiter: {
       maxConcurrency: c.maxConcurrency,
       ...(c.maxRetries !== undefined ? { maxRetries: c.maxRetries } : {}),

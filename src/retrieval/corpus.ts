@@ -8,9 +8,10 @@
  * from the content), `section` and `annotated_for`.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { AmbiqaError } from '../errors';
+import { readUtf8File } from '../common/text-file';
 import type { Passage } from './types';
 
 export interface Corpus {
@@ -139,7 +140,7 @@ export function readPassageRows(path: string): RawPassageRow[] {
     throw new AmbiqaError(`corpus file ${path} does not exist`, 'build one with `npx ambiqa corpus build --out <file>`');
   }
   const rows: RawPassageRow[] = [];
-  const lines = readFileSync(path, 'utf8').split('\n');
+  const lines = readUtf8File(path, 'corpus file').split('\n');
   lines.forEach((raw, i) => {
     const line = i + 1;
     if (raw.trim() === '') return;

@@ -69,8 +69,8 @@ describe('ambiqa score --dataset asqa', () => {
     expect(r.sentence_splitter).toBe('punkt-english (nltk 3.8)');
     expect(err.join('\n')).toMatch(/1 question\(s\) without a prediction, scored as empty outputs/);
     expect(out.join('\n')).toMatch(/str_em/);
-    // --strict turns the reported problems into exit code 3.
-    expect(await run(['--dataset', 'asqa', '--data', asqaMini, '--predictions', preds, '--strict', '--reader', 'none'])).toBe(3);
+    // --strict turns the reported problems into exit status 4 (some predictions failed; docs/cli.md).
+    expect(await run(['--dataset', 'asqa', '--data', asqaMini, '--predictions', preds, '--strict', '--reader', 'none'])).toBe(4);
   });
 
   it('counts a question without qa_pairs out of STR-EM but still scores its ROUGE', async () => {

@@ -7,6 +7,7 @@ import { readJsonFile, readJsonlFile } from '../../datasets/read';
 import { AmbiqaError } from '../../errors';
 import { aggregate, checkMetrics, defaultMetrics, metricsFor, readerMetricNames, scoreExample, splitterMetricNames, type Prediction } from '../../metrics';
 import { createReader, parseReaderSpec, READER_SPEC_HELP } from '../../experiments/reader';
+import { ExitStatus } from '../../experiments/exit-status';
 import { defaultSentenceSplitter } from '../../metrics/sentences';
 
 export const summary = "score a predictions file with the papers' metrics (STR-EM, ROUGE-L(sum), D-F1, DR, EM/F1, accuracy)";
@@ -41,7 +42,8 @@ ${metricsHelp()}
                             none               no reader: d_f1 and dr leave the default metrics
   --resamples <n>         bootstrap resamples for the 95% CIs (default 1000)
   --seed <n>              bootstrap seed (default 0)
-  --strict                exit with code 3 when any input problem was found
+  --strict                exit with status 4 when any input problem was found
+                          (docs/cli.md lists the exit statuses)
   -h, --help              this text
 
 Every metric is on a 0–100 scale. Problems in the predictions (malformed lines, unknown or
@@ -211,7 +213,16 @@ export async function run(argv: string[]): Promise<number> {
     );
   }
   const preds = readPredictions(predictionsPath, dataset);
-  if (preds.total === 0) throw new AmbiqaError(`predictions file ${predictionsPath} has no predictions`, 'it should hold one JSON object per line');
+  if (preds.total === 0 && preds.malformed.length === 0) throw new AmbiqaError(`predictions file ${predictionsPath} has no predictions`, 'it should hold one JSON object per line');
+  // Scoring every question as an empty output would print scores of 0.00 for a file that was
+  // never read: that is a failure of the input, not a score.
+  if (preds.byId.size === 0) {
+    const first = preds.malformed[0];
+    throw new AmbiqaError(
+      `predictions file ${predictionsPath}: none of its ${preds.malformed.length} line(s) is a prediction${first ? ` (e.g. line ${first.line}: ${first.message})` : ''}`,
+      'write one {"id", "output"} (asqa) or {"id", "answer"} JSON object per line',
+    );
+  }
   const known = new Set(examples.map((e) => e.id));
   const unknownIds = [...preds.byId.keys()].filter((id) => !known.has(id));
   if (preds.byId.size > 0 && unknownIds.length === preds.byId.size) {
@@ -321,5 +332,7 @@ export async function run(argv: string[]): Promise<number> {
   warn(preds.usedFallbackField, `prediction(s) without "${dataset === 'asqa' ? 'output' : 'answer'}"; their "${dataset === 'asqa' ? 'answer' : 'output'}" (or "label") was scored`);
   if (values.out) console.log(`wrote ${resolve(values.out)}`);
   const anyIssue = Object.values(issues).some((v) => Array.isArray(v) && v.length > 0);
-  return values.strict && anyIssue ? 3 : 0;
+  // Some predictions could not be scored as given: the same status as a run whose questions
+  // partly failed (3 is the cost cap's).
+  return values.strict && anyIssue ? ExitStatus.someFailed : ExitStatus.ok;
 }
