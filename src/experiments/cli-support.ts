@@ -1,10 +1,10 @@
 import { relative } from 'node:path';
 import { AmbiqaError } from '../errors';
-import { ExitStatus } from './exit-status';
+import { ExitStatus, type ExitStatusCode } from './exit-status';
 import { formatCount, formatDuration } from './progress';
 import { formatUsd } from '../llm/pricing';
 import type { RunOutcome } from './runner';
-import type { RunMetrics } from '../run-files';
+import type { ExampleResult, RunMetrics, RunState } from '../run-files';
 
 /**
  * What `ambiqa run`, `sweep` and `merge` share: Ctrl-C handling and the closing summary.
@@ -26,13 +26,17 @@ export function interruptSignal(stream: NodeJS.WriteStream = process.stderr): { 
       process.exit(130);
     }
   };
+  // SIGHUP too: a closed terminal or an ssh session that dropped stops the run as Ctrl-C does
+  // (resumable, exit status 130) instead of killing it mid-write.
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  process.on('SIGHUP', onSignal);
   return {
     signal: controller.signal,
     dispose() {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
+      process.off('SIGHUP', onSignal);
     },
   };
 }
@@ -48,6 +52,50 @@ export function parseUsd(text: string, option: string): number {
 
 /** Exit status of a run the cost cap stopped: not a failure (130 is Ctrl-C's), not success either. */
 export const COST_CAP_EXIT = ExitStatus.costCap;
+
+/** What a run's exit status is computed from: its outcome, or a finished run's files. */
+export interface RunEnd {
+  status: RunOutcome['status'] | RunState['status'];
+  metrics: Pick<RunMetrics, 'n' | 'answered' | 'errors' | 'total'> | null;
+  stoppedBy?: string | undefined;
+}
+
+/**
+ * A run's exit status (docs/cli.md): the cost cap 3 and an interrupt 130 (both resumable); then
+ * by what was answered of the selection: all 0, none 5, some 4. A session that gave up after a
+ * run of errors (FAILED) is judged by the same counts, so a resumed run whose earlier sessions
+ * answered most questions says "some failed", not "none".
+ */
+export function runExitStatus(end: RunEnd): ExitStatusCode {
+  if (end.stoppedBy) return ExitStatus.costCap;
+  if (end.status === 'KILLED' || end.status === 'RUNNING') return ExitStatus.interrupted;
+  const m = end.metrics;
+  if (!m) return ExitStatus.error;
+  const total = m.total ?? m.n;
+  const answered = m.answered ?? m.n - (m.errors ?? 0);
+  if (answered >= total) return ExitStatus.ok;
+  return answered === 0 ? ExitStatus.noneAnswered : ExitStatus.someFailed;
+}
+
+/** What a non-zero exit status means, in a few words (the last line a failed command prints). */
+export function describeExitStatus(code: number): string {
+  switch (code) {
+    case ExitStatus.ok:
+      return 'done';
+    case ExitStatus.costCap:
+      return 'stopped by the cost cap (resumable)';
+    case ExitStatus.someFailed:
+      return 'some questions failed';
+    case ExitStatus.noneAnswered:
+      return 'no question was answered';
+    case ExitStatus.interrupted:
+      return 'interrupted (resumable)';
+    case ExitStatus.usage:
+      return 'the command line did not parse';
+    default:
+      return 'an error';
+  }
+}
 
 export function parsePositiveInt(text: string, option: string): number {
   const n = Number(text);
@@ -95,21 +143,40 @@ export function describeOutcome(outcome: RunOutcome, configFile?: string): strin
   if (outcome.stoppedBy) lines.push(`  stopped: ${outcome.stoppedBy}`);
   // A run with failed questions still finishes; say why they failed, or the user has to dig
   // through results.jsonl to learn that, e.g., the endpoint was unreachable.
-  const failures = outcome.results.filter((r) => r.error);
-  if (failures.length > 0) {
-    const distinct = [...new Set(failures.map((r) => r.error!))];
-    for (const message of distinct.slice(0, 3)) {
-      const count = failures.filter((r) => r.error === message).length;
-      lines.push(`  failed (${count}): ${message.split('\n').join('\n    ')}`);
-    }
-    if (distinct.length > 3) lines.push(`  … ${distinct.length - 3} other error messages in results.jsonl`);
-  }
+  lines.push(...failureLines(outcome.results));
   if (outcome.status !== 'FINISHED' && configFile) {
     lines.push(
       `  finish it: run the same command (config ${configFile}, same --name/--set/--shard) with --resume${outcome.stoppedBy ? ' and a higher --max-cost' : ''}`,
     );
   }
   return lines.join('\n');
+}
+
+/**
+ * The failed questions grouped by cause, most frequent first: one line per cause with its count
+ * and its first message. Messages that differ only in numbers (a question id, an attempt count,
+ * a port) are one cause. At most `max` causes; the rest are counted.
+ */
+export function failureLines(results: readonly ExampleResult[], max = 5): string[] {
+  const groups = new Map<string, { first: string; count: number; variants: Set<string> }>();
+  for (const r of results) {
+    if (r.error === undefined) continue;
+    const key = (r.error.split('\n')[0] ?? '').replace(/\d+/g, '#');
+    const g = groups.get(key) ?? { first: r.error, count: 0, variants: new Set<string>() };
+    g.count += 1;
+    g.variants.add(r.error);
+    groups.set(key, g);
+  }
+  const sorted = [...groups.values()].sort((a, b) => b.count - a.count);
+  const lines = sorted.slice(0, max).map((g) => {
+    const like = g.variants.size > 1 ? ` (${g.variants.size - 1} other message${g.variants.size > 2 ? 's' : ''} like it, with other numbers)` : '';
+    return `  failed (${g.count}): ${g.first.split('\n').join('\n    ')}${like}`;
+  });
+  if (sorted.length > max) {
+    const rest = sorted.slice(max).reduce((n, g) => n + g.count, 0);
+    lines.push(`  … ${rest} more failed question${rest === 1 ? '' : 's'} with ${sorted.length - max} other cause${sorted.length - max === 1 ? '' : 's'} (error in results.jsonl)`);
+  }
+  return lines;
 }
 
 /**

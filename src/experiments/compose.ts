@@ -37,6 +37,7 @@ import type { ExampleResult, MetricAggregate } from '../run-files';
 import type { RunComponents, TrackingFactory } from './runner';
 import { checkReaderSpec, createReader, defaultReaderSpec, parseReaderSpec, type ReaderHandle } from './reader';
 import { createScriptedLanguageModel } from './scripted-llm';
+import { JUDGING_PIPELINES, runPreflight, type PreflightReport } from './preflight';
 
 /**
  * Turns a validated config into the parts of a run: examples, LLM, retriever, reranker, demo
@@ -51,6 +52,11 @@ export interface Composer {
   tracking(): TrackingFactory | null;
   /** Provenance tags for a run of `config` (git, packages, model checksums). */
   tags(config: ExperimentConfig): Record<string, string>;
+  /**
+   * Check every endpoint `config` uses before its first model call (preflight.ts), once per
+   * distinct set of endpoints in this composer (a sweep's points mostly share one).
+   */
+  preflight(config: ExperimentConfig): Promise<PreflightReport>;
   aggregate(results: ExampleResult[]): Record<string, MetricAggregate>;
   close(): Promise<void>;
 }
@@ -82,6 +88,7 @@ export function createComposer(options: { notify?: (message: string) => void } =
   const readers = new Map<string, Promise<ReaderHandle>>();
   let embedder: Embedder | undefined;
   let provenance: Provenance | undefined;
+  const preflights = new Map<string, Promise<PreflightReport>>();
 
   const dataset = (name: ExperimentConfig['dataset']['name'], path: string, opts: Parameters<typeof loadDataset>[2]) => {
     const key = JSON.stringify([name, path, opts]);
@@ -230,6 +237,17 @@ export function createComposer(options: { notify?: (message: string) => void } =
     },
 
     aggregate: aggregateResults,
+
+    preflight(config) {
+      const embeds = needsEmbedder(config);
+      const key = JSON.stringify([config.llm, config.judge ?? null, config.reader ?? null, config.metrics, JUDGING_PIPELINES.has(config.pipeline.name), embeds]);
+      let report = preflights.get(key);
+      if (!report) {
+        report = runPreflight(config, { client: (section) => getLlm(config[section]!, section), embeds });
+        preflights.set(key, report);
+      }
+      return report;
+    },
 
     async close() {
       for (const llm of llms.values()) {

@@ -3,6 +3,7 @@ import { answerExamples, collectResults, type RunComponents } from './orchestrat
 import { silentProgress, type ProgressSink } from './progress';
 import type { ExampleResult, MetricAggregate, RunMetrics } from '../run-files';
 import { openRunDir } from './run-dir';
+import { acquireDirLock } from './run-lock';
 import { planWork, RunStateFile } from './run-state';
 import { RunTrackingSession, type FigureLogger, type TrackingFactory } from './run-tracking';
 import { writeJson, type MlflowRecord } from '../run-files';
@@ -69,8 +70,19 @@ export interface RunOutcome {
  * pool, progress, evaluation order), with the resume state in `run-state.ts`.
  */
 export async function runExperiment(request: RunRequest): Promise<RunOutcome> {
-  const { config, runDir, components } = request;
   const warn = request.warn ?? ((m: string) => process.stderr.write(`warning: ${m}\n`));
+  // One writer per run folder, for the whole session (run-lock.ts); re-entrant when the caller
+  // (`ambiqa run`, a sweep) already holds it.
+  const lock = acquireDirLock(request.runDir, { notify: warn });
+  try {
+    return await runSession(request, warn);
+  } finally {
+    lock.release();
+  }
+}
+
+async function runSession(request: RunRequest, warn: (message: string) => void): Promise<RunOutcome> {
+  const { config, runDir, components } = request;
   const progress = request.progress ?? silentProgress;
   const resume = request.resume ?? false;
 

@@ -26,6 +26,7 @@ import { checkRunDir, runStarted } from './run-dir';
 import { runExperiment, type RunOutcome } from './runner';
 import { checkSweepDir, planSweep, runSweep, type SweepOutcome } from './sweep';
 import { logRunFigures } from '../report/run-figures';
+import { preflightError } from './preflight';
 
 let shared: Composer | undefined;
 
@@ -61,6 +62,22 @@ export interface SessionRunOptions {
   tracking?: boolean;
   /** Warnings (MLflow trouble, repaired files). Default: stderr. */
   warn?: (message: string) => void;
+  /**
+   * Check every endpoint before the first model call, as `ambiqa run` does (default true;
+   * preflight.ts). false: for servers that cannot answer the checks.
+   */
+  preflight?: boolean;
+}
+
+/** Throw the preflight's problems for `configs` (one line each), before anything is written. */
+async function preflightAll(composer: Composer, configs: ExperimentConfig[], warn: (m: string) => void): Promise<void> {
+  const problems: string[] = [];
+  for (const config of configs) {
+    const report = await composer.preflight(config);
+    for (const note of report.notes) warn(note);
+    for (const line of report.problems) if (!problems.includes(line)) problems.push(line);
+  }
+  if (problems.length > 0) throw preflightError({ problems, notes: [] });
 }
 
 export interface SessionRun extends LoadedRun {
@@ -154,6 +171,7 @@ export async function runInProcess(input: ExperimentInput, options: SessionRunOp
     const resume = resumeExisting(config, runDir, options.existing ?? 'auto');
     checkRunDir(runDir, resume);
     const composer = sharedComposer();
+    if (options.preflight !== false) await preflightAll(composer, [config], options.warn ?? ((m) => process.stderr.write(`note: ${m}\n`)));
     const interrupt = interruptible(options.signal);
     try {
       const components = await composer.components(config);
@@ -216,6 +234,7 @@ export async function sweepInProcess(input: ExperimentInput, options: SessionSwe
     if (options.existing === 'fresh') rmSync(plan.dir, { recursive: true, force: true });
     const resume = existsSync(plan.dir);
     checkSweepDir(plan.dir, resume);
+    if (options.preflight !== false) await preflightAll(composer, plan.points.map((p) => p.config), options.warn ?? ((m) => process.stderr.write(`note: ${m}\n`)));
     const interrupt = interruptible(options.signal);
     try {
       const outcome = await runSweep({

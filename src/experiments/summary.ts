@@ -17,6 +17,8 @@ export interface SummaryRow {
   paired?: PairedRow[];
   /** This point is the reference the others are compared with. */
   reference?: boolean;
+  /** The point's exit status as `ambiqa run` would give it (docs/cli.md): 0 when every question was answered. */
+  exitStatus?: number;
 }
 
 /** Metrics with a paired delta in any row, in first-seen order. */

@@ -10,12 +10,15 @@ import type { ProgressSink } from './progress';
 import type { RunMetrics } from '../run-files';
 import { readJson, runFiles, writeJson, type MlflowRecord, type RunState } from '../run-files';
 import { runStarted } from './run-dir';
+import { acquireDirLock, SWEEP_LOCK_FILE } from './run-lock';
 import { configParams, guard, type FigureLogger, type TrackingFactory } from './run-tracking';
 import { runExperiment, type RunComponents } from './runner';
 import { redactConfig } from './secrets';
 import { stepsAreValues, sweepPairedMetrics, sweepPointMetrics, sweepPointTags, sweepStep } from './sweep-charts';
 import { compareDirs, writeComparison, writeComparisonReport, type ComparedDirs } from '../report/compare';
 import { summaryCsv, summaryMarkdown, type SummaryRow } from './summary';
+import { runExitStatus } from './cli-support';
+import { ExitStatus, worstExitStatus } from './exit-status';
 
 /**
  * `ambiqa sweep`: one run per point of the config's `sweep:` grid, each a nested MLflow run under
@@ -109,6 +112,11 @@ export function findReferencePoint(axes: readonly GridAxis[], points: readonly G
 
 export interface SweepOutcome {
   status: 'FINISHED' | 'KILLED' | 'FAILED';
+  /**
+   * The worst of the points' exit statuses (`worstExitStatus`): 0 only when every point answered
+   * every question; the rows say which point had which.
+   */
+  exitStatus: number;
   dir: string;
   rows: SummaryRow[];
   summary: string;
@@ -124,6 +132,17 @@ export function checkSweepDir(dir: string, resume: boolean): void {
 
 export async function runSweep(request: SweepRequest): Promise<SweepOutcome> {
   const plan = planSweep(request);
+  // One writer per sweep folder, as per run folder (run-lock.ts); each point's run folder is
+  // locked by its own session too.
+  const lock = acquireDirLock(plan.dir, { file: SWEEP_LOCK_FILE, what: 'sweep directory', ...(request.warn ? { notify: request.warn } : {}) });
+  try {
+    return await sweepSession(request, plan);
+  } finally {
+    lock.release();
+  }
+}
+
+async function sweepSession(request: SweepRequest, plan: SweepPlan): Promise<SweepOutcome> {
   const log = request.log ?? ((l: string) => process.stdout.write(l + '\n'));
   const warn = request.warn ?? ((m: string) => process.stderr.write(`warning: ${m}\n`));
   const resume = request.resume ?? false;
@@ -175,14 +194,14 @@ export async function runSweep(request: SweepRequest): Promise<SweepOutcome> {
     for (const { point, config, runDir } of plan.points) {
       if (request.signal?.aborted) {
         status = 'KILLED';
-        rows.push({ point, runDir, status: 'NOT RUN', metrics: null });
+        rows.push({ point, runDir, status: 'NOT RUN', metrics: null, exitStatus: ExitStatus.interrupted });
         continue;
       }
       const state = readJson<RunState>(join(runDir, runFiles.state));
       const done = resume && state?.status === 'FINISHED' ? readJson<RunMetrics>(join(runDir, runFiles.metrics)) : null;
       if (done) {
         log(`[${point.index + 1}/${plan.points.length}] ${point.label}: finished earlier, kept`);
-        rows.push({ point, runDir, status: 'FINISHED', metrics: done });
+        rows.push({ point, runDir, status: 'FINISHED', metrics: done, exitStatus: runExitStatus({ status: 'FINISHED', metrics: done }) });
         continue;
       }
       log(`[${point.index + 1}/${plan.points.length}] ${point.label}`);
@@ -200,7 +219,7 @@ export async function runSweep(request: SweepRequest): Promise<SweepOutcome> {
         ...(request.signal ? { signal: request.signal } : {}),
         warn,
       });
-      rows.push({ point, runDir, status: outcome.status, metrics: outcome.metrics });
+      rows.push({ point, runDir, status: outcome.status, metrics: outcome.metrics, exitStatus: runExitStatus(outcome) });
       if (outcome.status === 'KILLED') status = 'KILLED';
       else if (outcome.status === 'FAILED' && status === 'FINISHED') status = 'FAILED';
     }
@@ -259,7 +278,7 @@ export async function runSweep(request: SweepRequest): Promise<SweepOutcome> {
     if (figures && status === 'FINISHED') await guard(warn, 'log the sweep figures to MLflow', async () => void (await figures(plan.dir, parent!)));
     await guard(warn, 'finish the sweep run', () => parent!.finish(status));
   }
-  return { status, dir: plan.dir, rows, summary: markdown, mlflow };
+  return { status, exitStatus: worstExitStatus(rows.map((r) => r.exitStatus ?? ExitStatus.error)), dir: plan.dir, rows, summary: markdown, mlflow };
 }
 
 /**

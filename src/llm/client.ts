@@ -236,14 +236,18 @@ export class LlmClient implements LanguageModel {
     return result;
   }
 
-  async judge(request: JudgeRequest): Promise<JudgeResult> {
+  /**
+   * `options.cache: false` asks the endpoint itself, neither reading nor writing the cache: a
+   * preflight probe must see how the endpoint answers now, not how it answered last month.
+   */
+  async judge(request: JudgeRequest, options: { cache?: boolean } = {}): Promise<JudgeResult> {
     const started = performance.now();
     const normalised = normaliseJudgeRequest(request);
     this.checkPromptSize(normalised.messages, normalised.purpose);
     let judgement: ProviderJudgement & { latencySeconds: number };
     let cacheHit = false;
     const textOnly = this.options.judgeMode === 'text';
-    const key = this.cache ? judgeCacheKey({ ...this.keyIdentity(), request: normalised, ...(textOnly ? { judgeMode: 'text' as const } : {}) }) : null;
+    const key = this.cache && options.cache !== false ? judgeCacheKey({ ...this.keyIdentity(), request: normalised, ...(textOnly ? { judgeMode: 'text' as const } : {}) }) : null;
     const stored = key ? this.cache!.getJudgement(key) : undefined;
     if (stored) {
       judgement = { ...stored, ...(stored.text !== undefined ? { text: redactText(stored.text) } : {}) };
@@ -276,6 +280,7 @@ export class LlmClient implements LanguageModel {
       label: top >= 0 && !judgement.unparsed ? normalised.labels[top]! : null,
       labelMass: judgement.labelMass,
       mode: judgement.mode,
+      ...(judgement.fallback && !cacheHit ? { fallback: judgement.fallback } : {}),
       ...(judgement.text !== undefined ? { text: judgement.text } : {}),
       usage: { ...judgement.usage },
       latencySeconds: cacheHit ? 0 : judgement.latencySeconds,
@@ -504,6 +509,7 @@ export class LlmClient implements LanguageModel {
             probabilities: request.labels.map((_, i) => (i === index ? 1 : 0)),
             labelMass: 1,
             mode: 'text',
+            ...(judgement?.fallback ? { fallback: judgement.fallback } : {}),
             text: reply.text,
             ...(index === null ? { unparsed: true } : {}),
             // A probability request that came back without usable logprobs was still sent (and

@@ -158,6 +158,13 @@ export interface NormalisedJudgeRequest {
  */
 export type JudgeMode = 'probability' | 'text';
 
+/**
+ * Why a judgment asked for probabilities came back in text mode: the endpoint sent no
+ * log-probabilities, refused the parameter, sent some but none for a label, or refused the
+ * request for another reason.
+ */
+export type JudgeFallback = 'no-logprobs' | 'rejected' | 'no-label' | 'other';
+
 /** What a provider returns for one judgment. */
 export interface ProviderJudgement {
   /** One per label, in the request's order, renormalised over the labels (sums to 1). */
@@ -165,6 +172,8 @@ export interface ProviderJudgement {
   /** Probability mass the labels had before renormalisation (1 in text mode). */
   labelMass: number;
   mode: JudgeMode;
+  /** Text mode after a probability request: why (absent when text was asked for, or replayed from the cache). */
+  fallback?: JudgeFallback;
   /** Text mode: the reply that was parsed. */
   text?: string;
   /** Text mode: the reply named none of the labels (then every probability is 0). */
@@ -182,6 +191,8 @@ export interface JudgeResult {
   label: string | null;
   labelMass: number;
   mode: JudgeMode;
+  /** Text mode after a probability request: why (see `JudgeFallback`). */
+  fallback?: JudgeFallback;
   text?: string;
   usage: TokenUsage;
   /** Seconds the provider spent; 0 for cache hits. */

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { run as runCommand } from '../../src/cli/commands/run';
+import { PROBE_PROMPT } from '../../src/experiments/preflight';
 import { examplesDir } from '../../src/config/paths';
 import { AmbiqaError } from '../../src/errors';
 import { readJsonl } from '../../src/common/jsonl';
@@ -81,19 +82,25 @@ async function ambiqaRun(args: string[]): Promise<{ status: number; stdout: stri
   }
 }
 
-const bodiesSince = (from: number) => server.requests.slice(from).map((r) => JSON.stringify(r.body)).sort();
+const bodiesSince = (from: number) => runRequests().slice(from).map((r) => JSON.stringify(r.body)).sort();
 const isJudgment = (body: Record<string, unknown>) => body.model === 'gpt-4o-mini';
 const runDir = (name: string) => join(dir, 'artifacts', 'runs', name);
+
+/**
+ * The runs' own requests: the preflight's yes/no probe (src/experiments/preflight.ts), asked
+ * live at every start and counted in no run's cost, is left out of the accounting.
+ */
+const runRequests = () => server.requests.filter((r) => !JSON.stringify(r.body).includes(PROBE_PROMPT));
 
 /** The requests of one uninterrupted run (the reference for the capped one). */
 let reference: string[] = [];
 
 describe("a judge: section's calls count in the run's cost, at the judge's own price", () => {
   it('per question, per run (metrics.json, run.json), progress line and summary; calibration judgments included', async () => {
-    const from = server.requests.length;
+    const from = runRequests().length;
     const out = await ambiqaRun([configFile('judged', join(dir, 'judged.sqlite'))]);
     expect(out.status).toBe(0);
-    const sent = server.requests.slice(from);
+    const sent = runRequests().slice(from);
     reference = bodiesSince(from);
     const judged = sent.filter((r) => isJudgment(r.body)).length;
     const generated = sent.length - judged;
@@ -143,13 +150,13 @@ describe("a judge: section's calls count in the run's cost, at the judge's own p
     const judged = reference.length - generated;
     const priced = { pricing: { prompt: 10, completion: 20 } };
     const file = configFile('capped', join(dir, 'capped.sqlite'), priced);
-    const from = server.requests.length;
+    const from = runRequests().length;
 
     // 1. A cap of 300 µ$: the first judgment of the calibration costs 250 µ$, and the next would
     //    pass the cap. The run stops before any question, with the cap's message.
     const first = await ambiqaRun([file, '--max-cost', '0.0003']);
     expect(first.status).toBe(3);
-    expect(server.requests.length - from).toBe(1);
+    expect(runRequests().length - from).toBe(1);
     expect(first.stdout).toContain('stopped: stopped by the cost cap: $0.00025 spent, and the next call would pass the cap of $0.0003');
     let state = JSON.parse(readFileSync(join(runDir('capped'), 'run.json'), 'utf8')) as RunState;
     expect(state.status).toBe('KILLED');
@@ -163,7 +170,7 @@ describe("a judge: section's calls count in the run's cost, at the judge's own p
     expect(second.status).toBe(3);
     expect(second.stdout).toMatch(/stopped: stopped by the cost cap: \$[0-9.]+ spent, and the next call would pass the cap/);
     state = JSON.parse(readFileSync(join(runDir('capped'), 'run.json'), 'utf8')) as RunState;
-    const sentSoFar = server.requests.slice(from);
+    const sentSoFar = runRequests().slice(from);
     const spentSoFar = sentSoFar.reduce((sum, r) => sum + (isJudgment(r.body) ? JUDGE_PRICED : GEN), 0);
     expect(state.costUsd).toBeCloseTo(spentSoFar, 10);
     expect(state.costUsd!).toBeLessThanOrEqual(cap);

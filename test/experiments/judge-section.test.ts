@@ -10,6 +10,7 @@ import { planSweep } from '../../src/experiments/sweep';
 import { parseOverride } from '../../src/experiments/overrides';
 import { readResolvedConfig, resolveExperimentConfig } from '../../src/experiments/config';
 import { closeSession, runInProcess } from '../../src/experiments/session';
+import { PROBE_PROMPT } from '../../src/experiments/preflight';
 import { describeError } from '../../src/errors';
 import { buildCorpus } from '../../src/retrieval/corpus-builder';
 import { saveCorpus } from '../../src/retrieval/corpus';
@@ -213,6 +214,11 @@ describe('judge: an OpenAI-compatible server judging for another model (loopback
     });
     const run = await runInProcess(config(undefined, serverJudge('judge-7b')), { name: 'server-judge' });
     expect(run.status).toBe('FINISHED');
+    // The preflight's yes/no probe came first (its top tokens name neither Yes nor No here, so
+    // a text reply followed); the run's own requests are the rest.
+    const isProbe = (r: { body: Record<string, unknown> }) => JSON.stringify(r.body).includes(PROBE_PROMPT);
+    expect(server.requests.findIndex((r) => !isProbe(r))).toBe(server.requests.filter(isProbe).length);
+    server.requests = server.requests.filter((r) => !isProbe(r));
     const judgments = server.requests.filter((r) => r.body.logprobs === true);
     expect(judgments.length).toBeGreaterThan(0);
     // Only judgments reach the server: the generator is the scripted model.
@@ -232,15 +238,23 @@ describe('judge: an OpenAI-compatible server judging for another model (loopback
     // Another server model is another cache key: nothing replays, every judgment is asked again.
     const asked = server.requests.length;
     await runInProcess(config(undefined, serverJudge('judge-13b')), { name: 'server-judge-13b' });
+    server.requests = [...server.requests.slice(0, asked), ...server.requests.slice(asked).filter((r) => !isProbe(r))];
     expect(server.requests.length - asked).toBe(judgments.length);
     expect(server.requests.slice(asked).every((r) => r.body.model === 'judge-13b')).toBe(true);
   });
 
-  it('an endpoint without logprobs: the counted text fallback, as for llm:', async () => {
+  it('an endpoint without logprobs: refused by the preflight, and with it skipped, the counted text fallback, as for llm:', async () => {
     server.requests = [];
     server.replyFor = () => 'False';
     server.logprobsFor = undefined;
-    const run = await runInProcess(config(undefined, serverJudge('judge-nologprobs')), { name: 'server-judge-text' });
+    // Found before any question: the preflight's one yes/no probe (and its text retry) is all the server sees.
+    await expect(runInProcess(config(undefined, serverJudge('judge-nologprobs')), { name: 'server-judge-text' })).rejects.toThrow(
+      /^judge\.judgeMode: the server at http:\/\/127\.0\.0\.1:\d+\/v1 returned no usable log-probabilities .*; fix: .*set judge\.judgeMode=text/,
+    );
+    expect(server.requests).toHaveLength(2);
+    expect(server.requests.every((r) => JSON.stringify(r.body).includes(PROBE_PROMPT))).toBe(true);
+    server.requests = [];
+    const run = await runInProcess(config(undefined, serverJudge('judge-nologprobs')), { name: 'server-judge-text', preflight: false });
     expect(run.status).toBe('FINISHED');
     const traces = readJsonl<Trace>(join(run.dir, 'traces.jsonl'));
     const verify = traces.flatMap((t) => t.llmCalls.filter((c) => c.purpose === 'toc.verify'));

@@ -26,10 +26,17 @@ describe('the end-of-run summary', () => {
     expect(text).toContain('failed (1): parse trouble');
   });
 
-  it('lists at most three distinct messages', () => {
-    const text = describeOutcome(outcome(['1', '2', '3', '4', '5'].map((i) => result(i, `error ${i}`))));
-    expect(text.match(/failed \(1\)/g)).toHaveLength(3);
-    expect(text).toContain('2 other error messages');
+  it('groups messages that differ only in numbers as one cause, most frequent first', () => {
+    const text = describeOutcome(outcome([...['1', '2', '3'].map((i) => result(i, `HTTP 500 from http://x:8${i}/v1 (gave up after ${i} attempts)`)), result('p', 'parse trouble')]));
+    const lines = text.split('\n').filter((l) => l.includes('failed ('));
+    expect(lines).toEqual(['  failed (3): HTTP 500 from http://x:81/v1 (gave up after 1 attempts) (2 other messages like it, with other numbers)', '  failed (1): parse trouble']);
+  });
+
+  it('lists at most five causes and counts the questions of the rest', () => {
+    const causes = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta'];
+    const text = describeOutcome(outcome(causes.map((c) => result(c, `broken ${c}`))));
+    expect(text.match(/failed \(1\)/g)).toHaveLength(5);
+    expect(text).toContain('… 2 more failed questions with 2 other causes');
   });
 
   it('prints no failure lines for a clean run', () => {

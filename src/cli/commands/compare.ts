@@ -2,7 +2,8 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AmbiqaError } from '../../errors';
 import { artifactsDir } from '../../config/paths';
-import { parsePositiveInt } from '../../experiments/cli-support';
+import { describeExitStatus, parsePositiveInt } from '../../experiments/cli-support';
+import { ExitStatus } from '../../experiments/exit-status';
 import type { Comparison } from '../../run-files/comparison';
 // Registers every built-in method's analysis and figures (judges, decision statistics, figures),
 // which the report and metrics layers find through their registries.
@@ -33,7 +34,10 @@ options:
   --seed N           seed of the bootstrap and of Monte Carlo sign flips (default 0)
   --experiment NAME  MLflow experiment (default: the baseline run's, else ambiqa-comparisons)
   --no-tracking      do not log the comparison to MLflow
-  -h, --help         this help`;
+  -h, --help         this help
+
+Exit status 0, or 4 when a compared run has failed questions (left out of its pairs; the
+comparison is still written); docs/cli.md lists them all.`;
 
 const fmt = (x: number | null, digits = 1) => (x === null || !Number.isFinite(x) ? '' : x.toFixed(digits));
 const fmtP = (p: number | null) => (p === null ? '' : p < 0.001 ? p.toExponential(1) : p.toFixed(3));
@@ -127,5 +131,11 @@ export async function run(argv: string[]): Promise<number> {
     console.log(`\nMLflow: comparison run ${logged.runId} in ${logged.experimentName} (${logged.runUrl})`);
   }
   console.log(`wrote ${outPath}\nwrote ${reportPath}`);
-  return 0;
+  // The comparison is written either way; a run with failed questions makes it a comparison of
+  // fewer questions than the runs selected, which a script must not take for a whole one.
+  const partial = comparison.runs.filter((r) => r.failed > 0);
+  if (partial.length === 0) return ExitStatus.ok;
+  for (const r of partial) console.log(`  ${r.name}: ${r.failed} of ${r.questions} questions failed (left out of its pairs)`);
+  console.log(`  exit status ${ExitStatus.someFailed}: ${describeExitStatus(ExitStatus.someFailed)}`);
+  return ExitStatus.someFailed;
 }

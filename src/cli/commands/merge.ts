@@ -5,7 +5,7 @@ import { createComposer } from '../../experiments/compose';
 import { mergeRuns, type MergeOutcome } from '../../experiments/merge';
 import { mergeFromMlflow } from '../../experiments/merge-mlflow';
 import { runsDir } from '../../run-files';
-import { describeOutcome } from '../../experiments/cli-support';
+import { describeExitStatus, describeOutcome, runExitStatus } from '../../experiments/cli-support';
 import { ExitStatus } from '../../experiments/exit-status';
 import { MlflowClient, resolveTrackingUri } from '../../tracking/index';
 
@@ -31,7 +31,10 @@ options:
   --name NAME     merged run name (default: the shards' name without .shard-iofN)
   --partial       merge even if shards are missing or unfinished
   --no-tracking   do not log to MLflow
-  -h, --help      this help`;
+  -h, --help      this help
+
+Exit status as \`ambiqa run\`'s: 0 when every question of every shard was answered, 4 when some
+failed or a --partial merge lacks shards, 5 when none was answered (docs/cli.md).`;
 
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -90,7 +93,12 @@ export async function run(argv: string[]): Promise<number> {
         answeredNow: 0,
       }),
     );
-    return ExitStatus.ok;
+    // As a run's (docs/cli.md): 0 only when every question of every shard was answered; a
+    // partial merge (missing or unfinished shards) lacks questions, so it is at best "some failed".
+    let code: number = runExitStatus({ status: 'FINISHED', metrics: outcome.metrics });
+    if (code === ExitStatus.ok && (outcome.missingShards.length > 0 || outcome.metrics.status !== 'FINISHED')) code = ExitStatus.someFailed;
+    if (code !== ExitStatus.ok) console.log(`  exit status ${code}: ${describeExitStatus(code)}`);
+    return code;
   } finally {
     await composer.close();
   }

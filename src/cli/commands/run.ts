@@ -7,11 +7,14 @@ import { createComposer } from '../../experiments/compose';
 import { parseOverride } from '../../experiments/overrides';
 import { ProgressBar } from '../../experiments/progress';
 import { checkRunDir, runExperiment } from '../../experiments/runner';
+import { acquireDirLock } from '../../experiments/run-lock';
+import { preflightError } from '../../experiments/preflight';
+import { ExitStatus } from '../../experiments/exit-status';
 import { describePipelines } from '../../pipelines/registry';
 import { runsDir } from '../../run-files';
 import { resolveShardSpec } from '../../experiments/shard';
 import { checkShardGroup, SHARD_GROUP_TAG } from '../../experiments/shard-group';
-import { COST_CAP_EXIT, describeOutcome, interruptSignal, parsePositiveInt, parseUsd } from '../../experiments/cli-support';
+import { describeExitStatus, describeOutcome, interruptSignal, parsePositiveInt, parseUsd, runExitStatus } from '../../experiments/cli-support';
 
 export const summary = 'run an experiment config over its dataset (resumable, sharded, logged to MLflow)';
 
@@ -41,12 +44,24 @@ options:
                          --max-cost finishes it (same as --set llm.maxCostUsd=USD; needs a price:
                          llm.pricing, or a model in the built-in table, docs/llm.md "Cost")
   --no-tracking          do not log to MLflow (same as --set tracking.enabled=false)
+  --skip-preflight       do not check the endpoints before the first model call (for servers
+                         that cannot answer GET /models or a yes/no probe)
   --quiet                no progress line
   -h, --help             this help
 
-Ctrl-C stops cleanly (what is done is kept; the MLflow run is marked KILLED); run the same
-command with --resume to finish. With MLflow unreachable the run completes and keeps the
-MLflow operations in the run dir for \`ambiqa sync\`.`;
+Before the first model call every endpoint the run uses (llm:, judge:, the D-F1 reader, the
+embedder) is checked once: reachable, key accepted, model served, log-probabilities where a
+judge needs them. A problem is refused in one line naming the config field and the fix, and
+nothing is written. One run folder has one writer: a second run (or --resume) of a folder in
+use is refused, naming the process that holds it.
+
+Ctrl-C, SIGTERM or SIGHUP stops cleanly (what is done is kept; the MLflow run is marked
+KILLED); run the same command with --resume to finish. With MLflow unreachable the run
+completes and keeps the MLflow operations in the run dir for \`ambiqa sync\`.
+
+Exit status: 0 every selected question answered, 1 error or input refused (config, data,
+preflight, a folder in use), 2 command line, 3 cost cap, 4 some questions failed, 5 none
+answered, 130 interrupted (docs/cli.md).`;
 
 /** The usage text with the registered pipelines (pipeline.name), listed from the registry. */
 function help(): string {
@@ -67,6 +82,7 @@ export async function run(argv: string[]): Promise<number> {
       shard: { type: 'string' },
       'shard-group': { type: 'string' },
       'no-tracking': { type: 'boolean' },
+      'skip-preflight': { type: 'boolean' },
       'max-cost': { type: 'string' },
       quiet: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -96,11 +112,21 @@ export async function run(argv: string[]): Promise<number> {
       process.stderr.write(`note: ${positionals[0]} has a sweep: section; \`ambiqa run\` runs the base config only (use \`ambiqa sweep\` for the grid)\n`);
     }
     const runDir = join(runsDir(), config.name);
-    const exists = checkRunDir(runDir, values.resume ?? false);
-    if (values.resume && !exists) process.stderr.write(`note: no run at ${runDir} yet; starting it\n`);
-
+    checkRunDir(runDir, values.resume ?? false);
+    // Held from here to the end of the session: a second process for this folder is refused now,
+    // before its preflight or any model loads (run-lock.ts).
+    const lock = acquireDirLock(runDir);
     const interrupt = interruptSignal();
     try {
+      // Again under the lock: a run that finished while this process waited is not overwritten.
+      const exists = checkRunDir(runDir, values.resume ?? false);
+      if (values.resume && !exists) process.stderr.write(`note: no run at ${runDir} yet; starting it\n`);
+      if (!values['skip-preflight']) {
+        const report = await composer.preflight(config);
+        for (const note of report.notes) process.stderr.write(`note: ${note}\n`);
+        if (report.problems.length > 0) throw preflightError(report);
+      }
+      if (interrupt.signal.aborted) return ExitStatus.interrupted; // Ctrl-C during the preflight: nothing started
       const components = await composer.components(config);
       const outcome = await runExperiment({
         config,
@@ -117,10 +143,13 @@ export async function run(argv: string[]): Promise<number> {
         signal: interrupt.signal,
       });
       console.log(describeOutcome(outcome, positionals[0]));
-      if (outcome.stoppedBy) return COST_CAP_EXIT;
-      return outcome.status === 'FINISHED' ? 0 : outcome.status === 'KILLED' ? 130 : 1;
+      // 0 only when every selected question was answered (docs/cli.md, "Exit statuses").
+      const code = runExitStatus(outcome);
+      if (code !== 0) console.log(`  exit status ${code}: ${describeExitStatus(code)}`);
+      return code;
     } finally {
       interrupt.dispose();
+      lock.release();
     }
   } finally {
     await composer.close();

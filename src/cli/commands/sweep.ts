@@ -2,13 +2,14 @@ import type { RunTracker } from '../../tracking/types';
 import { basename, extname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AmbiqaError } from '../../errors';
-import { interruptSignal, parsePositiveInt } from '../../experiments/cli-support';
+import { describeExitStatus, interruptSignal, parsePositiveInt } from '../../experiments/cli-support';
 import { createComposer } from '../../experiments/compose';
 import { readExperimentFile } from '../../experiments/config';
 import { applyOverrides, parseOverride } from '../../experiments/overrides';
 import { ProgressBar } from '../../experiments/progress';
 import { sweepsDir } from '../../run-files';
 import { checkSweepDir, planSweep, runSweep } from '../../experiments/sweep';
+import { preflightError } from '../../experiments/preflight';
 
 export const summary = 'run a config over the grid in its sweep: section (nested MLflow runs, shared LLM cache, summary table)';
 
@@ -32,8 +33,13 @@ options:
   --resume               finish an interrupted sweep (finished points are kept)
   --dry-run              validate every point and print the plan; run nothing
   --no-tracking          do not log to MLflow
+  --skip-preflight       do not check the points' endpoints before the first model call
   --quiet                no progress lines
-  -h, --help             this help`;
+  -h, --help             this help
+
+Every point's endpoints are checked before the first model call, as \`ambiqa run\` checks a
+run's. Exit status: the worst of the points' (as \`ambiqa run\` gives them: 0 only when every
+point answered every question); the points that did not are named (docs/cli.md).`;
 
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -46,6 +52,7 @@ export async function run(argv: string[]): Promise<number> {
       resume: { type: 'boolean' },
       'dry-run': { type: 'boolean' },
       'no-tracking': { type: 'boolean' },
+      'skip-preflight': { type: 'boolean' },
       quiet: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -81,6 +88,19 @@ export async function run(argv: string[]): Promise<number> {
       return 0;
     }
     checkSweepDir(plan.dir, values.resume ?? false);
+    if (!values['skip-preflight']) {
+      // Every point before the first runs: a point late in the grid with an unserved model
+      // must not be found after the others have spent their calls.
+      const problems: string[] = [];
+      const notes = new Set<string>();
+      for (const p of plan.points) {
+        const report = await composer.preflight(p.config);
+        for (const line of report.problems) if (!problems.includes(line)) problems.push(line);
+        for (const note of report.notes) notes.add(note);
+      }
+      for (const note of notes) process.stderr.write(`note: ${note}\n`);
+      if (problems.length > 0) throw preflightError({ problems, notes: [...notes] });
+    }
     const interrupt = interruptSignal();
     try {
       const outcome = await runSweep({
@@ -96,7 +116,15 @@ export async function run(argv: string[]): Promise<number> {
       });
       console.log(`sweep ${plan.name} ${outcome.status}: ${outcome.dir}/summary.md`);
       if (outcome.mlflow?.runUrl) console.log(`MLflow parent run: ${outcome.mlflow.runUrl}`);
-      return outcome.status === 'FINISHED' ? 0 : outcome.status === 'KILLED' ? 130 : 1;
+      // A sweep fails when any point fails, and says which (docs/cli.md, "Exit statuses").
+      for (const row of outcome.rows) {
+        if (!row.exitStatus) continue;
+        const m = row.metrics;
+        const counts = m ? `: ${m.answered ?? m.n - (m.errors ?? 0)} of ${m.total ?? m.n} questions answered` : '';
+        console.log(`  point ${row.point.label} ${row.status}${counts} (exit status ${row.exitStatus}: ${describeExitStatus(row.exitStatus)}; ${row.runDir})`);
+      }
+      if (outcome.exitStatus !== 0) console.log(`  exit status ${outcome.exitStatus}: ${describeExitStatus(outcome.exitStatus)}`);
+      return outcome.exitStatus;
     } finally {
       interrupt.dispose();
     }

@@ -5,6 +5,7 @@ import { LlmRequestError, redactSecrets, safeUrl } from '../errors';
 import { classifyStatus, errorCode, parseRetryAfter } from '../limiter';
 import type {
   FinishReason,
+  JudgeFallback,
   LanguageModelProvider,
   NormalisedJudgeRequest,
   NormalisedRequest,
@@ -107,6 +108,59 @@ export class OpenAICompatibleProvider implements LanguageModelProvider {
   /** For tests: `fetch` the model list is read with. */
   readonly #fetch: typeof fetch;
 
+  /** Whether a key is set for this endpoint (the key itself is never exposed). */
+  get hasApiKey(): boolean {
+    return Boolean(this.#apiKey);
+  }
+
+  /** The `/models` answer, read once per provider: by the preflight and by the first call's check. */
+  #listing: Promise<ModelListing> | undefined;
+
+  /**
+   * What the server's `GET /models` says, read once: the models it lists, that it has no list
+   * (404 and the like: nothing to check), that it refused the key, or that it cannot be reached.
+   * Never throws; no chat request is made.
+   */
+  listModels(timeoutMs = 10_000): Promise<ModelListing> {
+    this.#listing ??= (async (): Promise<ModelListing> => {
+      let r: Response;
+      try {
+        r = await this.#fetch(`${this.baseUrl}/models`, {
+          headers: this.#apiKey ? { authorization: `Bearer ${this.#apiKey}` } : {},
+          signal: AbortSignal.timeout(timeoutMs),
+        });
+      } catch (error) {
+        const e = error as { name?: string };
+        if (e?.name === 'TimeoutError' || e?.name === 'AbortError') return { kind: 'unreachable', reason: `no answer to GET /models within ${Math.round(timeoutMs / 1000)} s` };
+        const code = errorCode(error);
+        return { kind: 'unreachable', reason: code ?? redactSecrets(error instanceof Error ? error.message : String(error), [this.#apiKey]) };
+      }
+      if (r.status === 401 || r.status === 403) {
+        let detail: string | undefined;
+        try {
+          detail = serverMessage({ error: ((await r.json()) as { error?: unknown })?.error });
+        } catch {
+          /* no JSON body */
+        }
+        return { kind: 'auth', status: r.status, ...(detail ? { detail: redactSecrets(detail, [this.#apiKey]).slice(0, 200) } : {}) };
+      }
+      if (!r.ok) return { kind: 'unlisted', status: r.status };
+      try {
+        const body = (await r.json()) as { data?: Array<{ id?: unknown }> };
+        const ids = Array.isArray(body?.data) ? body.data.map((m) => m?.id).filter((id): id is string => typeof id === 'string') : [];
+        return ids.length > 0 ? { kind: 'listed', ids } : { kind: 'unlisted', status: r.status };
+      } catch {
+        return { kind: 'unlisted', status: r.status };
+      }
+    })();
+    return this.#listing;
+  }
+
+  /** Whether a listing names this provider's model (an unlisted or unreachable server: undefined, not known). */
+  servesModel(listing: ModelListing): boolean | undefined {
+    return listing.kind === 'listed' ? listing.ids.some((id) => modelNameMatches(id, this.model)) : undefined;
+  }
+
   /**
    * Servers that host one model (llama.cpp's, llama-cpp-python's) answer any `model` name with
    * the model they have: a typo in `llm.model` would run, and cache, a whole experiment under a
@@ -117,21 +171,10 @@ export class OpenAICompatibleProvider implements LanguageModelProvider {
    */
   private checkModel(signal?: AbortSignal): Promise<void> {
     this.#modelCheck ??= (async () => {
-      let ids: string[];
-      try {
-        const r = await this.#fetch(`${this.baseUrl}/models`, {
-          headers: this.#apiKey ? { authorization: `Bearer ${this.#apiKey}` } : {},
-          signal: AbortSignal.timeout(10_000),
-        });
-        if (!r.ok) return;
-        const body = (await r.json()) as { data?: Array<{ id?: unknown }> };
-        ids = Array.isArray(body?.data) ? body.data.map((m) => m?.id).filter((id): id is string => typeof id === 'string') : [];
-      } catch {
-        return;
-      }
-      if (ids.length === 0 || ids.some((id) => modelNameMatches(id, this.model))) return;
-      const shown = ids.slice(0, 8).map((id) => `"${id}"`).join(', ') + (ids.length > 8 ? `, … (${ids.length} in all)` : '');
-      throw new LlmRequestError(`the server at ${safeUrl(this.baseUrl)} does not serve model "${this.model}" (its /models lists ${shown})`, {
+      const listing = await this.listModels();
+      if (listing.kind !== 'listed' || this.servesModel(listing)) return;
+      const ids = listing.ids;
+      throw new LlmRequestError(`the server at ${safeUrl(this.baseUrl)} does not serve model "${this.model}" (its /models lists ${describeModelList(ids)})`, {
         kind: 'config',
         retryable: false,
         hint: `set \`model\` in the llm config (or OPENAI_MODEL) to ${ids.length === 1 ? `"${ids[0]}"` : 'one of them'}`,
@@ -213,12 +256,12 @@ export class OpenAICompatibleProvider implements LanguageModelProvider {
     request: NormalisedJudgeRequest,
     options: { signal?: AbortSignal; timeoutMs?: number },
   ): Promise<ProviderJudgement> {
-    const text = (usage = { promptTokens: 0, completionTokens: 0 }): ProviderJudgement => {
+    const text = (fallback: JudgeFallback, usage = { promptTokens: 0, completionTokens: 0 }): ProviderJudgement => {
       this.judgeTextFallbacks += 1;
-      return { probabilities: request.labels.map(() => 0), labelMass: 0, mode: 'text', usage };
+      return { probabilities: request.labels.map(() => 0), labelMass: 0, mode: 'text', fallback, usage };
     };
     await this.checkModel(options.signal);
-    if (this.logprobsRejected) return text();
+    if (this.logprobsRejected) return text('rejected');
     const body: OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming = {
       model: this.model,
       messages: request.messages.map((m) => ({ role: m.role, content: m.content })),
@@ -247,18 +290,18 @@ export class OpenAICompatibleProvider implements LanguageModelProvider {
             'AmbiqaLlmWarning',
           );
         }
-        return text();
+        return text(/logprob/i.test(translated.message) ? 'rejected' : 'other');
       }
       throw translated;
     }
     const usage = usageOf(response);
     const top = response.choices?.[0]?.logprobs?.content?.[0]?.top_logprobs;
-    if (!Array.isArray(top) || top.length === 0) return text(usage);
+    if (!Array.isArray(top) || top.length === 0) return text('no-logprobs', usage);
     const { probabilities, labelMass } = labelProbabilitiesFromTopTokens(
       request.labels,
       top.map((t) => ({ token: t.token, logprob: t.logprob })),
     );
-    if (!(labelMass > 0)) return text(usage);
+    if (!(labelMass > 0)) return text('no-label', usage);
     return { probabilities, labelMass, mode: 'probability', usage };
   }
 
@@ -387,6 +430,21 @@ interface ChatReply {
     logprobs?: { content?: Array<{ token: string; logprob: number; top_logprobs?: Array<{ token: string; logprob: number }> }> | null } | null;
   }>;
   usage?: { prompt_tokens?: number; completion_tokens?: number; prompt_tokens_details?: { cached_tokens?: number } | null };
+}
+
+/** What `GET /models` said (`OpenAICompatibleProvider.listModels`). */
+export type ModelListing =
+  | { kind: 'listed'; ids: string[] }
+  /** No usable list (404, 405, an empty list, not JSON): the model cannot be checked. */
+  | { kind: 'unlisted'; status: number }
+  /** HTTP 401/403: the key was refused (or one is needed). */
+  | { kind: 'auth'; status: number; detail?: string }
+  /** No HTTP answer at all: refused connection, unknown host, timeout. */
+  | { kind: 'unreachable'; reason: string };
+
+/** `"a", "b", … (12 in all)`: a model list in a message. */
+export function describeModelList(ids: readonly string[]): string {
+  return ids.slice(0, 8).map((id) => `"${id}"`).join(', ') + (ids.length > 8 ? `, … (${ids.length} in all)` : '');
 }
 
 /**

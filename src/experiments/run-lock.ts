@@ -1,0 +1,286 @@
+/**
+ * One writer per run folder. Two processes in one run directory corrupt it quietly: once one
+ * rewrites `results.jsonl` (atomically, by rename), the other's appends go to the deleted file,
+ * and `run.json` updates are lost. So a session holds a lock file in the directory from before
+ * its first write to its end, and a second `ambiqa run` (or `--resume`) of the same folder is
+ * refused in one line naming the holder.
+ *
+ * The lock is a small JSON file created with `link()` from a complete temporary file, so it
+ * appears whole or not at all (no reader sees a half-written holder). A lock whose process is
+ * gone (SIGKILL, a power cut) is stale: the next session on the same host sees that the PID no
+ * longer runs (or now belongs to a process that started later) and takes the lock over, saying
+ * so. A lock held from another host cannot be checked from here, so it is refused with the path
+ * to remove once that process is known to be gone. Shards write folders of their own, so they
+ * never share a lock.
+ *
+ * Within one process the lock is re-entrant: `ambiqa run` takes it before its preflight and the
+ * runner takes it again around the session.
+ */
+import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmdirSync, unlinkSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join, resolve } from 'node:path';
+import { AmbiqaError } from '../errors';
+
+export interface LockHolder {
+  pid: number;
+  host: string;
+  startedAt: string;
+  /** The process's start time in clock ticks since boot (Linux), to tell a reused PID from the holder. */
+  procStart?: string;
+  /** What the holder runs (its command line), for the refusal message. */
+  command?: string;
+  /** Tells this process's lock from another's with the same PID (a container's PID 1). */
+  nonce: string;
+}
+
+export interface HeldLock {
+  /** The lock file. */
+  path: string;
+  /** Give the lock up (idempotent); a directory this lock created, and that is still empty, is removed. */
+  release(): void;
+}
+
+interface Entry {
+  count: number;
+  path: string;
+  nonce: string;
+  /** The directory did not exist before the lock: removed on release when nothing else was written. */
+  createdDir: boolean;
+  dir: string;
+}
+
+const held = new Map<string, Entry>();
+let exitHookInstalled = false;
+
+/** Lock file names: one for a run directory, one for a sweep directory. */
+export const RUN_LOCK_FILE = 'run.lock';
+export const SWEEP_LOCK_FILE = 'sweep.lock';
+
+/**
+ * Take the lock of `dir` (created if missing) for this process, or throw an AmbiqaError naming
+ * the process that holds it. `notify` is told when a stale lock is taken over.
+ */
+export function acquireDirLock(dir: string, options: { file?: string; what?: string; notify?: (message: string) => void } = {}): HeldLock {
+  const file = options.file ?? RUN_LOCK_FILE;
+  const what = options.what ?? 'run directory';
+  const notify = options.notify ?? ((m: string) => process.stderr.write(`note: ${m}\n`));
+  const abs = resolve(dir);
+  const key = join(abs, file);
+  const mine = held.get(key);
+  if (mine) {
+    mine.count += 1;
+    return handle(key);
+  }
+  const createdDir = !existsSync(abs);
+  mkdirSync(abs, { recursive: true });
+  const self = currentHolder();
+  const tmp = join(abs, `.${file}.${process.pid}.${self.nonce}`);
+  try {
+    writeFileSync(tmp, JSON.stringify(self) + '\n');
+  } catch (error) {
+    // A session refused a moment ago removed the folder it had made (and found empty).
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    mkdirSync(abs, { recursive: true });
+    writeFileSync(tmp, JSON.stringify(self) + '\n');
+  }
+  try {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        linkSync(tmp, key);
+        break;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      }
+      const holder = readHolder(key);
+      if (holder && isAlive(holder)) {
+        if (createdDir) removeIfEmpty(abs, [tmp]);
+        throw new AmbiqaError(
+          `${what} ${abs} is in use by PID ${holder.pid} on host ${holder.host} (since ${holder.startedAt}${holder.command ? `: ${holder.command}` : ''}); one run folder has one writer — wait for that process to end${holder.host === self.host ? '' : `, or remove ${key} once it is known to be gone`}`,
+        );
+      }
+      if (attempt >= 20) throw new AmbiqaError(`${what} ${abs}: could not take over the stale lock ${key}`, `remove ${key} by hand once no ambiqa process uses the folder`);
+      // Stale (or unreadable): remove it under a short takeover lock, so that of two processes
+      // finding it stale at once, one removes it and both then race for it fairly through link().
+      if (takeOver(key, holder)) {
+        notify(
+          holder
+            ? `${what} ${abs} was locked by PID ${holder.pid} on host ${holder.host} (since ${holder.startedAt}), which no longer runs; taking the lock over`
+            : `${what} ${abs} had an unreadable lock file; taking it over`,
+        );
+      }
+    }
+  } finally {
+    try {
+      unlinkSync(tmp);
+    } catch {
+      /* already gone */
+    }
+  }
+  held.set(key, { count: 1, path: key, nonce: self.nonce, createdDir, dir: abs });
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    // A second Ctrl-C or an uncaught error ends the process without unwinding: the lock goes too.
+    process.on('exit', releaseAll);
+  }
+  return handle(key);
+}
+
+function handle(key: string): HeldLock {
+  let released = false;
+  return {
+    path: key,
+    release() {
+      if (released) return;
+      released = true;
+      const entry = held.get(key);
+      if (!entry) return;
+      entry.count -= 1;
+      if (entry.count > 0) return;
+      held.delete(key);
+      dropLock(entry);
+    },
+  };
+}
+
+/** Whether this process holds the lock of `dir`. */
+export function holdsDirLock(dir: string, file = RUN_LOCK_FILE): boolean {
+  return held.has(join(resolve(dir), file));
+}
+
+function releaseAll(): void {
+  for (const [key, entry] of held) {
+    held.delete(key);
+    dropLock(entry);
+  }
+}
+
+function dropLock(entry: Entry): void {
+  // Only our own lock file is removed: never one another process took over meanwhile.
+  if (readHolder(entry.path)?.nonce === entry.nonce) {
+    try {
+      unlinkSync(entry.path);
+    } catch {
+      /* already gone */
+    }
+  }
+  // A run refused before it wrote anything (a failed preflight) leaves no folder behind.
+  if (entry.createdDir) removeIfEmpty(entry.dir);
+}
+
+function removeIfEmpty(dir: string, ignoring: string[] = []): void {
+  try {
+    const left = readdirSync(dir).filter((n) => !ignoring.includes(join(dir, n)));
+    if (left.length === 0) {
+      for (const f of ignoring) if (existsSync(f)) unlinkSync(f);
+      rmdirSync(dir);
+    }
+  } catch {
+    /* someone else is writing there now: leave it */
+  }
+}
+
+/** Remove a stale lock file if it still holds `stale`; true when this process removed it. */
+function takeOver(key: string, stale: LockHolder | undefined): boolean {
+  const mutex = `${key}.takeover`;
+  try {
+    writeFileSync(mutex, String(process.pid), { flag: 'wx' });
+  } catch {
+    // Another process is taking it over; a takeover lock of a process that died is removed.
+    const pid = Number(readText(mutex));
+    if (!(Number.isInteger(pid) && pid > 0 && pidRuns(pid))) {
+      try {
+        unlinkSync(mutex);
+      } catch {
+        /* removed by the other */
+      }
+    } else {
+      sleepMs(50);
+    }
+    return false;
+  }
+  try {
+    const now = readHolder(key);
+    const same = stale === undefined ? now === undefined : now?.nonce === stale.nonce && now.pid === stale.pid;
+    if (!same || (now && isAlive(now))) return false;
+    try {
+      unlinkSync(key);
+    } catch {
+      return false;
+    }
+    return true;
+  } finally {
+    try {
+      unlinkSync(mutex);
+    } catch {
+      /* gone */
+    }
+  }
+}
+
+function currentHolder(): LockHolder {
+  const procStart = processStart(process.pid);
+  const command = [process.argv[1]?.split('/').pop(), ...process.argv.slice(2)].filter(Boolean).join(' ');
+  return {
+    pid: process.pid,
+    host: hostname(),
+    startedAt: new Date().toISOString(),
+    ...(procStart ? { procStart } : {}),
+    ...(command ? { command: command.length > 120 ? `${command.slice(0, 117)}...` : command } : {}),
+    nonce: Math.random().toString(36).slice(2, 10),
+  };
+}
+
+/** The lock's holder; undefined when the file is gone or does not parse. */
+export function readHolder(path: string): LockHolder | undefined {
+  const text = readText(path);
+  if (!text) return undefined;
+  try {
+    const value = JSON.parse(text) as LockHolder;
+    return typeof value.pid === 'number' && typeof value.host === 'string' ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function readText(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether the lock's holder still runs: always assumed for another host (nothing to ask there). */
+function isAlive(holder: LockHolder): boolean {
+  if (holder.host !== hostname()) return true;
+  if (!pidRuns(holder.pid)) return false;
+  // The PID runs, but it may be a new process that got the number: compare start times.
+  if (holder.procStart) {
+    const now = processStart(holder.pid);
+    if (now && now !== holder.procStart) return false;
+  }
+  return true;
+}
+
+function pidRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it runs, as another user.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Field 22 of /proc/<pid>/stat (start time since boot), or undefined off Linux. */
+function processStart(pid: number): string | undefined {
+  const stat = readText(`/proc/${pid}/stat`);
+  if (!stat) return undefined;
+  // The command name (field 2) is in parentheses and may hold spaces: count fields after it.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return fields[19];
+}
+
+function sleepMs(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
