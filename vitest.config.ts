@@ -39,6 +39,7 @@ const integration = [
   'test/setup/real-models.test.ts',
   'test/setup/registry.test.ts',
   'test/setup/setup.test.ts',
+  'test/setup/stop-with-parent.test.ts',
   'test/setup/system.test.ts',
   'test/tracking/client.test.ts',
   'test/tracking/cost-mlflow.test.ts',

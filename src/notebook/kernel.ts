@@ -10,7 +10,7 @@
  * scripts/jupyter-kernel.sh, which calls it). Jupyter itself is the project venv's: JupyterLab 4,
  * nbconvert and plotly's renderer, pinned in src/setup/venv.ts and installed by `ambiqa setup`.
  */
-import { spawn } from 'node:child_process';
+import { spawnSupervised } from '../common/supervise';
 import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { basename, delimiter, join, resolve, sep } from 'node:path';
 import { projectRoot, venvDir } from '../config/paths';
@@ -168,10 +168,12 @@ export function executeNotebook(
   ];
   const started = Date.now();
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(jupyter, args, { cwd: reg.root, env: jupyterEnv(reg, options.env ?? process.env), stdio: ['ignore', 'pipe', 'pipe'] });
+    // Under a watchdog (src/common/supervise.ts): nbconvert and its kernel stop with this process.
+    const run = spawnSupervised(jupyter, args, { cwd: reg.root, env: jupyterEnv(reg, options.env ?? process.env), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = run.watchdog;
     let log = '';
-    child.stdout.on('data', (d) => (log += d));
-    child.stderr.on('data', (d) => (log += d));
+    child.stdout!.on('data', (d) => (log += d));
+    child.stderr!.on('data', (d) => (log += d));
     child.on('error', reject);
     child.on('close', (code) =>
       resolvePromise({

@@ -1,4 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { spawnSupervised } from '../common/supervise';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -137,6 +138,7 @@ export interface RunningLlamaServer {
   /** The API root, e.g. `http://127.0.0.1:8080/v1`. */
   baseUrl: string;
   model: string;
+  /** The watchdog the server runs under (src/common/supervise.ts); its stdout and stderr are the server's. */
   process: ChildProcess;
   /** Resolves when the server process has exited. */
   exited: Promise<number | null>;
@@ -179,8 +181,11 @@ export async function startLlamaServer(options: LlamaServerOptions): Promise<Run
     '--n_threads_batch', String(options.threads),
     '--n_ctx', String(options.contextSize ?? 4096),
   ];
-  // Its own process group: a stop reaches uvicorn and anything it started.
-  const child = spawn(venvPython(options.venvDir), args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  // Under a watchdog (src/common/supervise.ts), in a process group of its own: a stop reaches
+  // uvicorn and anything it started, and the server stops with this process however it ends
+  // (SIGKILL included), so no model stays loaded on an orphaned port.
+  const supervised = spawnSupervised(venvPython(options.venvDir), args, { stdio: ['ignore', 'pipe', 'pipe'], graceMs: 10_000 });
+  const child = supervised.watchdog;
   let log = '';
   const onData = (d: Buffer) => {
     const text = d.toString();
@@ -189,25 +194,12 @@ export async function startLlamaServer(options: LlamaServerOptions): Promise<Run
   };
   child.stdout!.on('data', onData);
   child.stderr!.on('data', onData);
-  const exited = new Promise<number | null>((resolve) => {
-    child.once('exit', (code) => resolve(code));
-    child.once('error', () => resolve(null));
-  });
+  const exited = supervised.exited;
   let gone = false;
   void exited.then(() => (gone = true));
   const stop = async (graceMs = 10_000) => {
     if (gone) return;
-    const signal = (s: NodeJS.Signals) => {
-      try {
-        process.kill(-child.pid!, s);
-      } catch {
-        child.kill(s);
-      }
-    };
-    signal('SIGTERM');
-    const timer = setTimeout(() => signal('SIGKILL'), graceMs);
-    await exited;
-    clearTimeout(timer);
+    await supervised.stop(graceMs);
   };
   const baseUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}/v1`;
   const deadline = Date.now() + (options.readyTimeoutMs ?? 120_000);

@@ -9,13 +9,15 @@ export const summary = 'start the local MLflow server (UI + REST) in the foregro
 const HELP = `usage: ambiqa mlflow-ui [options]
 
 Starts the project's MLflow server from the venv (${venvDir()}) with the sqlite store and
-artifacts under artifacts/mlflow/, prints its address, and keeps it running until Ctrl-C.
+artifacts under artifacts/mlflow/, prints its address, and keeps it running until Ctrl-C,
+SIGTERM or SIGHUP; it also stops when this command dies for any other reason (a watchdog).
 While it runs, other ambiqa commands (without MLFLOW_TRACKING_URI) log to it instead of
 starting their own.
 
 options:
   --port <n>          port to listen on (default: a free one)
-  --host <addr>       interface to bind (default 127.0.0.1; the server is not meant to be public)
+  --host <addr>       address the server binds (default 127.0.0.1, this machine only; the
+                      server has no authentication and is not meant to be public)
   --store-dir <dir>   store folder (default ${join(artifactsDir(), 'mlflow')})
   -h, --help          show this help`;
 
@@ -61,10 +63,12 @@ export async function run(argv: string[]): Promise<number> {
     const done = (): void => {
       process.off('SIGINT', done);
       process.off('SIGTERM', done);
+      process.off('SIGHUP', done);
       resolve();
     };
     process.on('SIGINT', done);
     process.on('SIGTERM', done);
+    process.on('SIGHUP', done);
     void server.exited.then(done);
   });
   console.error('stopping MLflow …');

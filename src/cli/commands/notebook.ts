@@ -1,10 +1,10 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, renameSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { venvDir } from '../../config/paths';
 import { AmbiqaError } from '../../errors';
+import { spawnSupervised } from '../../common/supervise';
 import { docsNotebooksDir, finishDocsCopy, projectNotebooks } from '../../notebook/docs';
 import { executeNotebook, jupyterBinary, jupyterEnv, jupyterPath, registerKernel } from '../../notebook/kernel';
 import { consoleReporter } from '../../setup/context';
@@ -24,8 +24,11 @@ moves it) and always runs from the repository root, so notebooks anywhere import
 \`import { run, show } from 'ambiqa'\`.
 
 options:
-  --port <n>              JupyterLab port (default: Jupyter's, 8888)
-  --ip <address>          listen address (default 127.0.0.1; 0.0.0.0 inside a container)
+  --port <n>              JupyterLab port (default: Jupyter's, 8888, or the next free one)
+  --ip <address>          address JupyterLab binds (default 127.0.0.1, this machine only,
+                          container or not; --ip 0.0.0.0 to reach it from elsewhere, e.g. from
+                          the host of a container — anyone who can reach it then needs only
+                          the token)
   --no-browser            do not open a browser (the URL with its token is printed)
   --register-only         only write the kernel spec and print where it is
   --print-env             with --register-only: print shell exports for JUPYTER_PATH
@@ -34,7 +37,10 @@ options:
   --execute-docs [nb ...] run notebooks headless (default: all of them) and write the executed
                           copies to docs/notebooks/, stamped with their source's hash (loads the
                           embedded model when the notebook uses it)
-  -h, --help              this help`;
+  -h, --help              this help
+
+Ctrl-C, SIGTERM or SIGHUP stops JupyterLab and its kernels; so does this command's end for any
+other reason (a watchdog stops them when it dies).`;
 
 export async function run(argv: string[]): Promise<number> {
   const parsed = parseArgs({
@@ -118,19 +124,28 @@ export async function run(argv: string[]): Promise<number> {
   if (values['no-browser']) args.push('--no-browser');
   // Containers and CI often run as root, which Jupyter refuses without this flag.
   if (typeof process.getuid === 'function' && process.getuid() === 0) args.push('--allow-root');
-  console.log(`kernel '${reg.name}' registered in ${reg.prefix}; starting JupyterLab at ${reg.root} (Ctrl-C to stop)`);
-  const child = spawn(jupyter, args, { cwd: reg.root, env: jupyterEnv(reg), stdio: 'inherit' });
-  // Jupyter handles Ctrl-C itself (it asks to confirm); do not die before it does.
-  const ignore = () => {};
-  process.on('SIGINT', ignore);
-  return await new Promise<number>((resolvePromise, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => {
-      process.off('SIGINT', ignore);
-      resolvePromise(code ?? 1);
-    });
-  });
+  console.log(`kernel '${reg.name}' registered in ${reg.prefix}; starting JupyterLab at ${reg.root}, bound to ${values.ip ?? '127.0.0.1'} (Ctrl-C to stop)`);
+  // Under a watchdog (src/common/supervise.ts): JupyterLab and its kernels stop with this command,
+  // however it ends. Its own group, so a Ctrl-C reaches it through us: it stops without the
+  // "Shut down this Jupyter server (y/[n])?" prompt, which a stopped command could not answer.
+  const lab = spawnSupervised(jupyter, args, { cwd: reg.root, env: jupyterEnv(reg), stdio: ['ignore', 'inherit', 'inherit'] });
+  let stopping = false;
+  const onSignal = (name: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    console.error(`\n${name}: stopping JupyterLab`);
+    void lab.stop();
+  };
+  for (const s of STOP_SIGNALS) process.on(s, onSignal);
+  try {
+    const code = await lab.exited;
+    return stopping ? 0 : (code ?? 1);
+  } finally {
+    for (const s of STOP_SIGNALS) process.off(s, onSignal);
+  }
 }
+
+const STOP_SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 /**
  * JupyterLab, nbconvert and plotly are part of the venv `ambiqa setup` makes; a venv made before

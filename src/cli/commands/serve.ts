@@ -20,11 +20,13 @@ once; CLI runs and notebook kernels then share it through the openai-compatible 
   llm: { provider: openai-compatible, baseUrl: <printed URL>, model: <printed name> }
 
 It answers /v1/chat/completions with logprobs/top_logprobs, so graded judgments work.
-Ctrl-C or SIGTERM stops it.
+Ctrl-C, SIGTERM or SIGHUP stops it; so does this command's end for any other reason (a
+watchdog stops the server when this process dies, SIGKILL included).
 
 options:
   --port P        port to listen on (default 8080; 0 picks a free one)
-  --host H        address to bind (default 127.0.0.1; the server has no authentication)
+  --host H        address the server binds (default 127.0.0.1, this machine only; it has no
+                  authentication, so bind another address only on a network you trust)
   --llm NAME      a catalog LLM fetched by \`ambiqa setup --llm NAME\`, or a .gguf path
                   (default: the setup manifest's model)
   --threads N     CPU threads (default: AMBIQA_LLM_THREADS, else the cores, one fewer when busy)
@@ -98,6 +100,7 @@ export async function run(argv: string[]): Promise<number> {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  process.on('SIGHUP', onSignal);
   try {
     const code = await server.exited;
     if (stopping) {
@@ -109,5 +112,6 @@ export async function run(argv: string[]): Promise<number> {
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    process.off('SIGHUP', onSignal);
   }
 }
