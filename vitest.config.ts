@@ -8,11 +8,13 @@ import { defineConfig } from 'vitest/config';
  * other processes. `npm test` (the Quick start's command) runs both.
  */
 const integration = [
+  'test/experiments/exit-statuses.test.ts',
   'test/experiments/judge-diagnostics.test.ts',
   'test/experiments/judge-embedded.test.ts',
   'test/experiments/merge.test.ts',
   'test/experiments/merge-mlflow.test.ts',
   'test/experiments/offline-sync.test.ts',
+  'test/experiments/preflight.test.ts',
   'test/experiments/readme-shards.test.ts',
   'test/experiments/resume-kill.test.ts',
   'test/experiments/slurm.test.ts',

@@ -75,7 +75,7 @@ export async function runPreflight(config: ExperimentConfig, deps: PreflightDeps
     let ok = checked.get(key);
     if (ok === undefined) {
       const before = problems.length;
-      problems.push(...endpointProblems(section, provider, await provider.listModels(), `\`${section}.baseUrl\``));
+      problems.push(...endpointProblems(section, provider, await provider.listModels(), `${section}.baseUrl`));
       ok = problems.length === before;
       checked.set(key, ok);
     }
@@ -140,11 +140,12 @@ function endpointProblems(field: 'llm' | 'judge' | 'reader', provider: OpenAICom
           ? `${keyField}: the server at ${url} refused the API key in ${provider.apiKeyEnv} (HTTP ${listing.status}${listing.detail ? `: ${listing.detail}` : ''}); fix: export ${provider.apiKeyEnv}=<a key it accepts>`
           : `${keyField}: the server at ${url} wants an API key (HTTP ${listing.status}) and ${provider.apiKeyEnv} is not set; fix: export ${provider.apiKeyEnv}=<your key>${field === 'reader' ? '' : ` (or name another variable in ${field}.apiKeyEnv)`}`,
       ];
-    case 'listed':
+    case 'listed': {
       if (provider.servesModel(listing)) return [];
-      return [
-        `${modelField}: the server at ${url} does not serve model "${provider.model}" (its /models lists ${describeModelList(listing.ids)}); fix: set ${field === 'reader' ? 'reader to openai:' : `${modelField} to `}${listing.ids.length === 1 ? `"${listing.ids[0]}"` : 'one of them'}`,
-      ];
+      const only = listing.ids.length === 1 ? listing.ids[0] : undefined;
+      const fix = field === 'reader' ? `set reader to openai:${only ?? '<one of them>'}` : `set ${modelField} to ${only ? `"${only}"` : 'one of them'}`;
+      return [`${modelField}: the server at ${url} does not serve model "${provider.model}" (its /models lists ${describeModelList(listing.ids)}); fix: ${fix}`];
+    }
     case 'unlisted':
       return [];
   }

@@ -68,6 +68,13 @@ export interface FaultServer {
   replyFor?: (body: Record<string, unknown>) => string;
   /** The choice's `logprobs` for a request that asked for them (`logprobs: true`); default none. */
   logprobsFor?: (body: Record<string, unknown>) => unknown;
+  /**
+   * Models `GET /models` lists (checked against `requiredKey` like chat requests, as OpenAI's
+   * API does). Default: no list (404), so a provider's model check is skipped.
+   */
+  models?: string[];
+  /** `GET /models` requests seen (not in `requests`, which holds chat requests only). */
+  modelListings: number;
   close(): Promise<void>;
 }
 
@@ -81,6 +88,7 @@ export async function startFaultServer(): Promise<FaultServer> {
     maxInFlight: 0,
     okDelayMs: 0,
     injected: {},
+    modelListings: 0,
     close: async () => {
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -103,7 +111,13 @@ export async function startFaultServer(): Promise<FaultServer> {
     // The provider reads the model list once before its first call; this server has none (404,
     // so the check is skipped), and tests count chat requests only.
     if (req.method === 'GET' && /\/models$/.test(req.url ?? '')) {
-      return json(res, 404, { error: { message: 'no model list here', type: 'not_found' } });
+      state.modelListings += 1;
+      if (!state.models) return json(res, 404, { error: { message: 'no model list here', type: 'not_found' } });
+      const token = authorization?.replace(/^Bearer\s+/i, '') ?? '';
+      if (state.requiredKey !== undefined && token !== state.requiredKey) {
+        return json(res, 401, { error: { message: 'Incorrect API key provided', type: 'invalid_request_error' } });
+      }
+      return json(res, 200, { object: 'list', data: state.models.map((id) => ({ id, object: 'model', owned_by: 'test' })) });
     }
     state.requests.push({ at: Date.now(), path: req.url ?? '', authorization, body });
 
