@@ -17,6 +17,7 @@ const integration = [
   'test/experiments/preflight.test.ts',
   'test/experiments/readme-shards.test.ts',
   'test/experiments/resume-kill.test.ts',
+  'test/experiments/run-lock.test.ts',
   'test/experiments/slurm.test.ts',
   'test/experiments/sweep.test.ts',
   'test/layering/**/*.test.ts',

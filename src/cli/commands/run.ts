@@ -112,13 +112,12 @@ export async function run(argv: string[]): Promise<number> {
       process.stderr.write(`note: ${positionals[0]} has a sweep: section; \`ambiqa run\` runs the base config only (use \`ambiqa sweep\` for the grid)\n`);
     }
     const runDir = join(runsDir(), config.name);
-    checkRunDir(runDir, values.resume ?? false);
     // Held from here to the end of the session: a second process for this folder is refused now,
-    // before its preflight or any model loads (run-lock.ts).
+    // naming the holder, before its preflight or any model loads (run-lock.ts).
     const lock = acquireDirLock(runDir);
     const interrupt = interruptSignal();
     try {
-      // Again under the lock: a run that finished while this process waited is not overwritten.
+      // Under the lock, so that what is checked is what this process will find.
       const exists = checkRunDir(runDir, values.resume ?? false);
       if (values.resume && !exists) process.stderr.write(`note: no run at ${runDir} yet; starting it\n`);
       if (!values['skip-preflight']) {
