@@ -9,6 +9,7 @@ import { defineConfig } from 'vitest/config';
  */
 const integration = [
   'test/experiments/exit-statuses.test.ts',
+  'test/experiments/input-refusals.test.ts',
   'test/experiments/judge-diagnostics.test.ts',
   'test/experiments/judge-embedded.test.ts',
   'test/experiments/merge.test.ts',
