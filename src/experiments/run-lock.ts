@@ -20,6 +20,7 @@ import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmdirSync, 
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { AmbiqaError } from '../errors';
+import { redactText } from '../common/secrets';
 
 export interface LockHolder {
   pid: number;
@@ -142,11 +143,6 @@ function handle(key: string): HeldLock {
   };
 }
 
-/** Whether this process holds the lock of `dir`. */
-export function holdsDirLock(dir: string, file = RUN_LOCK_FILE): boolean {
-  return held.has(join(resolve(dir), file));
-}
-
 function releaseAll(): void {
   for (const [key, entry] of held) {
     held.delete(key);
@@ -219,7 +215,8 @@ function takeOver(key: string, stale: LockHolder | undefined): boolean {
 
 function currentHolder(): LockHolder {
   const procStart = processStart(process.pid);
-  const command = [process.argv[1]?.split('/').pop(), ...process.argv.slice(2)].filter(Boolean).join(' ');
+  // Masked like every run file: a known key on the command line must not land in the folder.
+  const command = redactText([process.argv[1]?.split('/').pop(), ...process.argv.slice(2)].filter(Boolean).join(' '));
   return {
     pid: process.pid,
     host: hostname(),
