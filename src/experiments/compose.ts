@@ -37,7 +37,7 @@ import type { ExampleResult, MetricAggregate } from '../run-files';
 import type { RunComponents, TrackingFactory } from './runner';
 import { checkReaderSpec, createReader, defaultReaderSpec, parseReaderSpec, type ReaderHandle } from './reader';
 import { createScriptedLanguageModel } from './scripted-llm';
-import { JUDGING_PIPELINES, runPreflight, type PreflightReport } from './preflight';
+import { judgeLabels, runPreflight, type PreflightReport } from './preflight';
 
 /**
  * Turns a validated config into the parts of a run: examples, LLM, retriever, reranker, demo
@@ -240,7 +240,7 @@ export function createComposer(options: { notify?: (message: string) => void } =
 
     preflight(config) {
       const embeds = needsEmbedder(config);
-      const key = JSON.stringify([config.llm, config.judge ?? null, config.reader ?? null, config.metrics, JUDGING_PIPELINES.has(config.pipeline.name), embeds]);
+      const key = JSON.stringify([config.llm, config.judge ?? null, config.reader ?? null, config.metrics, judgeLabels(config.pipeline.name), embeds]);
       let report = preflights.get(key);
       if (!report) {
         report = runPreflight(config, { client: (section) => getLlm(config[section]!, section), embeds });

@@ -9,10 +9,10 @@
  *   - an OpenAI-compatible server: that it answers `GET /models` (reachable), that it accepts the
  *     key there (HTTP 401/403 is a refused key), and that the model is listed where the server
  *     lists models (a server without `/models` is not asked more);
- *   - the endpoint that judges, for pipelines that judge (ToC, Diva, COMBO) with
- *     `judgeMode: probability`: one yes/no judgment through the run's own LLM client (cache
- *     neither read nor written), which must come back with log-probabilities; with
- *     `judgeMode: text` the counted text fallback is stated instead;
+ *   - the endpoint that judges, for pipelines whose registry entry has yes/no judges (ToC, Diva,
+ *     COMBO) with `judgeMode: probability`: one judgment with the pipeline's own labels through
+ *     the run's own LLM client (cache neither read nor written), which must come back with
+ *     log-probabilities; with `judgeMode: text` the counted text fallback is stated instead;
  *   - embedded models: their files (the config check has already refused a missing GGUF), and
  *     the embedder's folder when the run embeds.
  * A problem is one line naming the config field and the fix. Nothing here writes the run
@@ -23,20 +23,28 @@ import { AmbiqaError } from '../errors';
 import type { LlmClient } from '../llm/client';
 import { safeUrl } from '../llm/errors';
 import { describeModelList, OpenAICompatibleProvider, type ModelListing } from '../llm/providers/openai-compatible';
+import { pipelineEntry } from '../pipelines/registry';
 import { MiniLmEmbedder } from '../retrieval/embedder';
 import type { ExperimentConfig } from './config';
 import { parseReaderSpec } from './reader';
 
 /**
- * Pipelines whose decisions threshold a judge's P (src/pipelines/common/judge.ts: ToC's
- * self-verification, Diva's retrieval verification, COMBO's discriminators): only they need
- * log-probabilities. test/experiments/preflight.test.ts keeps this list in step with the
- * pipelines that import the judge.
+ * The labels of a pipeline's yes/no judges (its registry entry's `method.analysis.judges`: ToC's
+ * True/False, Diva's and COMBO's Yes/No), positive first; empty for a pipeline that judges
+ * nothing, whose runs need no log-probabilities. A pipeline registered from a notebook with
+ * judges is probed like a built-in one.
  */
-export const JUDGING_PIPELINES: ReadonlySet<string> = new Set(['toc', 'diva', 'combo']);
+export function judgeLabels(pipeline: string): Array<readonly [string, string]> {
+  return (pipelineEntry(pipeline)?.method?.analysis?.judges ?? []).flatMap((j) => (j.labels ? [j.labels] : []));
+}
 
-/** The yes/no question the log-probability probe asks: any instruct model answers it with one token. */
-export const PROBE_PROMPT = 'Answer with one word, Yes or No. Is Paris the capital of France?';
+/** In every probe's prompt (tests find the probe's requests by it). */
+export const PROBE_MARK = 'is Paris the capital of France?';
+
+/** The question the log-probability probe asks, answered in one token by any instruct model. */
+export function probePrompt(labels: readonly [string, string]): string {
+  return `Answer with one word, ${labels[0]} or ${labels[1]}: ${PROBE_MARK}`;
+}
 
 export interface PreflightDeps {
   /** The run's client for a section (the composer's: one per distinct section, shared with the run). */
@@ -59,7 +67,7 @@ export async function runPreflight(config: ExperimentConfig, deps: PreflightDeps
   const problems: string[] = [];
   const notes: string[] = [];
   const env = deps.env ?? process.env;
-  const judging = JUDGING_PIPELINES.has(config.pipeline.name);
+  const labels = judgeLabels(config.pipeline.name)[0];
   const judgeSection: Section = config.judge ? 'judge' : 'llm';
   // An endpoint serving both sections is asked once; its problems are named by the first.
   const checked = new Map<string, boolean>();
@@ -80,17 +88,17 @@ export async function runPreflight(config: ExperimentConfig, deps: PreflightDeps
       checked.set(key, ok);
     }
     // The probe is a model call: only to an endpoint that passed, and only the one that judges.
-    if (!ok || section !== judgeSection || !judging) continue;
+    if (!ok || section !== judgeSection || !labels) continue;
     if ((given as { judgeMode?: string }).judgeMode === 'text') {
       notes.push(`${section}.judgeMode is text: judgments parse short text replies (P is 0 or 1), counted per run as judge_mode=text`);
       continue;
     }
     try {
-      const probe = await client.judge({ prompt: PROBE_PROMPT, labels: ['Yes', 'No'], purpose: 'preflight.logprobs' }, { cache: false });
+      const probe = await client.judge({ prompt: probePrompt(labels), labels: [...labels], purpose: 'preflight.logprobs' }, { cache: false });
       if (probe.mode === 'probability') {
         // Log-probabilities came: the judge can be graded.
       } else if (probe.fallback === 'no-label') {
-        notes.push(`${section}: the server at ${provider.endpoint} returns log-probabilities, but none of the probe's top tokens was Yes or No; judgments whose labels it does not put among its top tokens are parsed from text (counted per run as judge_mode)`);
+        notes.push(`${section}: the server at ${provider.endpoint} returns log-probabilities, but none of the probe's top tokens was ${labels[0]} or ${labels[1]}; judgments whose labels it does not put among its top tokens are parsed from text (counted per run as judge_mode)`);
       } else {
         problems.push(
           `${section}.judgeMode: the server at ${provider.endpoint} returned no usable log-probabilities for a yes/no judgment, so every judgment would be parsed from a text reply (P is 0 or 1, and thresholds have nothing to cut); fix: serve the model where logprobs/top_logprobs work (llama.cpp's server, vLLM), or set ${section}.judgeMode=text to accept that fallback`,

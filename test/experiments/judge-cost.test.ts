@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { run as runCommand } from '../../src/cli/commands/run';
-import { PROBE_PROMPT } from '../../src/experiments/preflight';
+import { PROBE_MARK } from '../../src/experiments/preflight';
 import { examplesDir } from '../../src/config/paths';
 import { AmbiqaError } from '../../src/errors';
 import { readJsonl } from '../../src/common/jsonl';
@@ -90,7 +90,7 @@ const runDir = (name: string) => join(dir, 'artifacts', 'runs', name);
  * The runs' own requests: the preflight's yes/no probe (src/experiments/preflight.ts), asked
  * live at every start and counted in no run's cost, is left out of the accounting.
  */
-const runRequests = () => server.requests.filter((r) => !JSON.stringify(r.body).includes(PROBE_PROMPT));
+const runRequests = () => server.requests.filter((r) => !JSON.stringify(r.body).includes(PROBE_MARK));
 
 /** The requests of one uninterrupted run (the reference for the capped one). */
 let reference: string[] = [];

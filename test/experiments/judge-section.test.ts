@@ -10,7 +10,7 @@ import { planSweep } from '../../src/experiments/sweep';
 import { parseOverride } from '../../src/experiments/overrides';
 import { readResolvedConfig, resolveExperimentConfig } from '../../src/experiments/config';
 import { closeSession, runInProcess } from '../../src/experiments/session';
-import { PROBE_PROMPT } from '../../src/experiments/preflight';
+import { PROBE_MARK } from '../../src/experiments/preflight';
 import { describeError } from '../../src/errors';
 import { buildCorpus } from '../../src/retrieval/corpus-builder';
 import { saveCorpus } from '../../src/retrieval/corpus';
@@ -214,10 +214,11 @@ describe('judge: an OpenAI-compatible server judging for another model (loopback
     });
     const run = await runInProcess(config(undefined, serverJudge('judge-7b')), { name: 'server-judge' });
     expect(run.status).toBe('FINISHED');
-    // The preflight's yes/no probe came first (its top tokens name neither Yes nor No here, so
-    // a text reply followed); the run's own requests are the rest.
-    const isProbe = (r: { body: Record<string, unknown> }) => JSON.stringify(r.body).includes(PROBE_PROMPT);
-    expect(server.requests.findIndex((r) => !isProbe(r))).toBe(server.requests.filter(isProbe).length);
+    // The preflight's probe (one True/False judgment, ToC's labels) came first; the run's own
+    // requests are the rest.
+    const isProbe = (r: { body: Record<string, unknown> }) => JSON.stringify(r.body).includes(PROBE_MARK);
+    expect(server.requests.filter(isProbe)).toHaveLength(1);
+    expect(isProbe(server.requests[0]!)).toBe(true);
     server.requests = server.requests.filter((r) => !isProbe(r));
     const judgments = server.requests.filter((r) => r.body.logprobs === true);
     expect(judgments.length).toBeGreaterThan(0);
@@ -252,7 +253,7 @@ describe('judge: an OpenAI-compatible server judging for another model (loopback
       /^judge\.judgeMode: the server at http:\/\/127\.0\.0\.1:\d+\/v1 returned no usable log-probabilities .*; fix: .*set judge\.judgeMode=text/,
     );
     expect(server.requests).toHaveLength(2);
-    expect(server.requests.every((r) => JSON.stringify(r.body).includes(PROBE_PROMPT))).toBe(true);
+    expect(server.requests.every((r) => JSON.stringify(r.body).includes(PROBE_MARK))).toBe(true);
     server.requests = [];
     const run = await runInProcess(config(undefined, serverJudge('judge-nologprobs')), { name: 'server-judge-text', preflight: false });
     expect(run.status).toBe('FINISHED');

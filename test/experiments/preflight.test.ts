@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExitStatus } from '../../src/experiments/exit-status';
-import { JUDGING_PIPELINES, PROBE_PROMPT } from '../../src/experiments/preflight';
+import { judgeLabels, PROBE_MARK } from '../../src/experiments/preflight';
+import { pipelineNames } from '../../src/pipelines/registry';
 import { freePort } from '../../src/tracking/server';
 import { startFaultServer, type FaultServer } from '../llm/fault-server';
 import { runCli } from '../helpers/cli';
@@ -112,7 +113,7 @@ describe('ambiqa run refuses before any chat request', () => {
     );
     // The probe asked for logprobs, got none, and fell back to a text reply: two requests, both the probe's.
     expect(server.requests).toHaveLength(2);
-    expect(server.requests.every((r) => JSON.stringify(r.body).includes(PROBE_PROMPT))).toBe(true);
+    expect(server.requests.every((r) => JSON.stringify(r.body).includes(PROBE_MARK))).toBe(true);
   });
 
   it('with judgeMode text the counted fallback is stated and the run goes on', async () => {
@@ -121,7 +122,7 @@ describe('ambiqa run refuses before any chat request', () => {
     const r = await runCli(['run', tocConfig('text-judge'), '--quiet', '--limit', '1', '--set', 'llm.judgeMode=text'], env);
     expect(r.stderr).toContain('note: llm.judgeMode is text: judgments parse short text replies (P is 0 or 1), counted per run as judge_mode=text');
     expect(existsSync(join(artifacts, 'runs', 'text-judge', 'results.jsonl')), r.output).toBe(true);
-    expect(server.requests.some((r) => JSON.stringify(r.body).includes(PROBE_PROMPT))).toBe(false);
+    expect(server.requests.some((r) => JSON.stringify(r.body).includes(PROBE_MARK))).toBe(false);
   });
 
   it('a server that cannot be reached', async () => {
@@ -168,7 +169,7 @@ describe('ambiqa run refuses before any chat request', () => {
 });
 
 describe('which pipelines the log-probability probe is for', () => {
-  it('JUDGING_PIPELINES is every pipeline that thresholds a judge (imports src/pipelines/common/judge.ts)', () => {
+  it('the registry names yes/no judges for every pipeline that thresholds one (imports src/pipelines/common/judge.ts), and for no other', () => {
     const pipelines = resolve(__dirname, '../../src/pipelines');
     const judging = readdirSync(pipelines, { withFileTypes: true })
       .filter((d) => d.isDirectory() && d.name !== 'common')
@@ -180,6 +181,9 @@ describe('which pipelines the log-probability probe is for', () => {
       .map((d) => d.name)
       .sort();
     expect(judging.length).toBeGreaterThan(0);
-    expect([...JUDGING_PIPELINES].sort()).toEqual(judging);
+    const builtins = readdirSync(pipelines, { withFileTypes: true }).filter((d) => d.isDirectory() && d.name !== 'common').map((d) => d.name);
+    expect(pipelineNames.filter((p) => judgeLabels(p).length > 0).sort()).toEqual(judging);
+    expect(builtins.length).toBeGreaterThan(judging.length);
+    expect(judgeLabels('toc')).toEqual([['True', 'False']]);
   });
 });
