@@ -8,9 +8,11 @@
  * Interrupts: while a run is in progress, SIGINT (a kernel interrupt, Ctrl-C in a script) stops
  * it cleanly — in-flight questions are abandoned, what is done is written — and the process
  * stays alive. Running the same call again resumes it. A second run of the same directory waits
- * for the stopping one to settle first, so two sessions never write one run dir.
+ * for the stopping one to settle first, so two sessions never write one run dir; a session of
+ * another process (an `ambiqa run` in a terminal) holds the folder's lock and is refused
+ * (run-lock.ts).
  */
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { AmbiqaError } from '../errors';
 import { loadDataset } from '../datasets/index';
@@ -27,6 +29,7 @@ import { runExperiment, type RunOutcome } from './runner';
 import { checkSweepDir, planSweep, runSweep, type SweepOutcome } from './sweep';
 import { logRunFigures } from '../report/run-figures';
 import { preflightError } from './preflight';
+import { acquireDirLock, RUN_LOCK_FILE, SWEEP_LOCK_FILE } from './run-lock';
 
 let shared: Composer | undefined;
 
@@ -147,7 +150,7 @@ async function logFigures(dir: string, tracker: RunTracker): Promise<void> {
 function resumeExisting(config: ExperimentConfig, runDir: string, existing: NonNullable<SessionRunOptions['existing']>): boolean {
   if (!runStarted(runDir)) return false;
   if (existing === 'fresh') {
-    rmSync(runDir, { recursive: true, force: true });
+    emptyFolderBut(runDir, RUN_LOCK_FILE);
     return false;
   }
   if (existing === 'auto') {
@@ -168,12 +171,15 @@ export async function runInProcess(input: ExperimentInput, options: SessionRunOp
   const config = resolveConfig(input, options);
   const runDir = join(runsDir(), config.name);
   return exclusive(runDir, async () => {
-    const resume = resumeExisting(config, runDir, options.existing ?? 'auto');
-    checkRunDir(runDir, resume);
-    const composer = sharedComposer();
-    if (options.preflight !== false) await preflightAll(composer, [config], options.warn ?? ((m) => process.stderr.write(`note: ${m}\n`)));
+    const warn = options.warn ?? ((m: string) => process.stderr.write(`note: ${m}\n`));
+    // Before the folder is read or emptied: a session of another process there is refused.
+    const lock = acquireDirLock(runDir, { notify: warn });
     const interrupt = interruptible(options.signal);
     try {
+      const resume = resumeExisting(config, runDir, options.existing ?? 'auto');
+      checkRunDir(runDir, resume);
+      const composer = sharedComposer();
+      if (options.preflight !== false) await preflightAll(composer, [config], warn);
       const components = await composer.components(config);
       const progress = sinkFor(options.progress, config.name);
       const outcome = await runExperiment({
@@ -191,8 +197,15 @@ export async function runInProcess(input: ExperimentInput, options: SessionRunOp
       return { ...loadRun(runDir), status: outcome.status, answeredNow: outcome.answeredNow };
     } finally {
       interrupt.dispose();
+      lock.release();
     }
   });
+}
+
+/** Remove everything in `dir` but the lock file this session holds there. */
+function emptyFolderBut(dir: string, keep: string): void {
+  if (!existsSync(dir)) return;
+  for (const name of readdirSync(dir)) if (name !== keep) rmSync(join(dir, name), { recursive: true, force: true });
 }
 
 /** Finish (or extend) a run by name or directory, with the config it was started with. */
@@ -231,12 +244,15 @@ export async function sweepInProcess(input: ExperimentInput, options: SessionSwe
   };
   const plan = planSweep(request);
   return exclusive(plan.dir, async () => {
-    if (options.existing === 'fresh') rmSync(plan.dir, { recursive: true, force: true });
-    const resume = existsSync(plan.dir);
-    checkSweepDir(plan.dir, resume);
-    if (options.preflight !== false) await preflightAll(composer, plan.points.map((p) => p.config), options.warn ?? ((m) => process.stderr.write(`note: ${m}\n`)));
+    const warn = options.warn ?? ((m: string) => process.stderr.write(`note: ${m}\n`));
+    // Before the folder is emptied or read: a sweep of another process there is refused.
+    const lock = acquireDirLock(plan.dir, { file: SWEEP_LOCK_FILE, what: 'sweep directory', notify: warn });
     const interrupt = interruptible(options.signal);
     try {
+      if (options.existing === 'fresh') emptyFolderBut(plan.dir, SWEEP_LOCK_FILE);
+      const resume = existsSync(join(plan.dir, 'sweep.yaml'));
+      checkSweepDir(plan.dir, resume);
+      if (options.preflight !== false) await preflightAll(composer, plan.points.map((p) => p.config), warn);
       const outcome = await runSweep({
         ...request,
         resume,
@@ -252,6 +268,7 @@ export async function sweepInProcess(input: ExperimentInput, options: SessionSwe
       return { ...loadSweep(plan.dir), status: outcome.status, summary: outcome.summary };
     } finally {
       interrupt.dispose();
+      lock.release();
     }
   });
 }

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import YAML from 'yaml';
 import { readJsonl } from '../../src/common/jsonl';
 import { ExitStatus } from '../../src/experiments/exit-status';
 import type { ExampleResult, RunState } from '../../src/run-files';
@@ -97,6 +98,26 @@ describe('one run folder, one writer', () => {
     expect(resumedCalls.filter((c) => finishedBefore.has(`${c.key}#${c.sampleIndex}`))).toEqual([]);
     expect(JSON.parse(readFileSync(join(runDir, 'run.json'), 'utf8')) as RunState).toMatchObject({ status: 'FINISHED', sessions: 2, done: 8 });
   }, 180_000);
+
+  it('a notebook session (in-process) is refused while a command runs the folder, and { existing: fresh } deletes nothing of it', async () => {
+    const { file } = config('kernel', 6, 1000);
+    const runDir = join(artifacts, 'runs', 'kernel');
+    const cli = startCli(['run', file, '--quiet'], env);
+    await waitFor(() => existsSync(join(runDir, 'results.jsonl')) && readJsonl(join(runDir, 'results.jsonl')).length >= 1, 'a first answered question');
+    const saved = process.env.AMBIQA_ARTIFACTS_DIR;
+    process.env.AMBIQA_ARTIFACTS_DIR = artifacts;
+    try {
+      const { runInProcess, closeSession } = await import('../../src/experiments/session');
+      const input = YAML.parse(readFileSync(file, 'utf8'));
+      await expect(runInProcess(input, { name: 'kernel', existing: 'fresh' })).rejects.toThrow(new RegExp(`^run directory ${runDir} is in use by PID ${cli.child.pid} on host `));
+      await closeSession();
+    } finally {
+      if (saved === undefined) delete process.env.AMBIQA_ARTIFACTS_DIR;
+      else process.env.AMBIQA_ARTIFACTS_DIR = saved;
+    }
+    expect(await cli.exited, cli.output()).toBe(ExitStatus.ok);
+    expect(readJsonl<ExampleResult>(join(runDir, 'results.jsonl'))).toHaveLength(6);
+  }, 120_000);
 
   it('a lock held from another host is refused, naming the file to remove once that process is gone', async () => {
     const { file } = config('elsewhere', 2, 0);
