@@ -9,14 +9,16 @@
  * appears whole or not at all (no reader sees a half-written holder). A lock whose process is
  * gone (SIGKILL, a power cut) is stale: the next session on the same host sees that the PID no
  * longer runs (or now belongs to a process that started later) and takes the lock over, saying
- * so. A lock held from another host cannot be checked from here, so it is refused with the path
- * to remove once that process is known to be gone. Shards write folders of their own, so they
- * never share a lock.
+ * so. A process on another host (a shared filesystem: a Slurm shard requeued onto another node
+ * after its first node died) cannot be asked, so the holder touches its lock file every
+ * `HEARTBEAT_MS`, and a lock from another host not touched for `STALE_MS` is stale too; one
+ * touched recently is refused with the path to remove once that process is known to be gone.
+ * Shards write folders of their own, so they never share a lock.
  *
  * Within one process the lock is re-entrant: `ambiqa run` takes it before its preflight and the
  * runner takes it again around the session.
  */
-import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmdirSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { AmbiqaError } from '../errors';
@@ -41,8 +43,13 @@ export interface HeldLock {
   release(): void;
 }
 
+/** How often a holder touches its lock file, and how old another host's lock must be to count as stale. */
+export const HEARTBEAT_MS = 15_000;
+export const STALE_MS = 120_000;
+
 interface Entry {
   count: number;
+  heartbeat: NodeJS.Timeout;
   path: string;
   nonce: string;
   /** The directory did not exist before the lock: removed on release when nothing else was written. */
@@ -93,10 +100,11 @@ export function acquireDirLock(dir: string, options: { file?: string; what?: str
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       }
       const holder = readHolder(key);
-      if (holder && isAlive(holder)) {
+      if (holder && isAlive(holder, key)) {
         if (createdDir) removeIfEmpty(abs, [tmp]);
+        const seen = holder.host === self.host ? '' : `, last seen ${Math.round(lockAgeMs(key) / 1000)} s ago`;
         throw new AmbiqaError(
-          `${what} ${abs} is in use by PID ${holder.pid} on host ${holder.host} (since ${holder.startedAt}${holder.command ? `: ${holder.command}` : ''}); one run folder has one writer — wait for that process to end${holder.host === self.host ? '' : `, or remove ${key} once it is known to be gone`}`,
+          `${what} ${abs} is in use by PID ${holder.pid} on host ${holder.host} (since ${holder.startedAt}${holder.command ? `: ${holder.command}` : ''}${seen}); one run folder has one writer — wait for that process to end${holder.host === self.host ? '' : `, or remove ${key} once it is known to be gone`}`,
         );
       }
       if (attempt >= 20) throw new AmbiqaError(`${what} ${abs}: could not take over the stale lock ${key}`, `remove ${key} by hand once no ambiqa process uses the folder`);
@@ -104,9 +112,11 @@ export function acquireDirLock(dir: string, options: { file?: string; what?: str
       // finding it stale at once, one removes it and both then race for it fairly through link().
       if (takeOver(key, holder)) {
         notify(
-          holder
-            ? `${what} ${abs} was locked by PID ${holder.pid} on host ${holder.host} (since ${holder.startedAt}), which no longer runs; taking the lock over`
-            : `${what} ${abs} had an unreadable lock file; taking it over`,
+          !holder
+            ? `${what} ${abs} had an unreadable lock file; taking it over`
+            : holder.host === self.host
+              ? `${what} ${abs} was locked by PID ${holder.pid} on host ${holder.host} (since ${holder.startedAt}), which no longer runs; taking the lock over`
+              : `${what} ${abs} was locked by PID ${holder.pid} on host ${holder.host} (since ${holder.startedAt}), whose lock was not renewed for ${Math.round(STALE_MS / 1000)} s or more; taking the lock over`,
         );
       }
     }
@@ -117,7 +127,17 @@ export function acquireDirLock(dir: string, options: { file?: string; what?: str
       /* already gone */
     }
   }
-  held.set(key, { count: 1, path: key, nonce: self.nonce, createdDir, dir: abs });
+  // The heartbeat: hosts that cannot ask this process whether it runs see the file's age.
+  const heartbeat = setInterval(() => {
+    try {
+      const now = new Date();
+      utimesSync(key, now, now);
+    } catch {
+      /* the folder was removed; nothing to keep alive */
+    }
+  }, HEARTBEAT_MS);
+  heartbeat.unref();
+  held.set(key, { count: 1, heartbeat, path: key, nonce: self.nonce, createdDir, dir: abs });
   if (!exitHookInstalled) {
     exitHookInstalled = true;
     // A second Ctrl-C or an uncaught error ends the process without unwinding: the lock goes too.
@@ -151,6 +171,7 @@ function releaseAll(): void {
 }
 
 function dropLock(entry: Entry): void {
+  clearInterval(entry.heartbeat);
   // Only our own lock file is removed: never one another process took over meanwhile.
   if (readHolder(entry.path)?.nonce === entry.nonce) {
     try {
@@ -197,7 +218,7 @@ function takeOver(key: string, stale: LockHolder | undefined): boolean {
   try {
     const now = readHolder(key);
     const same = stale === undefined ? now === undefined : now?.nonce === stale.nonce && now.pid === stale.pid;
-    if (!same || (now && isAlive(now))) return false;
+    if (!same || (now && isAlive(now, key))) return false;
     try {
       unlinkSync(key);
     } catch {
@@ -239,6 +260,15 @@ export function readHolder(path: string): LockHolder | undefined {
   }
 }
 
+/** Milliseconds since the lock file was last written or touched (0 when it cannot be read). */
+function lockAgeMs(path: string): number {
+  try {
+    return Math.max(0, Date.now() - statSync(path).mtimeMs);
+  } catch {
+    return 0;
+  }
+}
+
 function readText(path: string): string | undefined {
   try {
     return readFileSync(path, 'utf8');
@@ -247,9 +277,12 @@ function readText(path: string): string | undefined {
   }
 }
 
-/** Whether the lock's holder still runs: always assumed for another host (nothing to ask there). */
-function isAlive(holder: LockHolder): boolean {
-  if (holder.host !== hostname()) return true;
+/**
+ * Whether the lock's holder still runs. On this host: its PID (and start time). On another host,
+ * which cannot be asked: whether it renewed the lock within `STALE_MS`.
+ */
+function isAlive(holder: LockHolder, path: string): boolean {
+  if (holder.host !== hostname()) return lockAgeMs(path) < STALE_MS;
   if (!pidRuns(holder.pid)) return false;
   // The PID runs, but it may be a new process that got the number: compare start times.
   if (holder.procStart) {

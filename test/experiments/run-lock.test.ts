@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -119,19 +119,25 @@ describe('one run folder, one writer', () => {
     expect(readJsonl<ExampleResult>(join(runDir, 'results.jsonl'))).toHaveLength(6);
   }, 120_000);
 
-  it('a lock held from another host is refused, naming the file to remove once that process is gone', async () => {
+  it('a lock renewed from another host is refused, naming the file to remove; one not renewed for two minutes is taken over', async () => {
     const { file } = config('elsewhere', 2, 0);
     const runDir = join(artifacts, 'runs', 'elsewhere');
+    const lock = join(runDir, 'run.lock');
     mkdirSync(runDir, { recursive: true });
-    writeFileSync(join(runDir, 'run.lock'), JSON.stringify({ pid: 4242, host: 'node-17.cluster', startedAt: '2026-01-01T00:00:00.000Z', nonce: 'x' }));
+    writeFileSync(lock, JSON.stringify({ pid: 4242, host: 'node-17.cluster', startedAt: '2026-01-01T00:00:00.000Z', nonce: 'x' }));
     const r = await runCli(['run', file, '--quiet', '--resume'], env);
     expect(r.code, r.output).toBe(ExitStatus.error);
-    expect(r.stderr.trimEnd()).toBe(
-      `ambiqa run: run directory ${runDir} is in use by PID 4242 on host node-17.cluster (since 2026-01-01T00:00:00.000Z); one run folder has one writer — wait for that process to end, or remove ${join(runDir, 'run.lock')} once it is known to be gone`,
+    expect(r.stderr.trimEnd()).toMatch(
+      new RegExp(
+        `^ambiqa run: run directory ${runDir} is in use by PID 4242 on host node-17\\.cluster \\(since 2026-01-01T00:00:00\\.000Z, last seen \\d+ s ago\\); one run folder has one writer — wait for that process to end, or remove ${lock} once it is known to be gone$`,
+      ),
     );
-    // Removed by hand, the run goes.
-    rmSync(join(runDir, 'run.lock'));
+    // Its holder died with its node (no heartbeat for three minutes): the next session takes over.
+    const old = new Date(Date.now() - 180_000);
+    utimesSync(lock, old, old);
     const ok = await runCli(['run', file, '--quiet', '--resume'], env);
     expect(ok.code, ok.output).toBe(ExitStatus.ok);
+    expect(ok.stderr).toContain(`note: run directory ${runDir} was locked by PID 4242 on host node-17.cluster (since 2026-01-01T00:00:00.000Z), whose lock was not renewed for 120 s or more; taking the lock over`);
+    expect(existsSync(lock)).toBe(false);
   }, 120_000);
 });
