@@ -76,7 +76,14 @@ export async function runPreflight(config: ExperimentConfig, deps: PreflightDeps
   for (const section of sections) {
     const given = config[section]!;
     if (given.provider !== 'openai-compatible') continue;
-    const client = await deps.client(section);
+    let client: LlmClient;
+    try {
+      client = await deps.client(section);
+    } catch (error) {
+      // e.g. no key for api.openai.com: refused when the client is made, named like the rest.
+      problems.push(`${section}: ${oneLine(error)}`);
+      continue;
+    }
     const provider = client.backend;
     if (!(provider instanceof OpenAICompatibleProvider)) continue;
     const key = `${provider.endpoint}|${provider.model}|${provider.apiKeyEnv}`;

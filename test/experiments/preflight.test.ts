@@ -133,6 +133,16 @@ describe('ambiqa run refuses before any chat request', () => {
     ]);
   });
 
+  it('a client that cannot be made (OpenAI without a key) is one line too, and nothing is sent', async () => {
+    const { OPENAI_API_KEY: _k, ...noKey } = env;
+    const r = await runCli(['run', config('no-key'), '--set', 'llm.baseUrl=https://api.openai.com/v1'], noKey);
+    expect(r.code, r.output).toBe(ExitStatus.error);
+    expect(r.stderr.trimEnd()).toBe(
+      'ambiqa run: llm: no API key for https://api.openai.com/v1: the environment variable OPENAI_API_KEY is not set (export OPENAI_API_KEY=<your key> (keys never go into config files))',
+    );
+    expect(existsSync(join(artifacts, 'runs', 'no-key'))).toBe(false);
+  });
+
   it('the D-F1 reader (openai:<model>) is checked too, and several problems are listed one per line', async () => {
     server.models = ['gen-model'];
     const lines = await refused(
