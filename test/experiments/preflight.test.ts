@@ -134,7 +134,8 @@ describe('ambiqa run refuses before any chat request', () => {
   });
 
   it('a client that cannot be made (OpenAI without a key) is one line too, and nothing is sent', async () => {
-    const { OPENAI_API_KEY: _k, ...noKey } = env;
+    // The runner's environment, minus any key the test's own shell may have set.
+    const { OPENAI_API_KEY: _k, ...noKey } = env as Record<string, string | undefined>;
     const r = await runCli(['run', config('no-key'), '--set', 'llm.baseUrl=https://api.openai.com/v1'], noKey);
     expect(r.code, r.output).toBe(ExitStatus.error);
     expect(r.stderr.trimEnd()).toBe(
