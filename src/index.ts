@@ -73,7 +73,7 @@ export const unloadModels = closeSession;
 
 export { loadRun, loadSweep, type LoadedRun, type LoadedSweep } from './report/load';
 export type { ExampleResult, MetricAggregate, RunMetrics, Trace, TraceSummary } from './run-files';
-export { artifactsDir, dataDir, examplesDir, projectRoot } from './config/paths';
+export { artifactsDir, dataDir, examplesDir, packageRoot, projectRoot } from './config/paths';
 export { AmbiqaError } from './errors';
 
 // ---------------------------------------------------------------- pipelines

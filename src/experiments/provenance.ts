@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { projectRoot } from '../config/paths';
+import { dirname, join } from 'node:path';
+import { packageRoot, projectRoot } from '../config/paths';
 import { readModelManifest } from '../config/models';
 
 /**
@@ -29,12 +29,17 @@ const trackedPackages = [
   'yaml',
 ];
 
-export function collectProvenance(root = projectRoot): Provenance {
+/**
+ * `root` is the project whose commit is recorded (the clone, or the project that installed
+ * ambiqa: the code that composed the run); versions are those of ambiqa's package and of the
+ * packages it loads.
+ */
+export function collectProvenance(root = projectRoot, pkg = packageRoot): Provenance {
   const head = git(root, ['rev-parse', 'HEAD']);
   const status = head === null ? null : git(root, ['status', '--porcelain', '--untracked-files=no']);
   const packages: Record<string, string> = {};
   for (const name of trackedPackages) {
-    const version = installedVersion(root, name);
+    const version = installedVersion(pkg, name);
     if (version) packages[name] = version;
   }
   let models: Provenance['models'] = {};
@@ -51,7 +56,7 @@ export function collectProvenance(root = projectRoot): Provenance {
     gitCommit: head,
     gitDirty: status === null ? null : status.length > 0,
     nodeVersion: process.version,
-    ambiqaVersion: installedVersion(root, '.') ?? 'unknown',
+    ambiqaVersion: installedVersion(pkg, '.') ?? 'unknown',
     packages,
     models,
   };
@@ -86,8 +91,15 @@ function git(cwd: string, args: string[]): string | null {
   return r.stdout.trim();
 }
 
+/** The version of `name` as Node resolves it from the package at `root` (npm may hoist it up). */
 function installedVersion(root: string, name: string): string | null {
-  const file = name === '.' ? join(root, 'package.json') : join(root, 'node_modules', name, 'package.json');
+  let file = join(root, 'package.json');
+  if (name !== '.') {
+    for (let dir = root; ; dir = dirname(dir)) {
+      file = join(dir, 'node_modules', name, 'package.json');
+      if (existsSync(file) || dirname(dir) === dir) break;
+    }
+  }
   if (!existsSync(file)) return null;
   try {
     return (JSON.parse(readFileSync(file, 'utf8')) as { version?: string }).version ?? null;

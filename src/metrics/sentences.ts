@@ -31,9 +31,8 @@
  * so a number computed with it is never mistaken for the reference's.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join, resolve } from 'node:path';
-import { projectRoot } from '../config/paths';
+import { join, resolve } from 'node:path';
+import { packageRoot } from '../config/paths';
 import { AmbiqaError } from '../errors';
 import { PY_DIGIT_CLASS, PY_SPACE_CLASS, firstCodePoint, pyIsLower, pyIsUpper, pyRstrip, pyStrip } from '../text/pytext';
 
@@ -57,23 +56,9 @@ export const PUNKT_FILES = ['abbrev_types.txt', 'collocations.tab', 'sent_starte
 /** The folder, relative to the package root, holding the English parameters that ship with ambiqa. */
 const BUNDLED_PUNKT = join('src', 'metrics', 'punkt', 'english');
 
-/**
- * The English parameters shipped in the package. Found from the project root (a clone, the CLI,
- * a notebook kernel at the repository), else through Node's resolution of the `ambiqa` package
- * from the working directory (a project that depends on ambiqa); `import.meta` is not used
- * because tslab compiles notebook imports to CommonJS.
- */
+/** The English parameters shipped with ambiqa, in its package (a clone, or `node_modules/ambiqa`). */
 export function bundledPunktDir(): string {
-  const fromRoot = join(projectRoot, BUNDLED_PUNKT);
-  if (existsSync(join(fromRoot, PUNKT_FILES[0]))) return fromRoot;
-  try {
-    const manifest = createRequire(join(process.cwd(), 'package.json')).resolve('ambiqa/package.json');
-    const fromPackage = join(dirname(manifest), BUNDLED_PUNKT);
-    if (existsSync(join(fromPackage, PUNKT_FILES[0]))) return fromPackage;
-  } catch {
-    /* ambiqa is not resolvable from here: report the project-root location below */
-  }
-  return fromRoot;
+  return join(packageRoot, BUNDLED_PUNKT);
 }
 
 /** Where the English parameters are read from by default: `AMBIQA_PUNKT_DIR`, else the bundled copy. */

@@ -10,9 +10,6 @@
  * on another machine or on a code host still shows its figures. Everything that came from a model
  * or a dataset is HTML-escaped; every known secret is masked before anything is sent.
  */
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
-import { projectRoot } from '../config/paths';
 import { escapeHtml, PLOTLY_CONFIG } from '../plots/export';
 import { clarificationTreeFigure } from '../plots/tree';
 import type { Figure } from '../plots/types';
@@ -21,6 +18,7 @@ import type { Trace } from '../trace/types';
 import { chromiumPngSync, type PngSize, type SyncPngRenderer } from './figure-png';
 import { frameRows, isDataFrame, type DataFrameLike } from './frame';
 import { llmCallRows, tocNodeRows } from './records';
+import { requireTslab } from './tslab';
 
 /** The MIME type of a plotly figure's JSON in Jupyter outputs. */
 export const PLOTLY_MIME = 'application/vnd.plotly.v1+json';
@@ -64,9 +62,8 @@ interface TslabDisplayData {
  * display_data message as Jupyter defines it.
  */
 function tslabSink(): DisplaySink {
-  const fromProject = createRequire(join(projectRoot, 'package.json'));
-  const tslab = fromProject('tslab') as { display: { html(h: string): void } };
-  const jupyter = fromProject('tslab/dist/jupyter') as { lastWriteDisplayData: ((d: TslabDisplayData, update: boolean) => void) | null };
+  const tslab = requireTslab('tslab') as { display: { html(h: string): void } };
+  const jupyter = requireTslab('tslab/dist/jupyter') as { lastWriteDisplayData: ((d: TslabDisplayData, update: boolean) => void) | null };
   return {
     html: (h) => tslab.display.html(h),
     bundle: (b) => {

@@ -3,11 +3,9 @@
  * `newDisplay()`), at most a few times a second, with the same fields as the CLI's progress line.
  * Outside a kernel (scripts, tests) it falls back to the CLI's line on stderr.
  */
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
-import { projectRoot } from '../config/paths';
 import { ProgressBar, type ProgressSink, type ProgressState } from '../experiments/progress';
 import { escapeHtml } from '../plots/export';
+import { requireTslab } from './tslab';
 
 /** Where progress HTML goes: one display entry that each call replaces. */
 export interface ReplaceableDisplay {
@@ -20,7 +18,7 @@ export function inKernel(): boolean {
 }
 
 function tslabDisplay(): ReplaceableDisplay {
-  const tslab = createRequire(join(projectRoot, 'package.json'))('tslab') as { newDisplay(): ReplaceableDisplay };
+  const tslab = requireTslab('tslab') as { newDisplay(): ReplaceableDisplay };
   return tslab.newDisplay();
 }
 

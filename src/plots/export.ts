@@ -8,20 +8,20 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { projectRoot } from '../config/paths';
+import { packageRoot } from '../config/paths';
 import { AmbiqaError } from '../errors';
 import type { RunTracker } from '../tracking/types';
 import type { Figure } from './types';
 
-// Resolve packages from the project, not from this file: works under tsx (ESM) and tslab (CJS).
-const requireFromProject = createRequire(join(projectRoot, 'package.json'));
+// Resolve ambiqa's own dependencies from its package, whatever the working directory.
+const requireFromPackage = createRequire(join(packageRoot, 'package.json'));
 
 let plotlySource: string | undefined;
 
 /** The plotly.js bundle as text (about 4.8 MB), read once per process. */
 export function plotlyJs(): string {
   if (plotlySource === undefined) {
-    const path = requireFromProject.resolve('plotly.js-dist-min/plotly.min.js');
+    const path = requireFromPackage.resolve('plotly.js-dist-min/plotly.min.js');
     plotlySource = readFileSync(path, 'utf8');
   }
   return plotlySource;
@@ -151,7 +151,7 @@ export class PngRenderer {
 
   static async launch(options: { executablePath?: string } = {}): Promise<PngRenderer> {
     const executablePath = options.executablePath ?? chromiumPath();
-    const { chromium } = requireFromProject('playwright-core') as {
+    const { chromium } = requireFromPackage('playwright-core') as {
       chromium: { launchPersistentContext(dir: string, options: Record<string, unknown>): Promise<PlaywrightContext> };
     };
     // A fresh profile per launch: nothing carries over between runs, and parallel renderers

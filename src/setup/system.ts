@@ -1,13 +1,13 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { projectRoot } from '../config/paths';
+import { packageRoot } from '../config/paths';
 import { AmbiqaError } from '../errors';
 import type { Reporter } from './context';
 import { runCommand } from './fetch';
 
 /** The script that knows which Debian packages ambiqa needs; .ci/run calls it too. */
 export function systemDepsScript(): string {
-  return join(projectRoot, 'scripts', 'system-deps.sh');
+  return join(packageRoot, 'scripts', 'system-deps.sh');
 }
 
 /** Check the Debian packages, installing the missing ones when running as root. */

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { artifactsDir, examplesDir, projectRoot } from '../../config/paths';
+import { artifactsDir, examplesDir, packageRoot } from '../../config/paths';
 import { AmbiqaError } from '../../errors';
 import { pipelineNames } from '../../pipelines/registry';
 import { buildCorpus, type CorpusSource } from '../../retrieval/corpus-builder';
@@ -59,7 +59,7 @@ export async function run(argv: string[]): Promise<number> {
 
   const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-');
   const args = [
-    join(projectRoot, 'experiments', 'demo.yaml'),
+    join(packageRoot, 'experiments', 'demo.yaml'),
     '--name',
     `demo-${stamp}`,
     '--set',

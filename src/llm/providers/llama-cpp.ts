@@ -14,7 +14,7 @@ import type {
   LlamaModel,
   Token,
 } from 'node-llama-cpp';
-import { projectRoot } from '../../config/paths';
+import { packageRoot } from '../../config/paths';
 import { AmbiqaError } from '../../errors';
 import { readModelManifest } from '../../config/models';
 import { LlmRequestError } from '../errors';
@@ -195,9 +195,9 @@ const models = new Map<string, Promise<ModelEntry>>();
  * turns that `import()` into a `require()`, which fails with ERR_REQUIRE_ASYNC_MODULE — then a
  * Function-built `import()`, which no compiler rewrites, loads it by file URL.
  */
-/** node-llama-cpp's entry file as this project resolves it (not the caller's working directory). */
+/** node-llama-cpp's entry file as ambiqa's package resolves it (not the caller's working directory). */
 function nodeLlamaCppEntry(): string {
-  return createRequire(join(projectRoot, 'package.json')).resolve('node-llama-cpp');
+  return createRequire(join(packageRoot, 'package.json')).resolve('node-llama-cpp');
 }
 
 async function importNodeLlamaCpp(): Promise<NodeLlamaCpp> {
