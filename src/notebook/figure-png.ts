@@ -12,7 +12,7 @@
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { MessageChannel, receiveMessageOnPort, Worker } from 'node:worker_threads';
-import { projectRoot } from '../config/paths';
+import { packageRoot } from '../config/paths';
 import type { Figure } from '../plots/types';
 
 export interface PngSize {
@@ -23,11 +23,12 @@ export interface PngSize {
 /** Renders one figure to PNG bytes, or throws. */
 export type SyncPngRenderer = (figure: Figure, size: PngSize) => Buffer;
 
-// The worker is plain CommonJS given as text (no file to ship or compile); it loads export.ts
-// through tsx, as lib/ambiqa.cjs does for the library, and keeps one renderer for its lifetime.
+// The worker is plain CommonJS given as text (no file to ship or compile); it loads the compiled
+// export module beside this one, or export.ts through tsx when this module runs from the sources
+// (tests, a development checkout), and keeps one renderer for its lifetime.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
-require(workerData.tsxApi).register();
+if (workerData.tsxApi) require(workerData.tsxApi).register();
 const { PngRenderer } = require(workerData.exportModule);
 let launching;
 parentPort.on('message', async (job) => {
@@ -58,11 +59,22 @@ parentPort.on('message', async (job) => {
 let worker: Worker | undefined;
 let rendered = 0;
 
+/** The module the worker loads: compiled beside this file, or the TypeScript source through tsx. */
+function exportModule(): { tsxApi?: string; exportModule: string } {
+  // __filename is this module's file in the compiled build (…/dist/cjs/notebook/figure-png.js),
+  // under vitest and tsx's CommonJS mode (…/src/notebook/figure-png.ts); tsx's ES-module mode has none.
+  const here = typeof __filename === 'string' ? __filename : undefined;
+  if (here && !here.endsWith('.ts')) return { exportModule: join(here, '..', '..', 'plots', 'export.js') };
+  return {
+    tsxApi: createRequire(join(packageRoot, 'package.json')).resolve('tsx/cjs/api'),
+    exportModule: join(packageRoot, 'src', 'plots', 'export.ts'),
+  };
+}
+
 function startWorker(): Worker {
-  const fromProject = createRequire(join(projectRoot, 'package.json'));
   const w = new Worker(WORKER_SOURCE, {
     eval: true,
-    workerData: { tsxApi: fromProject.resolve('tsx/cjs/api'), exportModule: join(projectRoot, 'src', 'plots', 'export.ts') },
+    workerData: exportModule(),
     // The worker's output is the renderer's; a kernel saves stdout into the notebook.
     stdout: false,
     stderr: false,

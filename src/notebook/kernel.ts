@@ -1,6 +1,7 @@
 /**
  * The TypeScript Jupyter kernel for ambiqa's notebooks: tslab, registered under a project-local
- * Jupyter prefix (`<repo>/.jupyter`, git-ignored), started from the repository root.
+ * Jupyter prefix (`<project>/.jupyter`, git-ignored), started from the project root (this
+ * repository, or a project that installed ambiqa).
  *
  * Why from the root: tslab compiles every cell and every imported `.ts` file to CommonJS with
  * `rootDir` = the kernel's working directory, and notebooks `import … from 'ambiqa'`, which
@@ -10,10 +11,11 @@
  * scripts/jupyter-kernel.sh, which calls it). Jupyter itself is the project venv's: JupyterLab 4,
  * nbconvert and plotly's renderer, pinned in src/setup/venv.ts and installed by `ambiqa setup`.
  */
+import { spawnSync } from 'node:child_process';
 import { spawnSupervised } from '../common/supervise';
 import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { basename, delimiter, join, resolve, sep } from 'node:path';
-import { projectRoot, venvDir } from '../config/paths';
+import { packageRoot, projectRoot, venvDir } from '../config/paths';
 import { AmbiqaError } from '../errors';
 
 export const KERNEL_NAME = 'ambiqa-tslab';
@@ -68,7 +70,8 @@ export function kernelSpec(root: string, tslab: string): KernelSpec {
     argv: ['/bin/sh', '-c', 'cd "$1" && exec "$2" kernel --config-path "$0"', '{connection_file}', root, tslab],
     display_name: KERNEL_DISPLAY_NAME,
     language: 'typescript',
-    env: { AMBIQA_ROOT: root },
+    // Errors from ambiqa's compiled code point at its TypeScript lines (dist/ has source maps).
+    env: { AMBIQA_HOME: root, NODE_OPTIONS: '--enable-source-maps' },
     metadata: { ambiqa: { note: 'written by ambiqa notebook / scripts/jupyter-kernel.sh; runs tslab from the repository root' } },
   };
 }
@@ -79,9 +82,14 @@ export function registerKernel(options: { prefix?: string; root?: string } = {})
   const prefix = resolve(options.prefix ?? jupyterPrefix(root));
   const tslab = join(root, 'node_modules', '.bin', 'tslab');
   if (!existsSync(tslab)) {
-    throw new AmbiqaError(`tslab not found at ${tslab}`, 'run `npm install` in the repository (tslab is a dependency of ambiqa)');
+    throw new AmbiqaError(`tslab not found at ${tslab}`, 'run `npm install` in the project (tslab is a dependency of ambiqa)');
   }
-  linkSelf(root);
+  // In this repository, node_modules/ambiqa is a link to it; in a project that installed ambiqa
+  // it is the installed package, already where tslab looks.
+  if (root === packageRoot) {
+    linkSelf(root);
+    buildIfStale(root);
+  }
   const dir = join(prefix, 'share', 'jupyter', 'kernels', KERNEL_NAME);
   mkdirSync(dir, { recursive: true });
   const kernelJson = join(dir, 'kernel.json');
@@ -94,7 +102,7 @@ export function registerKernel(options: { prefix?: string; root?: string } = {})
  * Notebooks `import … from 'ambiqa'`. tslab type-checks cells with Node10 module resolution,
  * which knows neither `exports` nor a package's own name, so it looks for
  * `<root>/node_modules/ambiqa`: a link to the repository itself, as npm makes for a `file:`
- * dependency. Its `types` and `main` then lead to src/index.ts and lib/ambiqa.cjs.
+ * dependency. Its `types` and `main` then lead to the build, dist/cjs/index.d.ts and index.js.
  */
 export function linkSelf(root: string): void {
   const link = join(root, 'node_modules', 'ambiqa');
@@ -124,6 +132,18 @@ export function linkSelf(root: string): void {
   symlinkSync(root, link, 'dir');
 }
 
+/**
+ * The kernel loads ambiqa's build (dist/), not its sources; in a clone whose src/ changed since
+ * the last build, build first (tsc, 15–30 s) so that notebooks never run stale code.
+ */
+function buildIfStale(root: string): void {
+  const script = join(root, 'scripts', 'build.mjs');
+  if (!existsSync(script)) return;
+  // Its output goes to stderr: `--print-env` prints shell exports on stdout.
+  const r = spawnSync(process.execPath, [script, '--if-stale'], { cwd: root, stdio: ['ignore', 2, 2] });
+  if (r.status !== 0) throw new AmbiqaError('the build of dist/ failed (see above)', 'fix the type errors and run `npm run build`');
+}
+
 /** Environment for Jupyter processes that should see the project kernel. */
 export function jupyterEnv(reg: KernelRegistration, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   return {
@@ -133,7 +153,7 @@ export function jupyterEnv(reg: KernelRegistration, base: NodeJS.ProcessEnv = pr
     PYDEVD_DISABLE_FILE_VALIDATION: '1',
     // jupyter_core 5 warns on every command until told to use the platform's directories.
     JUPYTER_PLATFORM_DIRS: '1',
-    AMBIQA_ROOT: reg.root,
+    AMBIQA_HOME: reg.root,
   };
 }
 

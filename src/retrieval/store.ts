@@ -57,9 +57,12 @@ export function readArrays(path: string): { meta: unknown; arrays: Record<string
   const header = JSON.parse(buf.toString('utf8', MAGIC.length + 4, MAGIC.length + 4 + headerLength)) as Header;
   const dataStart = align8(MAGIC.length + 4 + headerLength);
   const arrays: Record<string, Typed> = {};
+  // A file's bytes are never a SharedArrayBuffer; saying so keeps the check from depending on the
+  // order tsc meets the typed-array constructors in (it failed in one emit order and not another).
+  const base = buf.buffer as ArrayBuffer;
   for (const a of header.arrays) {
     const Ctor = CTORS[a.type];
-    arrays[a.name] = new Ctor(buf.buffer, buf.byteOffset + dataStart + a.offset, a.length);
+    arrays[a.name] = new Ctor(base, buf.byteOffset + dataStart + a.offset, a.length);
   }
   return { meta: header.meta, arrays };
 }

@@ -1,24 +1,28 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { ensureBuilt } from '../helpers/build';
 
 /**
  * `import { … } from 'ambiqa'` from another project: a temp project outside the repository that
  * depends on it as npm links a `file:` dependency (node_modules/ambiqa → the repository), type-
- * checks its own TypeScript against ambiqa's types and runs ES-module and CommonJS imports.
+ * checks its own TypeScript against ambiqa's types (the build's declarations) and runs ES-module
+ * and CommonJS imports of the build. test/library/package.test.ts does the same from a packed
+ * tarball installed by npm.
  */
 const root = resolve(__dirname, '../..');
 const tsc = join(root, 'node_modules', '.bin', 'tsc');
 let project: string;
 
 function sh(cmd: string, args: string[], cwd: string) {
-  const r = spawnSync(cmd, args, { cwd, encoding: 'utf8', env: { ...process.env, AMBIQA_ROOT: '' } });
+  const r = spawnSync(cmd, args, { cwd, encoding: 'utf8', env: process.env });
   return { status: r.status, out: `${r.stdout}${r.stderr}` };
 }
 
 beforeAll(() => {
+  ensureBuilt();
   project = mkdtempSync(join(tmpdir(), 'ambiqa-consumer-'));
   mkdirSync(join(project, 'node_modules'));
   symlinkSync(root, join(project, 'node_modules', 'ambiqa'), 'dir');
@@ -90,11 +94,21 @@ describe("a project that depends on 'ambiqa'", () => {
     expect(cjs.out.trim()).toBe('function 0');
   });
 
-  it('the ES-module entry names exactly what src/index.ts exports', () => {
-    const r = sh(process.execPath, ['-e', "console.log(JSON.stringify(Object.keys(require('ambiqa')).sort()))"], project);
-    const runtime = JSON.parse(r.out.trim().split('\n').at(-1)!) as string[];
-    const mjs = readFileSync(join(root, 'lib', 'ambiqa.mjs'), 'utf8');
-    const listed = /export const \{([^}]*)\}/.exec(mjs)![1].split(',').map((s) => s.trim()).filter(Boolean).sort();
-    expect(listed).toEqual(runtime.filter((k) => k !== '__esModule'));
+  it('the generated ES-module entry names exactly what the CommonJS build exports, from one instance', () => {
+    writeFileSync(
+      join(project, 'both.mjs'),
+      [
+        "import * as esm from 'ambiqa';",
+        "import { createRequire } from 'node:module';",
+        "const cjs = createRequire(import.meta.url)('ambiqa');",
+        "const names = (o) => Object.keys(o).filter((k) => k !== 'default' && k !== '__esModule').sort();",
+        'console.log(JSON.stringify({ esm: names(esm), cjs: names(cjs), same: esm.run === cjs.run && esm.default === cjs }));',
+      ].join('\n'),
+    );
+    const r = sh(process.execPath, ['both.mjs'], project);
+    const { esm, cjs, same } = JSON.parse(r.out.trim().split('\n').at(-1)!) as { esm: string[]; cjs: string[]; same: boolean };
+    expect(esm).toEqual(cjs);
+    expect(esm).toContain('run');
+    expect(same).toBe(true);
   });
 });

@@ -157,6 +157,6 @@ describe('kernel spec', () => {
     expect(spec.argv.slice(0, 2)).toEqual(['/bin/sh', '-c']);
     expect(spec.argv[2]).toBe('cd "$1" && exec "$2" kernel --config-path "$0"');
     expect(spec.argv.slice(3)).toEqual(['{connection_file}', "/repo with 'quotes'", '/repo/node_modules/.bin/tslab']);
-    expect(spec.env.AMBIQA_ROOT).toBe("/repo with 'quotes'");
+    expect(spec.env.AMBIQA_HOME).toBe("/repo with 'quotes'");
   });
 });

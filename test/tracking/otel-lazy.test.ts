@@ -4,13 +4,14 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { examplesDir } from '../../src/config/paths';
+import { ensureBuilt } from '../helpers/build';
 
 /**
  * The OpenTelemetry SDK and OTLP exporter load on the first trace export, not at start-up
  * (src/tracking/otel-export.ts `loadOtel`). Checked in fresh processes through both ways in:
- * the `ambiqa` command (tsx, ES modules) and the library entry (`require('ambiqa')`, tsx's
- * CommonJS mode, as notebooks load it — where a dynamic `import()` of a relative .ts path once
- * broke). Each process runs one scripted question with tracking off, counts the OpenTelemetry
+ * the sources as a development checkout's `ambiqa` command runs them when dist/ is stale (tsx, ES
+ * modules) and the library entry (`require('ambiqa')`: the CommonJS build, as notebooks load it —
+ * where a dynamic `import()` of a relative .ts path once broke under tsx). Each process runs one scripted question with tracking off, counts the OpenTelemetry
  * modules Node has loaded (their CommonJS builds land in `require.cache` either way), then loads
  * the SDK lazily and builds the question's spans with it.
  */
@@ -19,6 +20,7 @@ const dir = mkdtempSync(join(tmpdir(), 'ambiqa-otel-lazy-'));
 let config: string;
 
 beforeAll(() => {
+  ensureBuilt();
   config = join(dir, 'scripted.yaml');
   writeFileSync(
     config,
@@ -52,10 +54,11 @@ function node(args: string[], runs: string): { status: number | null; out: strin
 }
 
 describe('OpenTelemetry loads only when a trace is exported', () => {
-  it('the ambiqa command (ES modules): a run with --no-tracking loads none of it; loadOtel() then builds spans', () => {
+  it('the sources through tsx (ES modules): a run with --no-tracking loads none of it; loadOtel() then builds spans', () => {
     const runs = join(dir, 'cli');
     const runDir = join(runs, 'runs', 'cli-run');
-    // What bin/ambiqa.mjs does (tsx's ES-module hooks, then src/cli/main.ts), plus the probe.
+    // What bin/ambiqa.mjs does in a checkout whose dist/ is stale (tsx's ES-module hooks, then
+    // src/cli/main.ts), plus the probe.
     const script = `
       import { register } from 'tsx/esm/api';
       import { createRequire } from 'node:module';
@@ -70,15 +73,15 @@ describe('OpenTelemetry loads only when a trace is exported', () => {
     expectLazyThenSpans(r);
   }, 120_000);
 
-  it("the library entry (require('ambiqa'), tsx CommonJS): a run with tracking off loads none of it; loadOtel() then builds spans", () => {
+  it("the library entry (require('ambiqa'), the CommonJS build): a run with tracking off loads none of it; loadOtel() then builds spans", () => {
     const runs = join(dir, 'lib');
     const runDir = join(runs, 'runs', 'lib-run');
     const script = `
       (async () => {
-        const ambiqa = require('./lib/ambiqa.cjs');
+        const ambiqa = require('./dist/cjs/index.js');
         const run = await ambiqa.run(require('yaml').parse(require('node:fs').readFileSync(${JSON.stringify(config)}, 'utf8')), { name: 'lib-run' });
         if (run.status !== 'FINISHED') throw new Error('run ' + run.status);
-        ${probe(runDir, "require('./src/tracking/otel-export.ts')")}
+        ${probe(runDir, "require('./dist/cjs/tracking/otel-export.js')")}
       })().catch((e) => { console.error('Error: ' + (e && e.stack || e)); process.exit(1); });
     `;
     const r = node(['-e', script], runs);
