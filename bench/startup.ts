@@ -11,11 +11,12 @@
  * With `--baseline DIR` (another checkout of ambiqa, e.g. `git worktree add /tmp/before <commit>`
  * with its node_modules), both trees run in one bench, interleaved (baseline, this, baseline, …)
  * so that the machine's load falls on both alike; each tree runs once first unmeasured (tsx's
- * compile cache). Prints medians with the spread and the difference of medians.
+ * compile cache). Prints how each tree runs (the build in dist/, or src/ through tsx), medians
+ * with the spread and the difference of medians.
  */
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -65,7 +66,7 @@ writeFileSync(
 /** Spawn and wait; milliseconds to exit, and to the first request when the command sends one. */
 async function timed(root: string, args: string[]): Promise<{ wall: number; startup: number }> {
   const env: NodeJS.ProcessEnv = { ...process.env, AMBIQA_ARTIFACTS_DIR: join(work, 'artifacts') };
-  delete env.AMBIQA_ROOT; // each tree finds its own root (bin/ambiqa.mjs sets it)
+  delete env.AMBIQA_ROOT; // a tree from before the build finds its own root (its bin/ambiqa.mjs sets it)
   firstRequestAt = 0;
   const started = performance.now();
   const child = spawn(process.execPath, [join(root, 'bin', 'ambiqa.mjs'), ...args], { cwd: root, env, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -84,8 +85,18 @@ const measure = async (root: string) => {
   return { help: help.wall, runStartup: run.startup, runWall: run.wall };
 };
 
+/** What `bin/ambiqa.mjs` of a tree runs: its build, or its sources through tsx (and why). */
+async function runsFrom(root: string): Promise<string> {
+  const script = join(root, 'scripts', 'build.mjs');
+  if (!existsSync(script)) return 'src/ through tsx (a tree from before the build)';
+  const { staleReason } = (await import(script)) as { staleReason(pkg: string): string | undefined };
+  const reason = staleReason(root);
+  return reason === undefined ? 'dist/ (the build, source maps on)' : `src/ through tsx (${reason})`;
+}
+
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'unknown CPU'}, Node ${process.version}`;
 console.log(`bench startup: ${repeat} rounds, ${trees.map((t) => `${t.name} (${t.root})`).join(' vs ')}\nmachine: ${machine}; load average at start ${loadAverage()}`);
+for (const t of trees) console.log(`${t.name} runs ${await runsFrom(t.root)}`);
 for (const t of trees) await measure(t.root); // warm tsx's compile cache, unmeasured
 const samples = new Map(trees.map((t) => [t.name, [] as Array<Awaited<ReturnType<typeof measure>>>]));
 for (let i = 0; i < repeat; i++) for (const t of trees) samples.get(t.name)!.push(await measure(t.root));

@@ -1,0 +1,56 @@
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ensureBuilt } from '../helpers/build';
+
+/**
+ * When the `ambiqa` command of a development checkout runs the build and when the sources
+ * (bin/ambiqa.mjs → scripts/build.mjs `staleReason`), and that the build's stack traces point at
+ * the TypeScript line.
+ */
+const root = resolve(__dirname, '../..');
+type BuildScript = { staleReason(pkg: string): string | undefined };
+let build: BuildScript;
+
+beforeAll(async () => {
+  build = (await import(join(root, 'scripts', 'build.mjs') as string)) as BuildScript;
+});
+
+describe('a checkout whose dist/ is older than src/', () => {
+  it('is stale until built, fresh after, stale again when a source file changes', () => {
+    const pkg = mkdtempSync(join(tmpdir(), 'ambiqa-build-state-'));
+    mkdirSync(join(pkg, 'src', 'deep'), { recursive: true });
+    writeFileSync(join(pkg, 'src', 'deep', 'a.ts'), 'export const a = 1;\n');
+    const past = (Date.now() - 60_000) / 1000;
+    utimesSync(join(pkg, 'src', 'deep', 'a.ts'), past, past);
+    expect(build.staleReason(pkg)).toBe('dist/ has not been built');
+
+    mkdirSync(join(pkg, 'dist'));
+    writeFileSync(join(pkg, 'dist', 'build.json'), JSON.stringify({ started: Date.now() - 30_000 }));
+    expect(build.staleReason(pkg)).toBeUndefined();
+
+    // Saved after the build started (even while tsc ran): stale.
+    writeFileSync(join(pkg, 'src', 'deep', 'a.ts'), 'export const a = 2;\n');
+    expect(build.staleReason(pkg)).toBe('src/ changed after the last build');
+  });
+});
+
+describe('the command from the build', () => {
+  it('prints a stack trace that points at the TypeScript line', () => {
+    ensureBuilt();
+    const r = spawnSync(process.execPath, [join(root, 'bin', 'ambiqa.mjs'), 'score', '--dataset', 'asqa', '--data', '/nonexistent/asqa.json', '--predictions', '/nonexistent/p.jsonl'], {
+      cwd: root,
+      encoding: 'utf8',
+      env: { ...process.env, AMBIQA_DEBUG: '1' },
+    });
+    expect(r.status).toBe(1);
+    const frame = /\((\/[^():]+\.ts):(\d+):\d+\)/.exec(r.stderr);
+    expect(frame, r.stderr).not.toBeNull();
+    const [, file, line] = frame!;
+    expect(file!.startsWith(join(root, 'src') + '/')).toBe(true);
+    // The line it names is the one that threw.
+    expect(readFileSync(file!, 'utf8').split('\n')[Number(line) - 1]).toMatch(/throw|AmbiqaError/);
+  });
+});
