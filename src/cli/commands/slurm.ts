@@ -1,7 +1,7 @@
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AmbiqaError } from '../../errors';
-import { artifactsDir, projectRoot } from '../../config/paths';
+import { artifactsDir, packageRoot } from '../../config/paths';
 import { parsePositiveInt } from '../../experiments/cli-support';
 import { registry } from '../../experiments/compose';
 import { loadExperimentConfig } from '../../experiments/config';
@@ -144,7 +144,7 @@ export async function run(argv: string[]): Promise<number> {
     workDir: process.cwd(),
     artifactsDir: artifactsDir(),
     node: process.execPath,
-    cli: join(projectRoot, 'bin', 'ambiqa.mjs'),
+    cli: join(packageRoot, 'bin', 'ambiqa.mjs'),
     resources: {
       ...(values.partition !== undefined ? { partition: values.partition } : {}),
       ...(values.time !== undefined ? { time: values.time } : {}),
