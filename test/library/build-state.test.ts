@@ -7,8 +7,8 @@ import { ensureBuilt } from '../helpers/build';
 
 /**
  * When the `ambiqa` command of a development checkout runs the build and when the sources
- * (bin/ambiqa.mjs → scripts/build.mjs `staleReason`), and that the build's stack traces point at
- * the TypeScript line.
+ * (bin/ambiqa.mjs → scripts/build.mjs `staleReason`); that the build's stack traces point at the
+ * TypeScript line; that the PNG worker, which loads a module by path, finds it in the build.
  */
 const root = resolve(__dirname, '../..');
 type BuildScript = { staleReason(pkg: string): string | undefined };
@@ -37,7 +37,20 @@ describe('a checkout whose dist/ is older than src/', () => {
   });
 });
 
-describe('the command from the build', () => {
+describe('the build', () => {
+  it("renders a figure's PNG in the worker, which loads the compiled export module beside it", () => {
+    ensureBuilt();
+    const script = [
+      `const p = require(${JSON.stringify(join(root, 'dist', 'cjs', 'notebook', 'figure-png.js'))});`,
+      "const png = p.chromiumPngSync({ data: [{ x: [1, 2], y: [3, 1], type: 'scatter' }], layout: {} }, { width: 320, height: 240 });",
+      'p.closeChromiumPngSync();',
+      "console.log(png.subarray(1, 4).toString(), png.length > 1000);",
+    ].join('\n');
+    const r = spawnSync(process.execPath, ['-e', script], { cwd: tmpdir(), encoding: 'utf8', timeout: 120_000 });
+    expect(r.stdout.trim(), r.stderr).toBe('PNG true');
+  });
+
+
   it('prints a stack trace that points at the TypeScript line', () => {
     ensureBuilt();
     const r = spawnSync(process.execPath, [join(root, 'bin', 'ambiqa.mjs'), 'score', '--dataset', 'asqa', '--data', '/nonexistent/asqa.json', '--predictions', '/nonexistent/p.jsonl'], {
