@@ -27,7 +27,14 @@ if (stale === undefined) {
   ({ main } = createRequire(import.meta.url)('../dist/cjs/cli/main.js'));
 } else {
   if (process.stderr.isTTY) process.stderr.write(`ambiqa: ${stale} (npm run build); running src/ through tsx\n`);
-  const { register } = await import('tsx/esm/api');
+  let register;
+  try {
+    ({ register } = await import('tsx/esm/api'));
+  } catch {
+    // A checkout installed without devDependencies has no tsx: the build is the only way to run.
+    process.stderr.write(`ambiqa: ${stale}, and tsx (a devDependency) is not installed\n  fix: run \`npm run build\` in ${root}\n`);
+    process.exit(1);
+  }
   register();
   // The sources run as ES modules here, without __dirname: src/config/paths.ts reads the package
   // root from this key (a global, not an environment variable, so child processes do not inherit it).

@@ -67,7 +67,8 @@ function build() {
   if (compiled.status !== 0) {
     clean();
     console.error(`build: tsc failed (exit ${compiled.status ?? compiled.signal}); dist/ left as it was`);
-    process.exit(1);
+    process.exitCode = 1;
+    return;
   }
   writeFileSync(join(next.cjs, 'package.json'), '{ "type": "commonjs" }\n');
 
@@ -111,11 +112,47 @@ function build() {
   console.error(`build: dist/ in ${((Date.now() - started) / 1000).toFixed(1)} s (${names.length} exports)`);
 }
 
-if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  if (process.argv.includes('--if-stale')) {
-    const reason = staleReason();
-    if (reason === undefined) process.exit(0);
-    console.error(`build: ${reason}; building dist/`);
+/**
+ * One build at a time per checkout (`npm test` beside `npm run build`, two test files that both
+ * ensure a build): the others wait, then find dist/ fresh. A lock left by a killed build is taken
+ * over after 10 minutes.
+ */
+function withBuildLock(body) {
+  const lock = join(root, 'dist', '.build-lock');
+  mkdirSync(dirname(lock), { recursive: true });
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch (error) {
+      if (error.code !== 'EEXIST') throw error;
+      let age = 0;
+      try {
+        age = Date.now() - statSync(lock).mtimeMs;
+      } catch {
+        continue; // released meanwhile
+      }
+      if (age > 10 * 60_000) rmSync(lock, { recursive: true, force: true });
+      else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+    }
   }
-  build();
+  try {
+    body();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const ifStale = process.argv.includes('--if-stale');
+  if (ifStale && staleReason() === undefined) process.exit(0);
+  withBuildLock(() => {
+    if (ifStale) {
+      // Another build may have finished while this one waited.
+      const reason = staleReason();
+      if (reason === undefined) return;
+      console.error(`build: ${reason}; building dist/`);
+    }
+    build();
+  });
 }
