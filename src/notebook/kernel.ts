@@ -70,8 +70,7 @@ export function kernelSpec(root: string, tslab: string): KernelSpec {
     argv: ['/bin/sh', '-c', 'cd "$1" && exec "$2" kernel --config-path "$0"', '{connection_file}', root, tslab],
     display_name: KERNEL_DISPLAY_NAME,
     language: 'typescript',
-    // Errors from ambiqa's compiled code point at its TypeScript lines (dist/ has source maps).
-    env: { AMBIQA_HOME: root, NODE_OPTIONS: '--enable-source-maps' },
+    env: { AMBIQA_HOME: root },
     metadata: { ambiqa: { note: 'written by ambiqa notebook / scripts/jupyter-kernel.sh; runs tslab from the repository root' } },
   };
 }
@@ -154,7 +153,16 @@ export function jupyterEnv(reg: KernelRegistration, base: NodeJS.ProcessEnv = pr
     // jupyter_core 5 warns on every command until told to use the platform's directories.
     JUPYTER_PLATFORM_DIRS: '1',
     AMBIQA_HOME: reg.root,
+    // Errors from ambiqa's compiled code name its TypeScript lines (dist/ has source maps). Here
+    // rather than in the kernel spec, whose env would replace the user's NODE_OPTIONS.
+    NODE_OPTIONS: withSourceMaps(base.NODE_OPTIONS),
   };
+}
+
+/** `NODE_OPTIONS` with `--enable-source-maps` added once to what the user had. */
+export function withSourceMaps(options: string | undefined): string {
+  if (options?.split(/\s+/).includes('--enable-source-maps')) return options;
+  return [options, '--enable-source-maps'].filter(Boolean).join(' ');
 }
 
 export interface NotebookRun {

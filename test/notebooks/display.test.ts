@@ -3,7 +3,7 @@ import { figureBundle, PLOTLY_MIME, setDisplaySink, show, showTable, showTrace, 
 import type { PngSize } from '../../src/notebook/figure-png';
 import { frameRows, toDataFrame } from '../../src/notebook/frame';
 import { llmCallRows, resultRows, runRows, tocNodeRows } from '../../src/notebook/records';
-import { kernelSpec } from '../../src/notebook/kernel';
+import { jupyterEnv, kernelSpec, withSourceMaps } from '../../src/notebook/kernel';
 import { coverageFigure } from '../../src/plots/coverage';
 import { INJECTIONS } from '../plots/browser';
 import { result, run, summary, tocNode, tocTrace, veTrace } from '../plots/fixtures';
@@ -158,5 +158,12 @@ describe('kernel spec', () => {
     expect(spec.argv[2]).toBe('cd "$1" && exec "$2" kernel --config-path "$0"');
     expect(spec.argv.slice(3)).toEqual(['{connection_file}', "/repo with 'quotes'", '/repo/node_modules/.bin/tslab']);
     expect(spec.env.AMBIQA_HOME).toBe("/repo with 'quotes'");
+  });
+
+  it("turns on source maps for the kernel's Node, keeping the user's NODE_OPTIONS", () => {
+    const reg = { name: 'k', prefix: '/p', jupyterPath: '/p/share/jupyter', kernelJson: '/p/k.json', root: '/repo' };
+    expect(jupyterEnv(reg, {}).NODE_OPTIONS).toBe('--enable-source-maps');
+    expect(jupyterEnv(reg, { NODE_OPTIONS: '--max-old-space-size=8192' }).NODE_OPTIONS).toBe('--max-old-space-size=8192 --enable-source-maps');
+    expect(withSourceMaps('--enable-source-maps --trace-warnings')).toBe('--enable-source-maps --trace-warnings');
   });
 });
