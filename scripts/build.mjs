@@ -22,15 +22,18 @@ import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
-/** The newest modification time (ms) of what the build reads: src/**\/*.ts and the tsconfigs. */
+/**
+ * The newest modification time (ms) of what the build reads: src/**\/*.ts, the folders of src/
+ * (a deleted file changes its folder's time) and the tsconfigs.
+ */
 export function newestSourceMtime(pkg = root) {
-  let newest = 0;
+  let newest = statSync(join(pkg, 'src')).mtimeMs;
   for (const name of ['tsconfig.json', 'tsconfig.build.json']) {
     const p = join(pkg, name);
     if (existsSync(p)) newest = Math.max(newest, statSync(p).mtimeMs);
   }
   for (const entry of readdirSync(join(pkg, 'src'), { recursive: true, withFileTypes: true })) {
-    if (entry.isFile() && entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(join(entry.parentPath, entry.name)).mtimeMs);
+    if (entry.isDirectory() || (entry.isFile() && entry.name.endsWith('.ts'))) newest = Math.max(newest, statSync(join(entry.parentPath, entry.name)).mtimeMs);
   }
   return newest;
 }

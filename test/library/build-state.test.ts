@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -24,7 +24,7 @@ describe('a checkout whose dist/ is older than src/', () => {
     mkdirSync(join(pkg, 'src', 'deep'), { recursive: true });
     writeFileSync(join(pkg, 'src', 'deep', 'a.ts'), 'export const a = 1;\n');
     const past = (Date.now() - 60_000) / 1000;
-    utimesSync(join(pkg, 'src', 'deep', 'a.ts'), past, past);
+    for (const p of [join(pkg, 'src', 'deep', 'a.ts'), join(pkg, 'src', 'deep'), join(pkg, 'src')]) utimesSync(p, past, past);
     expect(build.staleReason(pkg)).toBe('dist/ has not been built');
 
     mkdirSync(join(pkg, 'dist'));
@@ -33,6 +33,16 @@ describe('a checkout whose dist/ is older than src/', () => {
 
     // Saved after the build started (even while tsc ran): stale.
     writeFileSync(join(pkg, 'src', 'deep', 'a.ts'), 'export const a = 2;\n');
+    expect(build.staleReason(pkg)).toBe('src/ changed after the last build');
+
+    // A source file deleted after the build: its folder changed, stale too.
+    writeFileSync(join(pkg, 'dist', 'build.json'), JSON.stringify({ started: Date.now() + 1000 }));
+    expect(build.staleReason(pkg)).toBeUndefined();
+    writeFileSync(join(pkg, 'src', 'deep', 'b.ts'), 'export const b = 1;\n');
+    for (const p of [join(pkg, 'src', 'deep', 'a.ts'), join(pkg, 'src', 'deep', 'b.ts'), join(pkg, 'src', 'deep'), join(pkg, 'src')]) utimesSync(p, past, past);
+    writeFileSync(join(pkg, 'dist', 'build.json'), JSON.stringify({ started: Date.now() - 1000 }));
+    expect(build.staleReason(pkg)).toBeUndefined();
+    rmSync(join(pkg, 'src', 'deep', 'b.ts'));
     expect(build.staleReason(pkg)).toBe('src/ changed after the last build');
   });
 });
