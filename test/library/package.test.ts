@@ -24,12 +24,12 @@ const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
 let work: string;
 let project: string;
 let tarball: string;
-let installed: { status: number | null; out: string };
+let installed: ReturnType<typeof sh>;
 let marker: number;
 
 function sh(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}, timeout = 600_000) {
   const r = spawnSync(cmd, args, { cwd, encoding: 'utf8', env: { ...userEnv(), ...env }, timeout });
-  return { status: r.status, out: `${r.stdout ?? ''}${r.stderr ?? ''}${r.error ? String(r.error) : ''}` };
+  return { status: r.status, stdout: r.stdout ?? '', out: `${r.stdout ?? ''}${r.stderr ?? ''}${r.error ? String(r.error) : ''}` };
 }
 
 /** The environment a user's shell would have: none of the test run's ambiqa or npm settings. */
@@ -59,7 +59,7 @@ beforeAll(() => {
   expect(built.status, built.out).toBe(0);
   const packed = sh('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], root);
   expect(packed.status, packed.out).toBe(0);
-  tarball = join(work, (JSON.parse(packed.out.slice(packed.out.indexOf('['))) as Array<{ filename: string }>)[0]!.filename);
+  tarball = join(work, (JSON.parse(packed.stdout) as Array<{ filename: string }>)[0]!.filename);
   project = join(work, 'project');
   rmSync(project, { recursive: true, force: true });
   sh('mkdir', ['-p', project], work);
@@ -151,7 +151,7 @@ describe('the packed package in a new project', () => {
     expect(sh(process.execPath, [tsc, '-p', 'tsconfig.json'], project).status).toBe(0);
     const ran = sh(process.execPath, ['out/one.mjs'], project);
     expect(ran.status, ran.out).toBe(0);
-    const result = JSON.parse(ran.out.trim().split('\n').at(-1)!) as Record<string, unknown>;
+    const result = JSON.parse(ran.stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
     expect(result).toMatchObject({ sameInstance: true, answered: 1, rows: 1, projectRoot: project, packageRoot: join(project, 'node_modules', 'ambiqa') });
     expect(result.dir).toBe(join(project, 'artifacts', 'runs', 'one-question'));
     expect(existsSync(join(project, 'artifacts', 'runs', 'one-question', 'results.jsonl'))).toBe(true);
@@ -160,7 +160,7 @@ describe('the packed package in a new project', () => {
 
     writeFileSync(join(project, 'plain.cjs'), "const { exactMatch, projectRoot } = require('ambiqa');\nconsole.log(exactMatch('The cat', 'cat'), projectRoot);\n");
     const cjs = sh(process.execPath, ['plain.cjs'], project);
-    expect(cjs.out.trim()).toBe(`1 ${project}`);
+    expect(cjs.stdout.trim()).toBe(`1 ${project}`);
   }, 300_000);
 
   it('runs `npx ambiqa setup` and `npx ambiqa demo` there: artifacts in the project, nothing in node_modules', () => {
