@@ -181,6 +181,11 @@ export interface TocNode {
    * cap was reached mid-expansion, or the LLM-call budget left no room to verify it.
    */
   skipped?: 'max-nodes' | 'max-calls';
+  /**
+   * Admitted unverified because the released search had switched pruning (and its dedup) off
+   * (`TocDecisions.pruningOffAtStep`); absent when pruning was on, or off from the start.
+   */
+  admittedWithPruningOff?: boolean;
 }
 
 export interface TocDecisions {
@@ -194,9 +199,33 @@ export interface TocDecisions {
     reason?: string;
     /** The expansion repeated this few-shot demo's DQs instead of clarifying the question; no node was made. */
     copiedDemoId?: string;
+    /** Released search: the loop step (1-based, the code's `n_expansions`) of this expansion. */
+    step?: number;
+    /** Released search: whether pruning was on for this expansion's pairs. */
+    pruning?: boolean;
+    /** Passages of this expansion's prompt that contained one of its answers and left the pool (`dropAnsweredPassages`). */
+    removedPassageIds?: string[];
   }>;
-  /** `unambiguous`: `earlyExit` found at most one distinct interpretation at the root and answered directly. */
-  stopReason: 'max-nodes' | 'max-depth' | 'max-trials' | 'max-expansions' | 'queue-empty' | 'max-calls' | 'unambiguous';
+  /** Which search built the tree (absent in traces written before issue 34: `stop-when-empty`). */
+  search?: 'released' | 'stop-when-empty';
+  /**
+   * Why the search ended. Both searches: `max-nodes`, `max-expansions`, `max-calls` (the safety
+   * budget), `unambiguous` (`earlyExit` found at most one distinct interpretation at the root and
+   * answered directly). Released search: `max-restarts` (`maxTrials` restarts of the emptied
+   * queue). Stop-when-empty search: `max-trials` (consecutive failed expansions), `queue-empty`,
+   * `max-depth` (the queue emptied because nodes at `maxDepth` are not queued).
+   */
+  stopReason: 'max-nodes' | 'max-depth' | 'max-trials' | 'max-restarts' | 'max-expansions' | 'queue-empty' | 'max-calls' | 'unambiguous';
+  /** Released search: loop steps taken (expansions plus popped nodes too deep to expand). */
+  steps?: number;
+  /** Released search: every restart — the step at which the empty queue was refilled, and with which node ids (the root, then the valid nodes in BFS order). */
+  restarts?: Array<{ step: number; queue: number[] }>;
+  /** Released search: the step whose expansion switched pruning off (absent when it stayed on). */
+  pruningOffAtStep?: number;
+  /** Released search: nodes popped at or below `maxDepth`, not expanded, each still a step. */
+  depthSkips?: Array<{ step: number; nodeId: number }>;
+  /** Passages that left the pool (`dropAnsweredPassages`), in the order they left. */
+  removedPassageIds?: string[];
   /** Node ids given to the answer-generation prompt, in BFS order. */
   validNodeIds: number[];
   /** Passages given to the final prompt. */

@@ -64,7 +64,7 @@ async function run(opts: TocOptions, routes: Record<string, Responder | string>,
 describe('ToC tree search', () => {
   it('expands in breadth-first order and never exceeds maxDepth', async () => {
     for (const maxDepth of [1, 2, 3]) {
-      const { d } = await run(options({ pruning: false, maxNodes: 100, maxDepth, maxLlmCalls: 1000, maxExpansions: 100 }), {
+      const { d } = await run(options({ search: 'stop-when-empty', pruning: false, maxNodes: 100, maxDepth, maxLlmCalls: 1000, maxExpansions: 100 }), {
         'toc.rac': freshPairs(2),
       });
       const expanded = d.expansions.map((e) => e.nodeId);
@@ -107,7 +107,7 @@ describe('ToC tree search', () => {
       if (calls === 1) return freshPairs(5)(request, 0);
       return 'I am not sure what you mean.';
     };
-    const { d, out } = await run(options({ pruning: false, maxTrials: 3 }), { 'toc.rac': rac });
+    const { d, out } = await run(options({ search: 'stop-when-empty', pruning: false, maxTrials: 3 }), { 'toc.rac': rac });
     expect(d.stopReason).toBe('max-trials');
     expect(d.expansions.map((e) => e.failed)).toEqual([false, true, true, true]);
     expect(out.trace.parseFailures.filter((f) => f.purpose === 'toc.rac')).toHaveLength(3);
@@ -120,7 +120,7 @@ describe('ToC tree search', () => {
     let i = 0;
     const make = freshPairs(4);
     const rac: Responder = (request) => (script[i++] === 'pairs' ? make(request, 0) : 'no idea');
-    const { d } = await run(options({ pruning: false, maxTrials: 3, maxNodes: 100 }), { 'toc.rac': rac });
+    const { d } = await run(options({ search: 'stop-when-empty', pruning: false, maxTrials: 3, maxNodes: 100 }), { 'toc.rac': rac });
     expect(d.expansions.map((e) => e.failed)).toEqual([false, true, true, false, true, true, true]);
     expect(d.stopReason).toBe('max-trials');
   });
@@ -163,7 +163,7 @@ describe('ToC tree search', () => {
       return 'nothing';
     };
     const verify: Responder = (request) => (lastField(request, 'Proposed answer') === 'Rupert Grint' ? 'True' : 'False');
-    const { d } = await run(options({ maxNodes: 10, minValidNodes: 3, maxTrials: 1 }), { 'toc.rac': rac, 'toc.verify': verify });
+    const { d } = await run(options({ search: 'stop-when-empty', maxNodes: 10, minValidNodes: 3, maxTrials: 1 }), { 'toc.rac': rac, 'toc.verify': verify });
     const byQ = new Map(d.nodes.map((n) => [n.question, n]));
     expect(d.unprunedNodeIds).toEqual([byQ.get('Who played Percy?')!.id, byQ.get('Who played Ron as a child?')!.id]);
     expect(byQ.get('Who played Ron on stage?')!.pruned).toBe(true);
@@ -212,7 +212,7 @@ describe('ToC tree search', () => {
     expect(d.answerPassageIds.slice().sort()).toEqual(['p4', 'p5']);
   });
 
-  it('with the default options the tree, not the call budget, ends the search', async () => {
+  it('stop-when-empty: with the default limits the tree, not the call budget, ends the search', async () => {
     // Every 2nd DQ judged True: 10 valid nodes need ~20 judgments and ~5 expansions (26 calls),
     // more than the old budget of 19 and well inside the default.
     const scenarios: Array<[Record<string, Responder | string>, string]> = [
@@ -223,7 +223,7 @@ describe('ToC tree search', () => {
       [{ 'toc.rac': freshPairs(1), 'toc.verify': 'True' }, 'max-depth'],
     ];
     for (const [routes, stop] of scenarios) {
-      const { out, d } = await run(tocOptionsSchema.parse({ nShots: 1 }), routes);
+      const { out, d } = await run(tocOptionsSchema.parse({ nShots: 1, search: 'stop-when-empty' }), routes);
       expect(d.stopReason).toBe(stop);
       expect(out.trace.summary.llmCalls).toBeLessThanOrEqual(tocOptionsSchema.parse({}).maxLlmCalls);
       expect(out.trace.llmCalls.at(-1)!.purpose).toBe('toc.answer');
@@ -248,7 +248,7 @@ describe('ToC tree search', () => {
   });
 
   it('an unreadable verdict is a counted parse failure that prunes the node', async () => {
-    const { d, out } = await run(options({ maxTrials: 1, minValidNodes: 0 }), {
+    const { d, out } = await run(options({ search: 'stop-when-empty', maxTrials: 1, minValidNodes: 0 }), {
       'toc.rac': freshPairs(1),
       'toc.verify': 'Hmm, hard to say.',
     });
@@ -295,7 +295,7 @@ describe('ToC graded self-verification', () => {
   const pOf = (answer: string) => P[(Number(/\d+/.exec(answer)![0]) - 1) % P.length];
   const judges: Judges = { 'toc.verify': (r) => pOf(judgeField(r, 'Proposed answer')) };
   const graded = (o: Partial<TocOptions>) =>
-    run(options({ maxTrials: 1, maxDepth: 1, minValidNodes: 0, ...o }), { 'toc.rac': freshPairs(5) }, {}, judges);
+    run(options({ search: 'stop-when-empty', maxTrials: 1, maxDepth: 1, minValidNodes: 0, ...o }), { 'toc.rac': freshPairs(5) }, {}, judges);
 
   it('records P(true) per node, reads it from probabilities, and keeps nodes with P(true) ≥ pruneThreshold', async () => {
     const kept = async (pruneThreshold: number) => {
@@ -335,7 +335,7 @@ describe('ToC graded self-verification', () => {
 
   it('text-mode verdicts (no probabilities) are 0/1 and exempt from the floor', async () => {
     const { d, out } = await run(
-      options({ maxTrials: 1, maxDepth: 1, minValidNodes: 1, unpruneFloor: 0.5 }),
+      options({ search: 'stop-when-empty', maxTrials: 1, maxDepth: 1, minValidNodes: 1, unpruneFloor: 0.5 }),
       { 'toc.rac': freshPairs(2), 'toc.verify': 'False' },
     );
     expect(out.trace.llmCalls.filter((c) => c.purpose === 'toc.verify').map((c) => c.judge?.mode)).toEqual(['text', 'text']);

@@ -12,7 +12,7 @@ import type { TocDecisions, Trace } from '../../trace/types';
 /** Node Answer-F1 (0–100) at or above which a ToC node counts as a correct disambiguation. */
 export const TOC_ANSWER_F1_MIN = 50;
 
-const STOP_REASONS: ReadonlyArray<TocDecisions['stopReason']> = ['max-nodes', 'max-depth', 'max-trials', 'max-expansions', 'queue-empty', 'max-calls', 'unambiguous'];
+const STOP_REASONS: ReadonlyArray<TocDecisions['stopReason']> = ['max-nodes', 'max-depth', 'max-trials', 'max-restarts', 'max-expansions', 'queue-empty', 'max-calls', 'unambiguous'];
 
 const mean = (xs: number[]): number => (xs.length === 0 ? 0 : xs.reduce((s, x) => s + x, 0) / xs.length);
 

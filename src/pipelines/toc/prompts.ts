@@ -57,14 +57,24 @@ export function answerPrompt(demos: Demo[], question: string, pairs: Pair[], pas
 /** Which worked examples the verification prompt shows: none (the paper's zero-shot prompt) or one of each label. */
 export type VerifyDemos = 'none' | 'balanced';
 
+/**
+ * How the verification question is put. `released`: could the proposed answer be correct, given
+ * the passage — the meaning of the released prompt (toc/templates/load.py `get_ver_prompt`: an
+ * instruction, the context, the *original* question, the proposed answer, "True" or "False"),
+ * in ambiqa's words. `any-reading`: ambiqa's wording before issue 34, which adds "under one of its
+ * possible readings"; the released prompt has no such clause.
+ */
+export type VerifyWording = 'released' | 'any-reading';
+
 /** The verification question, instance slots filled. */
-function verifyTurn(rootQuestion: string, answer: string, passage: string): string {
+function verifyTurn(rootQuestion: string, answer: string, passage: string, wording: VerifyWording = 'released'): string {
+  const reading = wording === 'any-reading' ? ' under one of its possible readings' : '';
   return (
     `Passage: ${passage}\n\n` +
     `Question: ${rootQuestion}\n` +
     `Proposed answer: ${answer}\n\n` +
-    'Based on the passage, could the proposed answer be a correct answer to the question under ' +
-    'one of its possible readings? Reply with True or False only.'
+    `Based on the passage, could the proposed answer be a correct answer to the question${reading}? ` +
+    'Reply with True or False only.'
   );
 }
 
@@ -74,38 +84,51 @@ function verifyTurn(rootQuestion: string, answer: string, passage: string): stri
  * replies occur; the unsupported one (a passage on the right topic stating another figure) comes
  * first, so the turn right before the real question is not the negative label it already prefers.
  */
-export const BALANCED_VERIFY_SHOTS: ReadonlyArray<{ user: string; assistant: string }> = [
-  {
-    user: verifyTurn(
-      'How high is the waterfall on the river Vell?',
-      '212 metres',
-      'Vell Falls; The Vell drops 64 metres over a basalt ledge near the village of Ardo, the highest fall on the river.',
-    ),
-    assistant: 'False',
-  },
-  {
-    user: verifyTurn(
-      'Who designed the clock tower in Marrow Square?',
-      'Edda Lindqvist',
-      'Marrow Square; The square is dominated by its clock tower, designed by the engineer Edda Lindqvist and finished in 1911.',
-    ),
-    assistant: 'True',
-  },
-];
+export function balancedVerifyShots(wording: VerifyWording = 'released'): ReadonlyArray<{ user: string; assistant: string }> {
+  return [
+    {
+      user: verifyTurn(
+        'How high is the waterfall on the river Vell?',
+        '212 metres',
+        'Vell Falls; The Vell drops 64 metres over a basalt ledge near the village of Ardo, the highest fall on the river.',
+        wording,
+      ),
+      assistant: 'False',
+    },
+    {
+      user: verifyTurn(
+        'Who designed the clock tower in Marrow Square?',
+        'Edda Lindqvist',
+        'Marrow Square; The square is dominated by its clock tower, designed by the engineer Edda Lindqvist and finished in 1911.',
+        wording,
+      ),
+      assistant: 'True',
+    },
+  ];
+}
+
+/** The balanced shots in the default (`released`) wording. */
+export const BALANCED_VERIFY_SHOTS = balancedVerifyShots();
 
 /**
  * Self-verification: could `answer` be a correct answer to the *original* question, given the
  * evidence passage? The reply is True or False. Zero-shot by default (the paper's prompt);
  * `demos: 'balanced'` puts the two worked examples before it as chat turns.
  */
-export function verifyPrompt(rootQuestion: string, answer: string, evidence: Passage | null, demos: VerifyDemos = 'none'): ChatMessage[] {
+export function verifyPrompt(
+  rootQuestion: string,
+  answer: string,
+  evidence: Passage | null,
+  demos: VerifyDemos = 'none',
+  wording: VerifyWording = 'released',
+): ChatMessage[] {
   const passage = evidence ? formatPassage(evidence) : '(no passage was found)';
   const shots: ChatMessage[] =
     demos === 'balanced'
-      ? BALANCED_VERIFY_SHOTS.flatMap((s) => [
+      ? balancedVerifyShots(wording).flatMap((s) => [
           { role: 'user' as const, content: s.user },
           { role: 'assistant' as const, content: s.assistant },
         ])
       : [];
-  return [...shots, { role: 'user', content: verifyTurn(rootQuestion, answer, passage) }];
+  return [...shots, { role: 'user', content: verifyTurn(rootQuestion, answer, passage, wording) }];
 }
