@@ -33,7 +33,9 @@ const judgeLog = join(dir, 'judge.jsonl');
 function config(judgeModel: string | undefined, judgeSection?: ExperimentInput['judge']): ExperimentInput {
   return {
     dataset: { name: 'asqa', path: join(examplesDir, 'asqa-mini.json'), limit: 2 },
-    pipeline: { name: 'toc', options: { maxNodes: 3, maxDepth: 1, maxTrials: 1, nPassages: 2, nShots: 0, pruning: true } },
+    // stop-when-empty: every judgment a new prompt (the released search verifies a returning pair
+    // again, and its identical prompt replays from the cache), so server requests count judgments.
+    pipeline: { name: 'toc', options: { search: 'stop-when-empty', maxNodes: 3, maxDepth: 1, maxTrials: 1, nPassages: 2, nShots: 0, pruning: true } },
     llm: {
       provider: 'scripted',
       model: 'generator',

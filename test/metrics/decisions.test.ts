@@ -56,7 +56,8 @@ async function tocTraces(options: Record<string, unknown>, judges: Record<string
   for (const id of ['q1', 'q2']) {
     const { llm } = scriptedLlm({ 'toc.rac': rac(), 'toc.verify': 'False', 'toc.answer': 'Answer: Several actors.' }, judges ?? undefined);
     const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), demos: fixedDemos() };
-    const o = tocOptionsSchema.parse({ nShots: 1, poolSize: 3, nPassages: 2, reranker: 'none', maxDepth: 1, maxTrials: 1, ...options });
+    // The statistics of stop-when-empty trees (the released search's have a test of their own).
+    const o = tocOptionsSchema.parse({ search: 'stop-when-empty', nShots: 1, poolSize: 3, nPassages: 2, reranker: 'none', maxDepth: 1, maxTrials: 1, ...options });
     traces.push((await new TocPipeline(o).answer(asqaExample(id, AQ), ctx)).trace);
   }
   return traces;
@@ -115,7 +116,7 @@ describe('decision statistics from traces', () => {
   it('parse failures per LLM call', async () => {
     const { llm } = scriptedLlm({ 'toc.rac': 'no pairs at all', 'toc.answer': 'Answer: Something.' });
     const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), demos: fixedDemos() };
-    const o = tocOptionsSchema.parse({ nShots: 1, poolSize: 3, nPassages: 2, reranker: 'none', maxTrials: 1 });
+    const o = tocOptionsSchema.parse({ search: 'stop-when-empty', nShots: 1, poolSize: 3, nPassages: 2, reranker: 'none', maxTrials: 1 });
     const trace = (await new TocPipeline(o).answer(asqaExample('q', AQ), ctx)).trace;
     // One RAC call (unparsed) and one answer call.
     expect(decisionStatistics([trace]).metrics.decision_parse_failure_rate).toBeCloseTo(1 / 2);

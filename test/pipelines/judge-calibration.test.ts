@@ -85,7 +85,9 @@ async function runToc(judgeCalibration: 'none' | 'content-free') {
     { 'toc.verify': biasedTocJudge, 'toc.verify.prior': 0.3 },
   );
   const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), demos: fixedDemos() };
-  const opts = tocOptionsSchema.parse({ nShots: 1, poolSize: 2, nPassages: 2, reranker: 'none', maxTrials: 1, maxDepth: 1, minValidNodes: 0, judgeCalibration });
+  // One expansion's pairs judged once each: the stop-when-empty search (the released one would
+  // switch pruning off and admit more pairs unverified).
+  const opts = tocOptionsSchema.parse({ search: 'stop-when-empty', nShots: 1, poolSize: 2, nPassages: 2, reranker: 'none', maxTrials: 1, maxDepth: 1, minValidNodes: 0, judgeCalibration });
   const out = await new TocPipeline(opts).answer(asqaExample('q1', AQ), ctx);
   return { out, d: out.trace.decisions as TocDecisions, provider };
 }

@@ -80,7 +80,7 @@ describe('final answers that come back as DQ/DA lines', () => {
       'toc.answer': DQ_REPLY,
     });
     const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), demos: fixedDemos() };
-    const opts = tocOptionsSchema.parse({ nShots: 1, poolSize: 2, nPassages: 2, reranker: 'none', pruning: false, maxDepth: 1 });
+    const opts = tocOptionsSchema.parse({ search: 'stop-when-empty', nShots: 1, poolSize: 2, nPassages: 2, reranker: 'none', pruning: false, maxDepth: 1 });
     const out = await new TocPipeline(opts).answer(asqaExample('q', AQ), ctx);
     expect(out.output).toBe('Who sang the 1981 hit Bette Davis Eyes? Kim Carnes. Who first recorded Bette Davis Eyes in 1974? Jackie DeShannon.');
     const failures = out.trace.parseFailures.filter((f) => f.purpose === 'toc.answer');
