@@ -6,9 +6,13 @@
  *  - `no pruning`: every generated node (duplicates included);
  *  - `dedup only`: nodes not dropped as duplicates;
  *  - `self-verification`: deduplicated nodes the judge kept (verdict true: P(true) ≥ the threshold);
- * and, among deduplicated nodes, three groups of their own so they never blur the comparison:
+ * and, among deduplicated nodes, groups of their own so they never blur the comparison:
  *  - `pruned`: rejected by the judge and left out;
  *  - `un-pruned`: rejected, then restored because too few nodes remained;
+ *  - `kept after a restart`: the self-verification stage's nodes that an expansion made after a
+ *    restart of the emptied queue (released search; also counted in `self-verification`);
+ *  - `pruning off`: admitted unverified after the released search switched pruning off (in no
+ *    verification stage);
  *  - `budget-skipped`: never verified because the node cap or the call budget ended the search.
  * The paper: 40.9 F1 over 12,838 nodes → 59.3 over 4,239 kept.
  */
@@ -16,14 +20,24 @@ import type { Example, QaPair } from '../datasets/types';
 import { answerF1 } from '../metrics/answer-f1';
 import type { TocNode, Trace } from '../trace/types';
 import { noDataAnnotation } from './consistency';
+import { nodesAfterRestart } from './tree';
 import { baseLayout, colors, type Figure } from './types';
 
-export type PruningStage = 'no pruning' | 'dedup only' | 'self-verification' | 'pruned' | 'un-pruned' | 'budget-skipped';
-export const PRUNING_STAGES: readonly PruningStage[] = ['no pruning', 'dedup only', 'self-verification', 'pruned', 'un-pruned', 'budget-skipped'];
+export type PruningStage = 'no pruning' | 'dedup only' | 'self-verification' | 'pruned' | 'un-pruned' | 'kept after a restart' | 'pruning off' | 'budget-skipped';
+export const PRUNING_STAGES: readonly PruningStage[] = [
+  'no pruning',
+  'dedup only',
+  'self-verification',
+  'pruned',
+  'un-pruned',
+  'kept after a restart',
+  'pruning off',
+  'budget-skipped',
+];
 /** Stages that exist only where self-verification ran (a run with pruning off has no verdicts). */
-const VERIFICATION_STAGES: ReadonlySet<PruningStage> = new Set(['self-verification', 'pruned', 'un-pruned', 'budget-skipped']);
+const VERIFICATION_STAGES: ReadonlySet<PruningStage> = new Set(['self-verification', 'pruned', 'un-pruned', 'kept after a restart', 'pruning off', 'budget-skipped']);
 /** Groups drawn only when they hold nodes (most runs un-prune or skip nothing). */
-const OPTIONAL_GROUPS: ReadonlySet<PruningStage> = new Set(['pruned', 'un-pruned', 'budget-skipped']);
+const OPTIONAL_GROUPS: ReadonlySet<PruningStage> = new Set(['pruned', 'un-pruned', 'kept after a restart', 'pruning off', 'budget-skipped']);
 
 /** questionId → the gold disambiguations (DQs with their short answers). */
 export type GoldDqs = ReadonlyMap<string, readonly QaPair[]>;
@@ -32,12 +46,15 @@ export function goldDqsFromExamples(examples: readonly Example[]): Map<string, Q
   return new Map(examples.filter((e) => e.qaPairs.length > 0).map((e) => [e.id, e.qaPairs]));
 }
 
-export function inStage(node: TocNode, stage: PruningStage): boolean {
+/** `afterRestart`: ids of the question's nodes made after a restart (`nodesAfterRestart`). */
+export function inStage(node: TocNode, stage: PruningStage, afterRestart: ReadonlySet<number> = new Set()): boolean {
   if (node.parentId === null || node.answer === null) return false; // the root is the question itself
   if (stage === 'no pruning') return true;
   if (node.duplicateOf !== undefined) return false;
   if (stage === 'dedup only') return true;
   if (stage === 'budget-skipped') return node.skipped !== undefined;
+  if (stage === 'pruning off') return node.admittedWithPruningOff === true;
+  if (stage === 'kept after a restart') return node.verdict === true && node.skipped === undefined && afterRestart.has(node.id);
   if (stage === 'un-pruned') return node.unpruned;
   if (stage === 'pruned') return node.verdict === false && node.pruned;
   return node.verdict === true && node.skipped === undefined;
@@ -61,6 +78,7 @@ export function pruningEffect(traces: readonly Trace[], gold: GoldDqs): PruningS
     const dqs = gold.get(trace.questionId);
     if (!dqs || dqs.length === 0) continue;
     const nodes = trace.decisions.nodes;
+    const afterRestart = nodesAfterRestart(trace.decisions);
     const verified = nodes.some((n) => n.verdict !== null);
     for (const stage of PRUNING_STAGES) {
       // A run with pruning off recorded no verdicts: it says nothing about self-verification.
@@ -68,7 +86,7 @@ export function pruningEffect(traces: readonly Trace[], gold: GoldDqs): PruningS
       const acc = sums.get(stage)!;
       acc.questions += 1;
       for (const node of nodes) {
-        if (!inStage(node, stage)) continue;
+        if (!inStage(node, stage, afterRestart)) continue;
         acc.n += 1;
         acc.f1 += answerF1(node.answer ?? '', dqs).f1;
       }

@@ -1,20 +1,24 @@
 /**
  * A Tree of Clarifications trace drawn as a node-link diagram: the ambiguous question at the top,
  * each clarification (DQ → answer) below its parent, colour by what happened to the node (kept
- * and used for the answer, kept, pruned by self-verification, restored by un-pruning, dropped as
- * a duplicate). Hovering shows the question, the answer, the verdict and the evidence passage.
+ * and used for the answer, kept, pruned by self-verification, restored by un-pruning, admitted
+ * unverified after the released search switched pruning off, dropped as a duplicate). Children
+ * of an expansion made after a restart of the emptied queue hang on dashed edges; the caption
+ * names the restarts and the step pruning was switched off. Hovering shows the question, the
+ * answer, the verdict and the evidence passage.
  */
 import { AmbiqaError } from '../errors';
 import type { TocDecisions, TocNode, Trace } from '../trace/types';
 import { plotlyText, truncate, wrapForHover } from './text';
 import { baseLayout, colors, type Figure, type PlotlyTrace } from './types';
 
-export type NodeStatus = 'root' | 'used in answer' | 'kept' | 'restored' | 'pruned' | 'duplicate';
+export type NodeStatus = 'root' | 'used in answer' | 'kept' | 'restored' | 'admitted, pruning off' | 'pruned' | 'duplicate';
 
 export function nodeStatus(node: TocNode, decisions: TocDecisions): NodeStatus {
   if (node.parentId === null) return 'root';
   if (node.duplicateOf !== undefined) return 'duplicate';
   if (node.pruned) return 'pruned';
+  if (node.admittedWithPruningOff) return 'admitted, pruning off';
   if (decisions.validNodeIds.includes(node.id)) return node.unpruned ? 'restored' : 'used in answer';
   return node.unpruned ? 'restored' : 'kept';
 }
@@ -24,6 +28,7 @@ const STATUS_STYLE: Record<NodeStatus, { color: string; symbol: string }> = {
   'used in answer': { color: colors.correct, symbol: 'circle' },
   kept: { color: '#66a61e', symbol: 'circle-open' },
   restored: { color: colors.accent, symbol: 'diamond' },
+  'admitted, pruning off': { color: '#7570b3', symbol: 'triangle-up' },
   pruned: { color: colors.incorrect, symbol: 'x' },
   duplicate: { color: '#999999', symbol: 'circle-open-dot' },
 };
@@ -68,6 +73,34 @@ export function layoutTree(nodes: readonly TocNode[]): Map<number, NodePosition>
   return positions;
 }
 
+/** The loop step of the expansion that made each node (released search; absent for stop-when-empty trees). */
+function stepOfNode(decisions: TocDecisions): Map<number, number> {
+  const stepOfCall = new Map(decisions.expansions.flatMap((e) => (e.step !== undefined ? [[e.llmCallIndex, e.step] as const] : [])));
+  const out = new Map<number, number>();
+  for (const n of decisions.nodes) {
+    const step = n.createdByCallIndex !== undefined ? stepOfCall.get(n.createdByCallIndex) : undefined;
+    if (step !== undefined) out.set(n.id, step);
+  }
+  return out;
+}
+
+/** Ids of the nodes made by an expansion at or after the first restart of the emptied queue. */
+export function nodesAfterRestart(decisions: TocDecisions): Set<number> {
+  const first = decisions.restarts?.[0]?.step;
+  if (first === undefined) return new Set();
+  return new Set([...stepOfNode(decisions)].filter(([, step]) => step >= first).map(([id]) => id));
+}
+
+/** The caption's account of the search: stop reason, restarts, when pruning was switched off. */
+export function searchSummary(decisions: TocDecisions): string {
+  const parts = [`stop: ${decisions.stopReason}`];
+  const restarts = decisions.restarts ?? [];
+  if (restarts.length > 0) parts.push(`${restarts.length} restart${restarts.length === 1 ? '' : 's'} (step ${restarts.map((r) => r.step).join(', ')})`);
+  if (decisions.pruningOffAtStep !== undefined) parts.push(`pruning off after step ${decisions.pruningOffAtStep}`);
+  parts.push(`${decisions.validNodeIds.length} nodes used`, `${decisions.expansions.length} expansions`);
+  return parts.join(' · ');
+}
+
 export function tocTrace(trace: Trace): TocDecisions {
   if (trace.decisions.kind !== 'toc') {
     throw new AmbiqaError(`trace of ${trace.questionId} is a ${trace.pipeline} trace, not a ToC one`, 'pick a trace from a run of the `toc` pipeline');
@@ -80,28 +113,31 @@ export function clarificationTreeFigure(trace: Trace, options: { title?: string;
   const nodes = decisions.nodes;
   const pos = layoutTree(nodes);
   const byId = new Map(nodes.map((n) => [n.id, n]));
-  const edgeX: Array<number | null> = [];
-  const edgeY: Array<number | null> = [];
-  for (const n of nodes) {
-    const p = pos.get(n.id);
-    const parentPos = n.parentId !== null ? pos.get(n.parentId) : undefined;
-    if (!p || !parentPos || n.parentId === null) continue;
-    edgeX.push(parentPos.x, p.x, null);
-    edgeY.push(parentPos.y, p.y, null);
-  }
-  const data: PlotlyTrace[] = [
-    {
+  const afterRestart = nodesAfterRestart(decisions);
+  const data: PlotlyTrace[] = [];
+  for (const restarted of [false, true]) {
+    const edgeX: Array<number | null> = [];
+    const edgeY: Array<number | null> = [];
+    for (const n of nodes) {
+      const p = pos.get(n.id);
+      const parentPos = n.parentId !== null ? pos.get(n.parentId) : undefined;
+      if (!p || !parentPos || n.parentId === null || afterRestart.has(n.id) !== restarted) continue;
+      edgeX.push(parentPos.x, p.x, null);
+      edgeY.push(parentPos.y, p.y, null);
+    }
+    if (restarted && edgeX.length === 0) continue;
+    data.push({
       type: 'scatter',
       mode: 'lines',
-      name: 'clarifies',
+      name: restarted ? 'clarifies (after a restart)' : 'clarifies',
       x: edgeX,
       y: edgeY,
-      line: { color: '#bbbbbb', width: 1.5 },
+      line: { color: restarted ? '#7570b3' : '#bbbbbb', width: 1.5, ...(restarted ? { dash: 'dash' } : {}) },
       hoverinfo: 'skip',
-      showlegend: false,
-    },
-  ];
-  const statuses: NodeStatus[] = ['root', 'used in answer', 'kept', 'restored', 'pruned', 'duplicate'];
+      showlegend: restarted,
+    });
+  }
+  const statuses: NodeStatus[] = ['root', 'used in answer', 'kept', 'restored', 'admitted, pruning off', 'pruned', 'duplicate'];
   const labelChars = options.labelChars ?? 28;
   for (const status of statuses) {
     const group = nodes.filter((n) => nodeStatus(n, decisions) === status && pos.has(n.id));
@@ -115,7 +151,7 @@ export function clarificationTreeFigure(trace: Trace, options: { title?: string;
       y: group.map((n) => pos.get(n.id)!.y),
       text: group.map((n) => plotlyText(truncate(n.parentId === null ? n.question : (n.answer ?? ''), labelChars))),
       textposition: 'bottom center',
-      hovertext: group.map((n) => hoverFor(n, byId)),
+      hovertext: group.map((n) => hoverFor(n, byId, decisions, afterRestart)),
       hoverinfo: 'text',
       customdata: group.map((n) => n.id),
       marker: { size: status === 'root' ? 18 : 14, color: style.color, symbol: style.symbol, line: { width: 2, color: style.color } },
@@ -131,7 +167,7 @@ export function clarificationTreeFigure(trace: Trace, options: { title?: string;
       legend: { orientation: 'h', y: -0.05, x: 0 },
       annotations: [
         {
-          text: `stop: ${decisions.stopReason} · ${decisions.validNodeIds.length} nodes used · ${decisions.expansions.length} expansions`,
+          text: searchSummary(decisions),
           xref: 'paper', yref: 'paper', x: 1, y: 1.04, xanchor: 'right', showarrow: false, font: { size: 11, color: colors.neutral },
         },
       ],
@@ -139,10 +175,14 @@ export function clarificationTreeFigure(trace: Trace, options: { title?: string;
   };
 }
 
-function hoverFor(node: TocNode, byId: Map<number, TocNode>): string {
+function hoverFor(node: TocNode, byId: Map<number, TocNode>, decisions: TocDecisions, afterRestart: ReadonlySet<number>): string {
   const lines = [`<b>${node.parentId === null ? 'ambiguous question' : `node ${node.id} (depth ${node.depth})`}</b>`, wrapForHover(node.question)];
   if (node.answer !== null) lines.push(`<b>answer:</b> ${wrapForHover(node.answer)}`);
   if (node.verdict !== null) lines.push(`self-verification: ${node.verdict ? 'True' : 'False'}${node.unpruned ? ' (restored)' : ''}`);
+  if (node.admittedWithPruningOff) {
+    lines.push(`admitted unverified: pruning off after step ${decisions.pruningOffAtStep ?? '?'}${decisions.validNodeIds.includes(node.id) ? ' · used in the answer' : ''}`);
+  }
+  if (afterRestart.has(node.id)) lines.push('made after a restart of the emptied queue');
   if (node.evidencePassageId) lines.push(`evidence: ${plotlyText(node.evidencePassageId)}`);
   if (node.duplicateOf !== undefined) {
     const of = byId.get(node.duplicateOf);

@@ -13,6 +13,9 @@ import { openSession } from '../../src/pipelines/toc/session';
 import { switchesPruningOff, restorePruned } from '../../src/pipelines/toc/unprune';
 import { admitPairs } from '../../src/pipelines/toc/verify';
 import { EmbedderReranker } from '../../src/pipelines/common/retrieval';
+import { tocAnalysis } from '../../src/pipelines/toc/analysis';
+import { pruningEffect, pruningEffectFigure } from '../../src/plots/pruning';
+import { clarificationTreeFigure, nodesAfterRestart } from '../../src/plots/tree';
 import type { DemoQuestion, DemoSelector, PipelineContext } from '../../src/pipelines/types';
 import type { TocDecisions } from '../../src/trace/types';
 import { asqaDemos, asqaExample, callText, FakeEmbedder, FakeRetriever, fixedDemos, lastField, passage, scriptedLlm, type Responder } from './fakes';
@@ -291,5 +294,55 @@ describe('ToC steps, one at a time', () => {
     expect(answer.answerNodes.map((n) => n.id)).toEqual([1, 2]);
     expect(answer.output).toBe('Several actors played them.');
     expect(provider.received.map((r) => r.request.purpose)).toEqual(['toc.rac', 'toc.verify', 'toc.verify', 'toc.answer']);
+  });
+});
+
+describe('ToC released search: statistics and figures show restarts and pruning switched off', () => {
+  // Only answer 3 is judged True: root (1, 2 pruned); restart, root (3 kept, 4 pruned); node 3
+  // (5, 6 pruned); … until pruning switches off and the rest is admitted unverified.
+  const scenario = () => run(options({ minValidNodes: 0 }), { 'toc.rac': fresh(2), 'toc.verify': verdictBy((k) => k === 3) });
+
+  it('decision statistics count restarts, trees with pruning switched off, and the nodes admitted after', async () => {
+    const { out, d } = await scenario();
+    const stats = tocAnalysis.statistics!([out.trace]);
+    expect(d.restarts!.length).toBeGreaterThanOrEqual(3);
+    expect(stats.decision_restarts_per_tree).toBe(d.restarts!.length);
+    expect(stats.decision_pruning_off_rate).toBe(1);
+    const admitted = d.nodes.filter((n) => n.admittedWithPruningOff).length;
+    expect(admitted).toBeGreaterThan(0);
+    expect(stats.decision_admitted_unpruned_per_tree).toBe(admitted);
+    expect(stats.decision_expansions_per_tree).toBe(d.expansions.length);
+    expect(stats.decision_stop_max_nodes).toBe(1);
+    expect(stats.decision_stop_queue_empty).toBe(0);
+  });
+
+  it('the tree figure draws nodes admitted with pruning off and edges made after a restart distinctly, and names both', async () => {
+    const { out, d } = await scenario();
+    const fig = clarificationTreeFigure(out.trace);
+    const group = (name: string) => fig.data.find((t) => t.name === name) as { customdata?: number[]; line?: { dash?: string } } | undefined;
+    const admitted = d.nodes.filter((n) => n.admittedWithPruningOff).map((n) => n.id);
+    expect(group('admitted, pruning off')!.customdata).toEqual(admitted);
+    expect(group('clarifies (after a restart)')!.line!.dash).toBe('dash');
+    expect(group('clarifies')!.line!.dash).toBeUndefined();
+    // Node 3 (kept at the first restart) hangs on a dashed edge; nodes 1 and 2 (first pass) do not.
+    const after = nodesAfterRestart(d);
+    expect(after.has(3)).toBe(true);
+    expect(after.has(1) || after.has(2)).toBe(false);
+    const caption = JSON.stringify(fig.layout.annotations);
+    expect(caption).toContain(`${d.restarts!.length} restarts (step ${d.restarts!.map((r) => r.step).join(', ')})`);
+    expect(caption).toContain(`pruning off after step ${d.pruningOffAtStep}`);
+  });
+
+  it('the pruning figure keeps nodes kept after a restart and nodes admitted with pruning off apart', async () => {
+    const { out, d } = await scenario();
+    const gold = new Map([['q1', [{ question: 'Which?', shortAnswers: ['Answer 3'] }]]]);
+    const stats = pruningEffect([out.trace], gold);
+    const stage = (s: string) => stats.find((x) => x.stage === s)!;
+    expect(stage('self-verification').nodes).toBe(1);
+    expect(stage('kept after a restart').nodes).toBe(1);
+    expect(stage('kept after a restart').meanF1).toBe(100);
+    expect(stage('pruning off').nodes).toBe(d.nodes.filter((n) => n.admittedWithPruningOff).length);
+    const fig = pruningEffectFigure(stats);
+    expect((fig.data[0] as { x: string[] }).x).toEqual(expect.arrayContaining(['kept after a restart', 'pruning off']));
   });
 });

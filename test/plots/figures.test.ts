@@ -166,6 +166,9 @@ describe('pruning effect', () => {
       ['self-verification', 1, 1],
       ['pruned', 1, 1],
       ['un-pruned', 1, 1],
+      // The released search's groups: these stop-when-empty trees have none.
+      ['kept after a restart', 0, 1],
+      ['pruning off', 0, 1],
       ['budget-skipped', 1, 1],
     ]);
     // SQuAD token F1: Paris 100, Paris 100, Berlin 0, "Rome Italy" vs "Rome" 2/3, Madrid 0, Lyon 100
@@ -175,7 +178,8 @@ describe('pruning effect', () => {
     expect(stats[2].meanF1).toBe(100);
     expect(stats[3].meanF1).toBe(0);
     expect(stats[4].meanF1).toBeCloseTo(200 / 3, 9);
-    expect(stats[5].meanF1).toBe(0);
+    expect(stats[5].meanF1).toBeNaN();
+    expect(stats[7].meanF1).toBe(0);
   });
 
   it('draws F1 and node counts side by side', () => {

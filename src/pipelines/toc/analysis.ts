@@ -42,7 +42,12 @@ function labelJudgments(trace: Trace, example: Example): LabelledJudgment[] {
  * (share of those rejected nodes restored by un-pruning), `decision_unprune_blocked_rate`,
  * `decision_demo_copy_rate` (share of expansions that copied a demo), `decision_nodes_per_tree`
  * (nodes other than the root, duplicates excluded), `decision_tree_depth` (deepest node),
- * `decision_valid_nodes_per_tree`, and `decision_stop_<reason>` (share of questions).
+ * `decision_valid_nodes_per_tree`, `decision_expansions_per_tree` (RAC calls of the search), and
+ * `decision_stop_<reason>` (share of questions). The released search (issue 34) adds
+ * `decision_restarts_per_tree` (refills of the emptied queue), `decision_pruning_off_rate` (share
+ * of trees whose search switched pruning off), `decision_admitted_unpruned_per_tree` (nodes
+ * admitted unverified after that) and `decision_removed_passages_per_tree` (passages that left
+ * the pool); all 0 for stop-when-empty trees.
  */
 function statistics(traces: readonly Trace[]): Record<string, number> {
   let verified = 0;
@@ -54,6 +59,11 @@ function statistics(traces: readonly Trace[]): Record<string, number> {
   const nodesPerTree: number[] = [];
   const validPerTree: number[] = [];
   const depths: number[] = [];
+  const expansionsPerTree: number[] = [];
+  const restarts: number[] = [];
+  const pruningOff: number[] = [];
+  const admittedUnpruned: number[] = [];
+  const removedPassages: number[] = [];
   const decisions = traces.map(decisionsOf);
   for (const d of decisions) {
     const children = d.nodes.filter((n) => n.id !== 0 && n.duplicateOf === undefined);
@@ -69,6 +79,11 @@ function statistics(traces: readonly Trace[]): Record<string, number> {
     }
     expansions += d.expansions.length;
     copies += d.expansions.filter((e) => e.copiedDemoId !== undefined).length;
+    expansionsPerTree.push(d.expansions.length);
+    restarts.push(d.restarts?.length ?? 0);
+    pruningOff.push(d.pruningOffAtStep !== undefined ? 1 : 0);
+    admittedUnpruned.push(d.nodes.filter((n) => n.admittedWithPruningOff).length);
+    removedPassages.push(d.removedPassageIds?.length ?? 0);
   }
   return {
     decision_prune_rate: verified === 0 ? 0 : rejected / verified,
@@ -78,6 +93,11 @@ function statistics(traces: readonly Trace[]): Record<string, number> {
     decision_nodes_per_tree: mean(nodesPerTree),
     decision_valid_nodes_per_tree: mean(validPerTree),
     decision_tree_depth: mean(depths),
+    decision_expansions_per_tree: mean(expansionsPerTree),
+    decision_restarts_per_tree: mean(restarts),
+    decision_pruning_off_rate: mean(pruningOff),
+    decision_admitted_unpruned_per_tree: mean(admittedUnpruned),
+    decision_removed_passages_per_tree: mean(removedPassages),
     ...shares(decisions.map((d) => d.stopReason), 'decision_stop_', STOP_REASONS),
   };
 }
