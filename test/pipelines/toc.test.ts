@@ -225,7 +225,8 @@ describe('ToC tree search', () => {
     for (const [routes, stop] of scenarios) {
       const { out, d } = await run(tocOptionsSchema.parse({ nShots: 1, search: 'stop-when-empty' }), routes);
       expect(d.stopReason).toBe(stop);
-      expect(out.trace.summary.llmCalls).toBeLessThanOrEqual(tocOptionsSchema.parse({}).maxLlmCalls);
+      // Within the old default budget of 50, which was sized for this search.
+      expect(out.trace.summary.llmCalls).toBeLessThanOrEqual(50);
       expect(out.trace.llmCalls.at(-1)!.purpose).toBe('toc.answer');
     }
   });
