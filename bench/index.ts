@@ -21,6 +21,8 @@ const benches: Record<string, { file: string; args: string[] }> = {
   'trace-export': { file: 'trace-export.ts', args: ['--questions', '50'] },
   // ToC at paper settings against a loopback API server with fixed latency: wall time vs the latency-bound ideal at concurrency 1, 8, 32, 64.
   endpoint: { file: 'endpoint.ts', args: [] },
+  // The quick start's demo (caches off) against its 2-minute bound, the released search beside stop-when-empty.
+  demo: { file: 'demo.ts', args: [] },
   // Start-up of the ambiqa command (--help; a one-question --no-tracking run against a loopback server), optionally against another checkout side by side.
   startup: { file: 'startup.ts', args: [] },
 };
