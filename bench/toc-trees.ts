@@ -12,6 +12,7 @@
 import { readJsonl } from '../src/common/jsonl';
 import { dataDir } from '../src/config/paths';
 import { loadAsqa } from '../src/datasets/asqa';
+import { normaliseAnswer, normaliseQuestion } from '../src/pipelines/common/text';
 import { pruningEffect } from '../src/plots/pruning';
 import type { TocDecisions, Trace } from '../src/trace/types';
 import { basename, join } from 'node:path';
@@ -43,8 +44,8 @@ const median = (xs: number[]) => {
 };
 const f = (x: number, d = 1) => (Number.isNaN(x) ? '–' : x.toFixed(d));
 
-console.log('| run | questions | valid nodes per tree: mean, median [min, max] | histogram 0…10+ | LLM calls per question: mean, median [max] | share < 20 calls | stop reasons | restarts per tree | pruning switched off | admitted unverified per tree | un-pruned per tree |');
-console.log('|---|---|---|---|---|---|---|---|---|---|---|');
+console.log('| run | questions | valid nodes per tree: mean, median [min, max] | histogram 0…10+ | distinct valid pairs per tree | LLM calls per question: mean, median [max] | share < 20 calls | stop reasons | restarts per tree | pruning switched off | admitted unverified per tree | un-pruned per tree |');
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
 const f1Rows: string[] = [];
 for (const run of runs) {
   const traces = common ? run.traces.filter((t) => shared.has(t.questionId)) : run.traces;
@@ -60,6 +61,8 @@ for (const run of runs) {
       traces.length,
       `${f(mean(valid), 2)}, ${f(median(valid))} [${Math.min(...valid)}, ${Math.max(...valid)}]`,
       hist.join(' '),
+      // Pairs admitted with pruning off are not deduplicated (as in the released code): how many differ.
+      f(mean(ds.map((d) => new Set(d.nodes.filter((n) => d.validNodeIds.includes(n.id)).map((n) => `${normaliseQuestion(n.question)}\u0000${normaliseAnswer(n.answer ?? '')}`)).size)), 2),
       `${f(mean(calls))}, ${f(median(calls))} [${Math.max(...calls)}]`,
       f(calls.filter((c) => c < 20).length / Math.max(1, calls.length), 2),
       [...stops].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(', '),
