@@ -6,8 +6,9 @@
  * before issue 34), side by side; each run's LLM calls, stop reasons and valid nodes per tree
  * are read from its run directory.
  *
- *   npx tsx bench/demo.ts [--searches released,stop-when-empty] [--tracking] [--bound 120]
+ *   npx tsx bench/demo.ts [--searches released,stop-when-empty] [--tracking] [--bound 120] [--set path=value …]
  *
+ * `--set` goes to every demo run (e.g. `--set pipeline.options.maxExpansions=2`).
  * `--tracking` keeps the demo's MLflow logging (it starts a local server when
  * MLFLOW_TRACKING_URI is unset: part of what a new user waits for); without it `--no-tracking`.
  */
@@ -26,6 +27,7 @@ const flag = (name: string) => {
 const searches = (flag('--searches') ?? 'released,stop-when-empty').split(',').filter(Boolean);
 const bound = Number(flag('--bound') ?? 120);
 const tracking = args.includes('--tracking');
+const sets = args.flatMap((a, i) => (a === '--set' && args[i + 1] !== undefined ? ['--set', args[i + 1]!] : []));
 
 const rows: Array<{ search: string; seconds: number; status: number; calls: number; questions: number; stops: string; valid: string }> = [];
 for (const search of searches) {
@@ -42,6 +44,7 @@ for (const search of searches) {
       '--set', `pipeline.options.search=${search}`,
       // The demo's judge is its LLM (no judge: section), so one cache setting covers both.
       '--set', 'llm.cache.mode=off',
+      ...sets,
       ...(tracking ? [] : ['--no-tracking']),
     ],
     { stdio: ['ignore', 'ignore', 'inherit'] },
@@ -75,6 +78,7 @@ for (const search of searches) {
   });
   console.log(`${search}: ${seconds.toFixed(1)} s (exit ${r.status}), ${questions} questions, ${calls} LLM calls`);
 }
+if (sets.length > 0) console.log(`\nwith ${sets.filter((_, i) => i % 2 === 1).join(', ')}`);
 console.log(`\n| search | wall s (bound ${bound}) | exit | questions | LLM calls | stop reasons | valid nodes per tree |`);
 console.log('|---|---|---|---|---|---|---|');
 for (const r of rows) {
