@@ -73,6 +73,8 @@ export function tocNodeRows(trace: Trace): Row[] {
     verdict: n.verdict,
     pruned: n.pruned,
     restored: n.unpruned,
+    // Admitted unverified after the released search switched pruning off (issue 34).
+    pruning_off: n.admittedWithPruningOff === true,
     duplicate_of: n.duplicateOf ?? null,
     used: valid.has(n.id),
   }));
