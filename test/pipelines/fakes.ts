@@ -109,6 +109,16 @@ export function lastField(request: NormalisedRequest, label: string): string {
   return '';
 }
 
+/** ToC's test corpus: five passages about who played the Weasley brothers. */
+export const weasleyCorpus: Passage[] = [
+  passage('p1', 'Weasley family', 'The Weasley brothers are Bill, Charlie, Percy, Fred, George and Ron.'),
+  passage('p2', 'Rupert Grint', 'Rupert Grint played Ron Weasley in the Harry Potter films.'),
+  passage('p3', 'James Phelps', 'James Phelps played Fred Weasley; his twin Oliver Phelps played George.'),
+  passage('p4', 'Chris Rankin', 'Chris Rankin played Percy Weasley in the Harry Potter films.'),
+  passage('p5', 'Domhnall Gleeson', 'Domhnall Gleeson played Bill Weasley in the later Harry Potter films.'),
+];
+export const WEASLEY_AQ = 'Who played the Weasley brothers in Harry Potter?';
+
 export function asqaExample(id: string, question: string): Example {
   return { id, dataset: 'asqa', question, answers: [], qaPairs: [], longAnswers: [], passages: [] };
 }

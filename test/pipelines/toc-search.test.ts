@@ -18,16 +18,10 @@ import { pruningEffect, pruningEffectFigure } from '../../src/plots/pruning';
 import { clarificationTreeFigure, nodesAfterRestart } from '../../src/plots/tree';
 import type { DemoQuestion, DemoSelector, PipelineContext } from '../../src/pipelines/types';
 import type { TocDecisions } from '../../src/trace/types';
-import { asqaDemos, asqaExample, callText, FakeEmbedder, FakeRetriever, fixedDemos, lastField, passage, scriptedLlm, type Responder } from './fakes';
+import { asqaDemos, asqaExample, callText, FakeEmbedder, FakeRetriever, fixedDemos, lastField, scriptedLlm, weasleyCorpus, WEASLEY_AQ, type Responder } from './fakes';
 
-const corpus = [
-  passage('p1', 'Weasley family', 'The Weasley brothers are Bill, Charlie, Percy, Fred, George and Ron.'),
-  passage('p2', 'Rupert Grint', 'Rupert Grint played Ron Weasley in the Harry Potter films.'),
-  passage('p3', 'James Phelps', 'James Phelps played Fred Weasley; his twin Oliver Phelps played George.'),
-  passage('p4', 'Chris Rankin', 'Chris Rankin played Percy Weasley in the Harry Potter films.'),
-  passage('p5', 'Domhnall Gleeson', 'Domhnall Gleeson played Bill Weasley in the later Harry Potter films.'),
-];
-const AQ = 'Who played the Weasley brothers in Harry Potter?';
+const corpus = weasleyCorpus;
+const AQ = WEASLEY_AQ;
 
 /** Released search by default (no `search` given), small prompts, no reranker. */
 function options(overrides: Partial<TocOptions> = {}): TocOptions {

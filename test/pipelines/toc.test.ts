@@ -10,23 +10,18 @@ import {
   FakeRetriever,
   fixedDemos,
   lastField,
-  passage,
   promptOf,
   judgeField,
   scriptedLlm,
   type JudgeResponder,
   type Responder,
   callText,
+  weasleyCorpus,
+  WEASLEY_AQ,
 } from './fakes';
 
-const corpus = [
-  passage('p1', 'Weasley family', 'The Weasley brothers are Bill, Charlie, Percy, Fred, George and Ron.'),
-  passage('p2', 'Rupert Grint', 'Rupert Grint played Ron Weasley in the Harry Potter films.'),
-  passage('p3', 'James Phelps', 'James Phelps played Fred Weasley; his twin Oliver Phelps played George.'),
-  passage('p4', 'Chris Rankin', 'Chris Rankin played Percy Weasley in the Harry Potter films.'),
-  passage('p5', 'Domhnall Gleeson', 'Domhnall Gleeson played Bill Weasley in the later Harry Potter films.'),
-];
-const AQ = 'Who played the Weasley brothers in Harry Potter?';
+const corpus = weasleyCorpus;
+const AQ = WEASLEY_AQ;
 
 function options(overrides: Partial<TocOptions> = {}): TocOptions {
   return tocOptionsSchema.parse({ nShots: 1, poolSize: 5, nPassages: 2, reranker: 'none', ...overrides });
