@@ -24,7 +24,7 @@ import { judgeQuality, pairedAucDifference } from '../src/metrics/judge-quality'
 import { calibrateProbabilities, CONTENT_FREE, contentFreePassage } from '../src/pipelines/common/judge';
 import { TocPipeline } from '../src/pipelines/toc';
 import { tocOptionsSchema } from '../src/pipelines/toc/options';
-import { BALANCED_VERIFY_SHOTS, verifyPrompt } from '../src/pipelines/toc/prompts';
+import { balancedVerifyShots, verifyPrompt } from '../src/pipelines/toc/prompts';
 import { demoFromExample } from '../src/pipelines/demos';
 import type { PipelineContext } from '../src/pipelines/types';
 import type { LabelledJudgment } from '../src/run-files';
@@ -56,6 +56,9 @@ interface Item {
 
 const t0 = performance.now();
 const { composer, base, parts, withJudge: judgeContext } = await openStudy(configFile);
+// The config's verification wording (issue 34: `released`, or `any-reading` as before), for the
+// prompts this script builds itself; the run's own prompts are read from its traces.
+const wording = tocOptionsSchema.parse(base.pipeline.options).verifyWording;
 try {
   const examples = new Map(parts.examples.map((e) => [e.id, e]));
 
@@ -85,7 +88,7 @@ try {
     return out;
   };
   const balanced = (m: ChatMessage[]): ChatMessage[] => [
-    ...BALANCED_VERIFY_SHOTS.flatMap((s) => [
+    ...balancedVerifyShots(wording).flatMap((s) => [
       { role: 'user' as const, content: s.user },
       { role: 'assistant' as const, content: s.assistant },
     ]),
@@ -97,7 +100,7 @@ try {
     return priors!.purposes['toc.verify']!.prior;
   };
   const contentFreePrior = async (ctx: PipelineContext, withEvidence: boolean) =>
-    (await judgeAll(ctx.llm, [verifyPrompt(CONTENT_FREE, CONTENT_FREE, withEvidence ? contentFreePassage() : null)]))[0]!;
+    (await judgeAll(ctx.llm, [verifyPrompt(CONTENT_FREE, CONTENT_FREE, withEvidence ? contentFreePassage() : null, 'none', wording)]))[0]!;
 
   const settings: Array<{ name: string; p: number[]; prior?: number; seconds: number }> = [];
   const record = (name: string, probs: number[][], t: number, prior?: number[]) => {

@@ -107,9 +107,6 @@ export function balancedVerifyShots(wording: VerifyWording = 'released'): Readon
   ];
 }
 
-/** The balanced shots in the default (`released`) wording. */
-export const BALANCED_VERIFY_SHOTS = balancedVerifyShots();
-
 /**
  * Self-verification: could `answer` be a correct answer to the *original* question, given the
  * evidence passage? The reply is True or False. Zero-shot by default (the paper's prompt);
