@@ -114,6 +114,21 @@ describe('ToC released search: restarts', () => {
   });
 });
 
+describe('ToC released search: the call budget', () => {
+  it('the default maxLlmCalls does not cut the released search short, even at 15 pairs per expansion with one kept', async () => {
+    // Each expansion keeps exactly one of its 15 pairs (the first), so pruning never switches off
+    // and every pair is judged until the 10th valid node: about the most judgments the search asks.
+    const o = tocOptionsSchema.parse({ nShots: 1, poolSize: 5, nPassages: 2, reranker: 'none' });
+    const { d, out, calls } = await run(o, { 'toc.rac': fresh(15), 'toc.verify': verdictBy((k) => k % 15 === 1) });
+    expect(d.stopReason).toBe('max-nodes');
+    expect(d.expansions).toHaveLength(10);
+    expect(calls('toc.verify')).toHaveLength(9 * 15 + 1);
+    expect(d.nodes.filter((n) => n.skipped === 'max-nodes')).toHaveLength(14);
+    expect(out.trace.summary.llmCalls).toBe(10 + 136 + 1);
+    expect(out.trace.summary.llmCalls).toBeLessThan(o.maxLlmCalls);
+  });
+});
+
 describe('ToC released search: pruning switched off', () => {
   it('after maxTrials restarts an expansion whose pairs are all pruned switches pruning off and resets the restart count', async () => {
     const { d, calls } = await run(options(), { 'toc.rac': fresh(2), 'toc.verify': 'False' });
