@@ -355,3 +355,43 @@ describe('ToC released search: statistics and figures show restarts and pruning 
     expect((fig.data[0] as { x: string[] }).x).toEqual(expect.arrayContaining(['kept after a restart', 'pruning off']));
   });
 });
+
+describe('ToC released search: the other options keep working', () => {
+  it('judgeCalibration content-free: one prior per question, every judgment calibrated by it', async () => {
+    const { llm, provider } = scriptedLlm({ 'toc.rac': fresh(2), 'toc.answer': 'Answer: x' }, { 'toc.verify': 0.4, 'toc.verify.prior': 0.3 });
+    const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), demos: fixedDemos() };
+    const out = await new TocPipeline(options({ judgeCalibration: 'content-free', maxNodes: 4 })).answer(asqaExample('q1', AQ), ctx);
+    const d = out.trace.decisions as TocDecisions;
+    expect(provider.judged.filter((r) => r.purpose === 'toc.verify.prior')).toHaveLength(1);
+    // Raw 0.4 below the papers' 0.5; against the prior 0.3 it is (0.4/0.3)/(0.4/0.3 + 0.6/0.7) ≈ 0.61: kept.
+    const verified = d.nodes.filter((n) => n.verdict !== null);
+    expect(verified.length).toBeGreaterThan(0);
+    for (const n of verified) expect(n).toMatchObject({ pTrueRaw: 0.4, pTruePrior: 0.3, verdict: true });
+    expect(d.stopReason).toBe('max-nodes');
+  });
+
+  it('earlyExit stops at the root with one interpretation; a demo copy keeps nothing and removes no passage', async () => {
+    const one = await run(options({ earlyExit: true }), { 'toc.rac': 'DQ 1: Who played Ron?\nDA 1: Rupert Grint' });
+    expect(one.d).toMatchObject({ stopReason: 'unambiguous', validNodeIds: [1] });
+    expect(one.calls('toc.rac')).toHaveLength(1);
+    const copied =
+      'DQ 1: Who wrote the song Hallelujah released in 1984?\nDA 1: Leonard Cohen\n' +
+      'DQ 2: Who wrote the 1979 song Hallelujah performed at Eurovision?\nDA 2: Kobi Oshrat';
+    const copy = await run(options({ minValidNodes: 0 }), { 'toc.rac': copied, 'toc.verify': 'True' });
+    // Every expansion copies the demo: nothing kept, so the restarts run out (pruning switches off
+    // at the third, the count starts again) — never a node, never a removed passage.
+    expect(copy.d.expansions.every((e) => e.copiedDemoId === 'd1' && e.removedPassageIds === undefined)).toBe(true);
+    expect(copy.d.nodes).toHaveLength(1);
+    expect(copy.d.pruningOffAtStep).toBe(4);
+    expect(copy.d.stopReason).toBe('max-restarts');
+    expect(copy.calls('toc.verify')).toHaveLength(0);
+  });
+
+  it("verifyDemos balanced: the worked examples precede every verification, in the search's wording", async () => {
+    const { calls } = await run(options({ verifyDemos: 'balanced', maxTrials: 1 }), { 'toc.rac': 'DQ 1: Who played Ron?\nDA 1: Rupert Grint', 'toc.verify': 'True' });
+    const v = calls('toc.verify')[0]!;
+    expect(v.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'user']);
+    expect(v.messages[0]!.content).toContain('Vell');
+    expect(v.messages.map((m) => m.content).join('\n')).not.toContain('possible readings');
+  });
+});
