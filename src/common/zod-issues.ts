@@ -37,7 +37,7 @@ function describeIssue(issue: z.core.$ZodIssue, schema?: z.ZodType, input?: unkn
     case 'invalid_value':
       return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}${got(valueAt(input, issue.path))}`;
     case 'unrecognized_keys': {
-      const allowed = schema ? objectKeysAt(schema, issue.path) : undefined;
+      const allowed = schema ? objectKeysAt(schema, issue.path, input) : undefined;
       const keys = issue.keys.map((k) => `'${k}'`).join(', ');
       const noun = issue.keys.length === 1 ? 'unknown field' : 'unknown fields';
       return allowed ? `${noun} ${keys} (allowed: ${allowed.join(', ')})` : `${noun} ${keys}`;
@@ -107,30 +107,70 @@ interface SchemaDef {
   shape?: Record<string, z.ZodType>;
   innerType?: z.ZodType;
   in?: z.ZodType;
+  out?: z.ZodType;
   element?: z.ZodType;
   valueType?: z.ZodType;
+  options?: z.ZodType[];
+  left?: z.ZodType;
+  right?: z.ZodType;
+  values?: unknown[];
 }
 
 function defOf(schema: z.ZodType): SchemaDef {
   return (schema as unknown as { _zod: { def: SchemaDef } })._zod.def;
 }
 
-/** Strip optional/default/nullable/pipe wrappers to reach the schema that checks the value. */
+/**
+ * Strip optional/default/nullable/pipe wrappers to reach the schema that checks the value. A
+ * preprocess (a pipe from a transform) is checked by its second half.
+ */
 function unwrap(schema: z.ZodType): z.ZodType {
   let cur = schema;
   for (let i = 0; i < 20; i++) {
     const def = defOf(cur);
     if (def.innerType) cur = def.innerType;
-    else if (def.type === 'pipe' && def.in) cur = def.in;
+    else if (def.type === 'pipe' && def.in) cur = defOf(def.in).type === 'transform' && def.out ? def.out : def.in;
     else break;
   }
   return cur;
 }
 
-/** The keys an object schema accepts at `path`, when it can be found by walking the schema. */
-export function objectKeysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] | undefined {
+/**
+ * The branch of a union that `value` is meant for: the first object branch whose literal fields
+ * (`name: closed-book`, `provider: scripted`) all match it, a literal with a default matching an
+ * absent field. Keyed unions of configs are checked one branch at a time, so this is the branch
+ * whose issues are being described.
+ */
+function branchFor(options: z.ZodType[], value: unknown): z.ZodType | undefined {
+  const fields = value !== null && typeof value === 'object' ? (value as Record<string, unknown>) : {};
+  return options.find((option) => {
+    const def = defOf(unwrap(option));
+    if (def.type !== 'object' || !def.shape) return false;
+    return Object.entries(def.shape).every(([key, field]) => {
+      const literal = defOf(unwrap(field));
+      if (literal.type !== 'literal') return true;
+      return fields[key] === undefined ? field !== unwrap(field) : (literal.values ?? []).includes(fields[key]);
+    });
+  });
+}
+
+/**
+ * The keys an object schema accepts at `path`, when it can be found by walking the schema (and,
+ * through unions, the input the issue is about).
+ */
+export function objectKeysAt(schema: z.ZodType, path: readonly PropertyKey[], input?: unknown): string[] | undefined {
   let cur: z.ZodType | undefined = unwrap(schema);
-  for (const key of path) {
+  for (let depth = 0; depth <= path.length; depth++) {
+    // Unions and intersections resolve to the part that holds the value here.
+    for (let i = 0; i < 20 && cur; i++) {
+      const def: SchemaDef = defOf(cur);
+      if (def.type === 'union' && def.options) cur = branchFor(def.options, valueAt(input, path.slice(0, depth)));
+      else if (def.type === 'intersection' && def.left && def.right) cur = defOf(unwrap(def.left)).type === 'object' ? def.left : def.right;
+      else break;
+      if (cur) cur = unwrap(cur);
+    }
+    if (!cur || depth === path.length) break;
+    const key = path[depth];
     const def: SchemaDef = defOf(cur);
     if (def.type === 'object' && def.shape && typeof key === 'string') cur = def.shape[key];
     else if (def.type === 'array' && def.element) cur = def.element;
@@ -139,6 +179,7 @@ export function objectKeysAt(schema: z.ZodType, path: readonly PropertyKey[]): s
     if (!cur) return undefined;
     cur = unwrap(cur);
   }
+  if (!cur) return undefined;
   const def = defOf(cur);
   return def.type === 'object' && def.shape ? Object.keys(def.shape) : undefined;
 }

@@ -2,19 +2,18 @@ import { readFileSync } from 'node:fs';
 import { loadDataset } from '../datasets/index';
 import type { Example } from '../datasets/types';
 import { AmbiqaError } from '../errors';
-import { defaultCachePath } from '../llm/cache';
 import type { LlmClient } from '../llm/client';
-import { createLanguageModel, describeLlmConfig, embeddedModelFile, llmConfigSchema, resolveLlmConfig, resolvePrice, type LlmConfig, type LlmConfigInput, type LlmSection } from '../llm/config';
+import { describeLlmConfig, type LlmSection } from '../llm/config';
 import { withJudge } from '../llm/judge-routing';
 import type { PriceSource } from '../llm/pricing';
-import { describeError } from '../errors';
+import { createSectionClient, sectionPrice } from '../llm/provider-registry';
 import { buildDemoPool, FixedDemoSelector, KnnDemoSelector } from '../pipelines/demos';
 import type { DemoSelector, PipelineContext } from '../pipelines/types';
 import { labelJudgments } from '../metrics/judge-labels';
 import { loadCorpus, corpusFromPassages, type Corpus } from '../retrieval/corpus';
 import { buildCorpus, defaultSources } from '../retrieval/corpus-builder';
 import { MiniLmEmbedder } from '../retrieval/embedder';
-import { createReranker, createRetriever, rerankerConfigSchema, retrieverConfigSchema } from '../retrieval/factory';
+import { createReranker, createRetriever } from '../retrieval/factory';
 import { withExclusion } from '../retrieval/exclude';
 import type { Embedder, Retriever } from '../retrieval/types';
 import { openTracking, stopLocalServer } from '../tracking/index';
@@ -31,12 +30,11 @@ import {
   requiresEmbedder,
   requiresRetriever,
 } from './bindings';
-import { scriptedLlmSchema, type ConfigRegistry, type ExperimentConfig } from './config';
+import type { ConfigRegistry, ExperimentConfig } from './config';
 import { collectProvenance, provenanceTags, type Provenance } from './provenance';
 import type { ExampleResult, MetricAggregate } from '../run-files';
 import type { RunComponents, TrackingFactory } from './runner';
 import { checkReaderSpec, createReader, defaultReaderSpec, parseReaderSpec, type ReaderHandle } from './reader';
-import { createScriptedLanguageModel } from './scripted-llm';
 import { judgeLabels, runPreflight, type PreflightReport } from './preflight';
 
 /**
@@ -64,11 +62,6 @@ export interface Composer {
 export const registry: ConfigRegistry = {
   pipelineNames,
   pipelineOptionsSchema,
-  llmConfigSchema,
-  checkLlmFiles: (config, section) => checkLlmFiles(config as LlmConfigInput, section),
-  priceKnown: (config) => resolvePrice(config as LlmConfig) !== undefined,
-  retrieverConfigSchema,
-  rerankerConfigSchema,
   metricNames,
   metricsFor: allowedMetrics,
   readerMetrics,
@@ -108,10 +101,7 @@ export function createComposer(options: { notify?: (message: string) => void } =
     const key = JSON.stringify(section);
     let llm = llms.get(key);
     if (!llm) {
-      llm =
-        section.provider === 'scripted'
-          ? Promise.resolve(createScriptedLanguageModel(section, defaultCachePath()))
-          : createLanguageModel(section, { section: role });
+      llm = createSectionClient(section, role);
       llms.set(key, llm);
       llm.catch(() => llms.delete(key));
     }
@@ -302,11 +292,9 @@ function readIds(path: string): string[] {
  * (a separate `judge:` too) is. Each client prices its own calls whatever this says.
  */
 function runPrice(config: ExperimentConfig): PriceSource | undefined {
-  const of = (section: ExperimentConfig['llm'] | undefined) =>
-    section && section.provider !== 'scripted' ? resolveLlmConfig(section as LlmConfigInput).price : undefined;
-  const price = of(config.llm);
+  const price = sectionPrice(config.llm);
   if (!price || !config.judge) return price;
-  const judge = of(config.judge);
+  const judge = sectionPrice(config.judge, 'judge');
   return price.free && !judge?.free ? { ...price, free: false } : price;
 }
 
@@ -320,7 +308,7 @@ const RESOLVED_LLM_PARAMS = ['model', 'modelSha256', 'baseUrl', 'threads', 'sequ
  */
 export function llmSettings(llm: ExperimentConfig['llm'], section: LlmSection = 'llm'): Record<string, string> {
   if (llm.provider === 'scripted') return {};
-  const described = describeLlmConfig(llm as LlmConfigInput, process.env, section);
+  const described = describeLlmConfig(llm, process.env, section);
   const given = llm as Record<string, unknown>;
   const out: Record<string, string> = {};
   for (const key of RESOLVED_LLM_PARAMS) {
@@ -330,15 +318,4 @@ export function llmSettings(llm: ExperimentConfig['llm'], section: LlmSection = 
   // Always stated: what a dollar figure of this run was computed from (or that there is none).
   out[`${section}.pricing`] = String(described.pricing);
   return out;
-}
-
-/** `<section>.model` names an embedded file or catalog model that is not there: the problem, for the config check. */
-function checkLlmFiles(config: LlmConfigInput, section: LlmSection): string | undefined {
-  if ((config.provider ?? 'embedded') !== 'embedded') return undefined;
-  try {
-    embeddedModelFile(config.model, section);
-    return undefined;
-  } catch (error) {
-    return describeError(error).replace(/\n\s*/g, ' — ');
-  }
 }

@@ -7,44 +7,33 @@ import { dataDir, projectRoot } from '../config/paths';
 import { asqaQuestionKinds, datasetNames, defaultDatasetFiles } from '../datasets/index';
 import type { DatasetName } from '../datasets/types';
 import { AmbiqaError } from '../errors';
-import type { LlmConfig, LlmConfigInput } from '../llm/config';
+import { embeddedProvider, listedLlmProviders, llmProviderOf, llmProviderSchemas, llmProviders, type LlmSectionConfig, type LlmSectionInput } from '../llm/provider-registry';
 import type { BuiltinPipelineName, PipelineOptionsInput, RegisteredPipelineOptions } from '../pipelines/registry';
-import type { RerankerConfig, RerankerConfigInput, RetrieverConfig, RetrieverConfigInput } from '../retrieval/factory';
+import { rerankerConfigSchema, retrieverConfigSchema, type RerankerConfigInput, type RetrieverConfigInput } from '../retrieval/factory';
 import type { PipelineName } from '../trace/types';
 import { readYamlMapping } from '../common/yaml';
 import { formatIssues } from '../common/zod-issues';
 import { applyOverrides, type Override } from './overrides';
-import { formatShard, parseShard, type Shard } from './shard';
+import { formatShard, parseShard } from './shard';
 
 /**
  * An experiment config: what to run (dataset, pipeline and its options, LLM, retriever), what to
- * measure, where to log, and, for `ambiqa sweep`, a grid over any of those fields. It is checked
- * in two stages, both before any model is loaded or called:
- *   1. the shape of the file (this module's schema), and
- *   2. each part against the schema of the module that owns it (the pipeline's options, the LLM
- *      and retriever configs), given by a `ConfigRegistry`.
- * Every message names the file and the dotted field, and lists allowed values where there is a
- * fixed set.
+ * measure, where to log, and, for `ambiqa sweep`, a grid over any of those fields. It is one zod
+ * schema, built when a config is checked from the registries that own its parts: `pipeline:` is
+ * a union keyed on the pipeline's name (each registered pipeline's options schema, read from the
+ * live registry, so a pipeline registered from a notebook is checked like a built-in one),
+ * `llm:` and `judge:` unions keyed on `provider` (src/llm/provider-registry.ts), `retriever:` and
+ * `reranker:` the retrieval module's schemas; rules between fields are refinements of it. All of
+ * it runs before any model is loaded or called. Every message names the file and the dotted
+ * field, and lists allowed values where there is a fixed set.
  */
 
-/** What the modules that own the parts of a config tell the config checker. */
+/** What the modules that own the parts of a config tell the config checker, beside their schemas. */
 export interface ConfigRegistry {
+  /** Every pipeline a config may name (a live list: registration appends to it). */
   pipelineNames: readonly string[];
   /** The zod schema of a pipeline's options (with defaults); undefined when it takes none. */
   pipelineOptionsSchema(name: string): z.ZodType | undefined;
-  /** Checks `llm:` and `judge:` for providers other than the test-only `scripted` one. */
-  llmConfigSchema?: z.ZodType;
-  /**
-   * Checks that the model files an `llm:` or `judge:` section names exist (a catalog model that
-   * is not fetched, a missing .gguf); returns the problem (naming `<section>.model`), or undefined.
-   */
-  checkLlmFiles?(config: unknown, section: 'llm' | 'judge'): string | undefined;
-  /** Whether a price is known for a section's model (its `pricing`, the embedded model, the built-in table). */
-  priceKnown?(config: unknown): boolean;
-  /** Checks `retriever:` (less `corpus`, which the runner resolves, and `exclude`, checked here). */
-  retrieverConfigSchema?: z.ZodType;
-  /** Checks `reranker:`. */
-  rerankerConfigSchema?: z.ZodType;
   metricNames: readonly string[];
   /** Metrics that make sense for a dataset (default: all of `metricNames`). */
   metricsFor?(dataset: DatasetName): readonly string[];
@@ -61,6 +50,7 @@ export interface ConfigRegistry {
 }
 
 const runNamePattern = /^[A-Za-z0-9][A-Za-z0-9._=,+-]*$/;
+const RUN_NAME_RULE = 'must be letters, digits, dot, dash or underscore';
 
 const datasetSchema = z.strictObject({
   name: z.enum(datasetNames),
@@ -97,24 +87,6 @@ const datasetSchema = z.strictObject({
   maxQuestionChars: z.int().min(1).optional(),
 });
 
-/** Test-only provider: replies from the config, optional latency, and a log of every provider call. */
-export const scriptedLlmSchema = z.strictObject({
-  provider: z.literal('scripted'),
-  /** Reply for any prompt; `{{n}}`-free text. */
-  reply: z.string().default('scripted answer'),
-  /** Replies by call purpose (e.g. `closed-book.answer`), taking precedence over `reply`. */
-  replies: z.record(z.string(), z.string()).default({}),
-  /** Replies in turn: sample i of a call gets `cycle[(hash(prompt) + i) % length]`. */
-  cycle: z.array(z.string()).min(1).optional(),
-  /** Simulated latency per provider call, in milliseconds. */
-  latencyMs: z.int().min(0).default(0),
-  /** Append one JSON line per provider call (start and end) to this file. */
-  callLog: z.string().optional(),
-  /** Cache file for this provider (default: the project's LLM cache). */
-  cache: z.string().optional(),
-  model: z.string().default('scripted-model'),
-});
-
 const trackingSchema = z.strictObject({
   /** MLflow experiment name. */
   experiment: z.string().min(1).default('ambiqa'),
@@ -130,81 +102,151 @@ function typeShorthand(value: unknown): unknown {
   return typeof value === 'string' ? { type: value } : value;
 }
 
-export const experimentFileSchema = z.strictObject({
-  name: z.string().regex(runNamePattern, 'must be letters, digits, dot, dash or underscore').optional(),
-  description: z.string().optional(),
-  dataset: datasetSchema,
-  pipeline: z.strictObject({
-    name: z.string().min(1),
-    options: z.record(z.string(), z.unknown()).default({}),
-  }),
-  llm: z.record(z.string(), z.unknown()).default({}),
-  /**
-   * The model of every yes/no judgment (`LanguageModel.judge`: ToC's verification, Diva's and
-   * COMBO's graded judges, …), with the fields of `llm:`. Absent: the run's LLM judges. A
-   * separate judge has its own client, cache keys and usage, and its own params (`judge.*`).
-   * `judge: null` (e.g. `--set judge=null` on a config that ships a judge) is the same as absent.
-   */
-  judge: z.record(z.string(), z.unknown()).nullish(),
-  /** A mapping, or a bare type name (`retriever: bm25` means `{type: bm25}`). */
-  retriever: z.preprocess(typeShorthand, z.record(z.string(), z.unknown())).optional(),
-  reranker: z.preprocess(typeShorthand, z.record(z.string(), z.unknown())).optional(),
-  metrics: z.array(z.string().min(1)).min(1).optional(),
-  /**
-   * The D-F1/DR reader, fixed independently of the run's model (src/experiments/reader.ts):
-   * `embedded` (default), `embedded:<file.gguf>`, `openai:<model>`, `qa-onnx:<folder>`, `none`.
-   */
-  reader: z.string().min(1).optional(),
-  tracking: trackingSchema.default({ experiment: 'ambiqa', enabled: true, traces: true, tags: {} }),
-  /** Examples answered at once. LLM concurrency is the LLM layer's own limit. */
-  concurrency: z.int().min(1).max(256).default(2),
-  /**
-   * `ambiqa sweep`: dotted field path → values; the grid is their Cartesian product. The key
-   * `reference` is not an axis: it names the point every other point is compared with, paired,
-   * in the summary, the report and MLflow (a point label such as `pruneThreshold=0.5`, a value of
-   * the only axis, or a mapping axis → value; default the first point).
-   */
-  sweep: z
-    .record(z.string(), z.unknown())
-    .superRefine((sweep, ctx) => {
-      for (const [key, values] of Object.entries(sweep)) {
-        if (key === 'reference') continue;
-        if (!Array.isArray(values) || values.length === 0) ctx.addIssue({ code: 'custom', path: [key], message: 'must be a non-empty list of values' });
-      }
-    })
-    .optional(),
-  /** Set by `--shard i/N`. */
-  shard: z.string().optional(),
-});
+/** ` (got 3)`: what a field held, for messages the schemas write themselves. */
+function got(value: unknown): string {
+  return value === undefined ? '' : ` (got ${JSON.stringify(value)})`;
+}
 
-export type ExperimentFile = z.infer<typeof experimentFileSchema>;
-
-type Resolved<T, K extends keyof T, R> = Omit<T, K> & R;
+/** The `pipeline:` and `llm:` unions refuse an unknown key with the allowed values, as an enum would. */
+function keyOf(input: unknown, key: string): unknown {
+  return input !== null && typeof input === 'object' ? (input as Record<string, unknown>)[key] : undefined;
+}
 
 /**
- * A config after overrides, defaults and path resolution: what a run records in `config.yaml`.
- * Derived from the schemas: the file's own schema, with each part replaced by the output of the
- * schema of the module that owns it (LLM, retriever, reranker).
+ * `pipeline:`: one branch per registered pipeline, `{name: <its name>, options: <its options>}`,
+ * built from the registry when a config is checked.
  */
-export type ExperimentConfig = Resolved<
-  ExperimentFile,
-  'name' | 'dataset' | 'pipeline' | 'llm' | 'judge' | 'retriever' | 'reranker' | 'metrics',
-  {
-    name: string;
-    /** `path` is absolute once resolved (as are `demos` and `ids`). */
-    dataset: Resolved<ExperimentFile['dataset'], 'path', { path: string }>;
-    pipeline: { name: PipelineName; options: Record<string, unknown> };
-    llm: LlmConfig | ScriptedLlmConfig;
-    /** Absent: judgments go to `llm`. */
-    judge?: LlmConfig | ScriptedLlmConfig;
-    /** `exclude`: `none`, or `own` (a question's own annotated passages never reach its results). */
-    retriever?: RetrieverConfig & { corpus?: string; exclude: 'none' | 'own' };
-    reranker?: RerankerConfig;
-    metrics: string[];
-  }
->;
+function pipelineSectionSchema(registry: ConfigRegistry): z.ZodType<{ name: PipelineName; options: Record<string, unknown> }> {
+  const names = [...registry.pipelineNames];
+  const branches = names.map((name) =>
+    z.strictObject({
+      name: z.literal(name),
+      options: (registry.pipelineOptionsSchema(name) ?? z.record(z.string(), z.unknown())).prefault({}),
+    }),
+  );
+  const unknownName = (input: unknown): string => {
+    const name = keyOf(input, 'name');
+    if (name === undefined) return 'is required (expected string)';
+    if (typeof name !== 'string') return `expected string${got(name)}`;
+    if (name === '') return 'must not be empty';
+    return `unknown pipeline ${JSON.stringify(name)} (allowed: ${names.join(', ')})`;
+  };
+  if (branches.length === 0) return z.never({ error: (issue) => unknownName(issue.input) });
+  // An options schema outputs a mapping; its own type is the pipeline's (PipelineOptions<N>).
+  return z.discriminatedUnion('name', branches as [(typeof branches)[number], ...typeof branches], {
+    error: (issue) => (issue.code === 'invalid_union' ? unknownName(issue.input) : undefined),
+  }) as unknown as z.ZodType<{ name: PipelineName; options: Record<string, unknown> }>;
+}
 
-export type ScriptedLlmConfig = z.output<typeof scriptedLlmSchema>;
+const llmUnion = z.discriminatedUnion('provider', llmProviderSchemas, {
+  error: (issue) =>
+    issue.code === 'invalid_union' ? `must be one of ${listedLlmProviders.map((n) => JSON.stringify(n)).join(', ')}${got(keyOf(issue.input, 'provider'))}` : undefined,
+});
+
+/**
+ * `llm:` or `judge:`: one provider's fields (the embedded model's when `provider` is left out);
+ * with `checkFiles`, the model files it names must be there.
+ */
+function llmSectionSchema(checkFiles: boolean): z.ZodType<LlmSectionConfig, unknown> {
+  if (!checkFiles) return llmUnion;
+  return llmUnion.superRefine(
+    (config, ctx) => {
+      const problem = llmProviderOf(config).checkFiles?.(config);
+      if (problem) ctx.addIssue({ code: 'custom', path: [problem.field], message: problem.message });
+    },
+    // Only a well-formed section's files are looked for.
+    { when: (payload) => payload.issues.length === 0 },
+  );
+}
+
+/**
+ * `retriever:` — a retriever of src/retrieval/factory.ts, plus where its corpus is and what it
+ * hides from each question. A mapping, or a bare type name (`retriever: bm25` means `{type: bm25}`).
+ */
+const retrieverSectionSchema = z.preprocess(
+  typeShorthand,
+  z.intersection(
+    retrieverConfigSchema,
+    z.object({
+      /** A corpus file (relative: to the working directory, else the project); absent: the data's own passages. */
+      corpus: z.string({ error: (issue) => `expected a file path${got(issue.input)}` }).optional(),
+      /** `own`: a question's own annotated passages never reach its results. */
+      exclude: z
+        .enum(['none', 'own'], {
+          error: (issue) => `must be "none" or "own" (a question's own annotated passages never reach its results); got ${JSON.stringify(issue.input)}`,
+        })
+        .default('none'),
+    }),
+  ),
+);
+
+/**
+ * `ambiqa sweep`: dotted field path → values; the grid is their Cartesian product. The key
+ * `reference` is not an axis: it names the point every other point is compared with, paired, in
+ * the summary, the report and MLflow (a point label such as `pruneThreshold=0.5`, a value of the
+ * only axis, or a mapping axis → value; default the first point).
+ */
+const sweepSchema = z.record(z.string(), z.unknown()).superRefine((sweep, ctx) => {
+  for (const [key, values] of Object.entries(sweep)) {
+    if (key === 'reference') continue;
+    if (!Array.isArray(values) || values.length === 0) ctx.addIssue({ code: 'custom', path: [key], message: 'must be a non-empty list of values' });
+    if (key.startsWith('sweep.') || key === 'sweep' || key === 'shard' || key === 'name') {
+      ctx.addIssue({ code: 'custom', path: [key], message: `cannot sweep over '${key.split('.')[0]}'` });
+    }
+  }
+});
+
+/** The fields whose schemas need no registry: what every config file and every resolved config share. */
+const commonFields = {
+  description: z.string().optional(),
+  /** The D-F1/DR reader, fixed independently of the run's model (src/experiments/reader.ts): `embedded` (default), `embedded:<file.gguf>`, `openai:<model>`, `qa-onnx:<folder>`, `none`. */
+  reader: z.string().min(1).optional(),
+  tracking: trackingSchema.prefault({}),
+  /** Examples answered at once. LLM concurrency is the LLM layer's own limit. */
+  concurrency: z.int().min(1).max(256).default(2),
+  sweep: sweepSchema.optional(),
+};
+
+/**
+ * A config after overrides, defaults and path resolution: what a run records in `config.yaml`
+ * (with the format it was written in). `ExperimentConfig` is its output.
+ */
+function resolvedConfigObject<L extends z.ZodType<LlmSectionConfig, unknown>>(llm: L) {
+  return z.strictObject({
+    name: z.string().regex(runNamePattern, RUN_NAME_RULE),
+    description: commonFields.description,
+    /** `path` is absolute once resolved (as are `demos` and `ids`). */
+    dataset: datasetSchema.extend({ path: z.string().min(1) }),
+    pipeline: z.strictObject({ name: z.string().min(1), options: z.record(z.string(), z.unknown()) }),
+    llm,
+    /** Absent: judgments go to `llm`. */
+    judge: llm.optional(),
+    /** `corpus` is absolute once resolved. */
+    retriever: retrieverSectionSchema.optional(),
+    reranker: rerankerConfigSchema.optional(),
+    metrics: z.array(z.string().min(1)),
+    reader: commonFields.reader,
+    tracking: commonFields.tracking,
+    concurrency: commonFields.concurrency,
+    sweep: commonFields.sweep,
+    /** `i/N` of a shard; the run's name ends in `.shard-<i>of<N>`. */
+    shard: z.string().optional(),
+  });
+}
+
+const resolvedConfigSchema = resolvedConfigObject(llmUnion);
+
+/**
+ * Reading a config a run saved: every field checked as when it was written, but a field no
+ * schema has (a config built by hand and given to the runner) dropped rather than refused,
+ * since the run it records has happened.
+ */
+const savedConfigSchema = resolvedConfigObject(
+  z.discriminatedUnion('provider', llmProviderSchemas.map((schema) => schema.strip()) as unknown as typeof llmProviderSchemas),
+).strip();
+
+export type ExperimentConfig = z.output<typeof resolvedConfigSchema>;
+export type ScriptedLlmConfig = Extract<LlmSectionConfig, { provider: 'scripted' }>;
 
 /** The `pipeline:` section a user writes: the name picks the options type. */
 type PipelineInputs = { [N in BuiltinPipelineName]: PipelineOptionsInput<N> } & RegisteredPipelineOptions;
@@ -214,19 +256,219 @@ export type PipelineSectionInput = {
 
 /**
  * What a user writes (a YAML file, or an object in a notebook): `z.input` of the schemas, so
- * fields with defaults are optional and a notebook gets completion and type errors per pipeline.
+ * fields with defaults are optional and a notebook gets completion and type errors per pipeline
+ * and per LLM provider.
  */
-export type ExperimentInput = Resolved<
-  z.input<typeof experimentFileSchema>,
-  'pipeline' | 'llm' | 'judge' | 'retriever' | 'reranker',
-  {
-    pipeline: PipelineSectionInput;
-    llm?: LlmConfigInput | z.input<typeof scriptedLlmSchema>;
-    judge?: LlmConfigInput | z.input<typeof scriptedLlmSchema>;
-    retriever?: RetrieverConfigInput | (Exclude<RetrieverConfigInput, string> & { corpus?: string; exclude?: 'none' | 'own' });
-    reranker?: RerankerConfigInput;
+export type ExperimentInput = z.input<z.ZodObject<typeof commonFields>> & {
+  name?: string;
+  dataset: z.input<typeof datasetSchema>;
+  pipeline: PipelineSectionInput;
+  llm?: LlmSectionInput;
+  judge?: LlmSectionInput | null;
+  retriever?: RetrieverConfigInput | (Exclude<RetrieverConfigInput, string> & { corpus?: string; exclude?: 'none' | 'own' });
+  reranker?: RerankerConfigInput;
+  metrics?: string[];
+  shard?: string;
+};
+
+interface SchemaOptions {
+  /** The name when the config gives none (the file's name). */
+  defaultName?: string;
+  /** Look for the files the config names (false: pure validation). */
+  checkFiles: boolean;
+}
+
+/** Issues at these top-level fields (a refinement reading them waits for them to be valid). */
+function fieldsValid(...fields: string[]): (payload: z.core.ParsePayload) => boolean {
+  return (payload) => !payload.issues.some((issue) => fields.includes(String(issue.path?.[0])));
+}
+
+/**
+ * The schema of a config file (or notebook object), built from the registries as they are now:
+ * its output is the resolved `ExperimentConfig`.
+ */
+export function experimentConfigSchema(registry: ConfigRegistry, options: SchemaOptions): z.ZodType<ExperimentConfig, unknown> {
+  const { checkFiles } = options;
+  const readerMetrics = registry.readerMetrics ?? new Set<string>();
+  const readerSpecOf = (reader: string | undefined, llm: LlmSectionConfig) => reader ?? registry.defaultReader?.(llm.provider);
+  const fileSchema = z.strictObject({
+    name: z.string().regex(runNamePattern, RUN_NAME_RULE).optional(),
+    description: commonFields.description,
+    dataset: datasetSchema,
+    pipeline: pipelineSectionSchema(registry),
+    llm: llmSectionSchema(checkFiles).prefault({}),
+    /**
+     * The model of every yes/no judgment (`LanguageModel.judge`: ToC's verification, Diva's and
+     * COMBO's graded judges, …), with the fields of `llm:`. Absent: the run's LLM judges. A
+     * separate judge has its own client, cache keys and usage, and its own params (`judge.*`).
+     * `judge: null` (e.g. `--set judge=null` on a config that ships a judge) is the same as absent.
+     */
+    judge: llmSectionSchema(checkFiles).nullish(),
+    retriever: retrieverSectionSchema.optional(),
+    reranker: rerankerConfigSchema.optional(),
+    metrics: z.array(z.string().min(1)).min(1).optional(),
+    reader: commonFields.reader,
+    tracking: commonFields.tracking,
+    concurrency: commonFields.concurrency,
+    sweep: commonFields.sweep,
+    /** Set by `--shard i/N`. */
+    shard: z
+      .string()
+      .superRefine((spec, ctx) => {
+        try {
+          parseShard(spec);
+        } catch (error) {
+          ctx.addIssue({ code: 'custom', message: (error as Error).message });
+        }
+      })
+      .optional(),
+  });
+
+  return fileSchema
+    .superRefine(
+      (file, ctx) => {
+        // One cap per run, on what llm: and judge: spend together (src/llm/budget.ts): a second cap on
+        // the judge alone would stop the run just as the first does, so it is refused, not half-honoured.
+        if (file.judge && 'maxCostUsd' in file.judge && file.judge.maxCostUsd !== undefined) {
+          ctx.addIssue({ code: 'custom', path: ['judge', 'maxCostUsd'], message: 'a run has one cost cap, on what llm: and judge: spend together; set llm.maxCostUsd (or --max-cost) instead' });
+        }
+        // A cap counts the judge's calls only when they have a price; one it cannot count is refused.
+        const cap = 'maxCostUsd' in file.llm ? file.llm.maxCostUsd : undefined;
+        const judgeProvider = file.judge ? llmProviderOf(file.judge) : undefined;
+        if (file.judge && judgeProvider?.price && cap !== undefined && judgeProvider.price(file.judge, 'judge') === undefined) {
+          const model = ('model' in file.judge ? file.judge.model : undefined) ?? process.env.OPENAI_MODEL ?? '(unset)';
+          ctx.addIssue({
+            code: 'custom',
+            path: ['judge', 'pricing'],
+            message: `the run has a cost cap (llm.maxCostUsd / --max-cost), but no price is known for the judge's model "${model}", so its calls could not count; add judge.pricing: {prompt: <USD per M tokens>, completion: <USD per M tokens>}`,
+          });
+        }
+      },
+      { when: fieldsValid('llm', 'judge') },
+    )
+    .superRefine(
+      (file, ctx) => {
+        if (!file.retriever && registry.requiresRetriever?.(file.pipeline.name)) {
+          ctx.addIssue({ code: 'custom', path: ['retriever'], message: `pipeline ${file.pipeline.name} needs a retriever (e.g. \`retriever: bm25\`; types: bm25, dense, hybrid, multi-query)` });
+        }
+      },
+      // Said only of an otherwise sound config: with a wrong pipeline name it would mislead.
+      { when: (payload) => payload.issues.length === 0 },
+    )
+    .superRefine(
+      (file, ctx) => {
+        const questions = file.dataset.questions;
+        if (questions !== undefined && questions !== 'ambiguous' && file.dataset.name !== 'asqa') {
+          ctx.addIssue({ code: 'custom', path: ['dataset', 'questions'], message: `${questions} applies to dataset asqa only (this config's dataset is ${file.dataset.name})` });
+        }
+      },
+      { when: fieldsValid('dataset') },
+    )
+    .superRefine(
+      (file, ctx) => {
+        const allowed = registry.metricsFor?.(file.dataset.name) ?? registry.metricNames;
+        file.metrics?.forEach((m, i) => {
+          if (allowed.includes(m)) return;
+          const known = registry.metricNames.includes(m);
+          ctx.addIssue({
+            code: 'custom',
+            path: ['metrics', String(i)],
+            message: `${known ? `metric ${JSON.stringify(m)} does not apply to dataset ${file.dataset.name}` : `unknown metric ${JSON.stringify(m)}`} (allowed: ${allowed.join(', ')})`,
+          });
+        });
+      },
+      { when: fieldsValid('dataset', 'metrics') },
+    )
+    .superRefine(
+      (file, ctx) => {
+        const readerSpec = readerSpecOf(file.reader, file.llm);
+        const needReader = (file.metrics ?? defaultMetrics(file.dataset.name, readerSpec)).filter((m) => readerMetrics.has(m));
+        if (needReader.length > 0 && (readerSpec === undefined || readerSpec === 'none')) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['reader'],
+            message: `metrics ${needReader.join(', ')} need a reader${readerSpec === 'none' ? ', but reader is none' : ''} (e.g. \`reader: embedded\` or \`reader: qa-onnx:<folder>\`)`,
+          });
+        } else if (readerSpec !== undefined && (file.reader !== undefined || needReader.length > 0)) {
+          // The reader module's line names its field itself.
+          const problem = registry.checkReader?.(readerSpec, checkFiles);
+          if (problem) ctx.addIssue({ code: 'custom', path: ['reader'], message: problem.replace(/^reader: /, '') });
+        }
+      },
+      { when: fieldsValid('dataset', 'metrics', 'reader', 'llm') },
+    )
+    .superRefine(
+      (file, ctx) => {
+        if (!checkFiles) return;
+        const datasetPath = resolveDataPath(file.dataset.path ?? defaultDatasetFiles[file.dataset.name]);
+        if (!existsSync(datasetPath)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['dataset', 'path'],
+            message:
+              `file not found: ${datasetPath}` +
+              // The user named no file, so say where the default came from and the three ways out.
+              (file.dataset.path === undefined
+                ? ` (the default for dataset '${file.dataset.name}' in the data folder ${dataDir()}: put the official file there, ` +
+                  'point AMBIQA_DATA_DIR at a folder that has it, or set dataset.path)'
+                : ''),
+          });
+        }
+        for (const field of ['demos', 'ids'] as const) {
+          const given = file.dataset[field];
+          if (given !== undefined && !existsSync(resolveDataPath(given))) {
+            ctx.addIssue({ code: 'custom', path: ['dataset', field], message: `file not found: ${resolveDataPath(given)}` });
+          }
+        }
+        const corpus = file.retriever?.corpus;
+        if (corpus !== undefined && !existsSync(resolveProjectPath(corpus))) {
+          ctx.addIssue({ code: 'custom', path: ['retriever', 'corpus'], message: `file not found: ${resolveProjectPath(corpus)}` });
+        }
+      },
+      { when: fieldsValid('dataset', 'retriever') },
+    )
+    .transform((file, ctx): ExperimentConfig => {
+      const name = file.name ?? options.defaultName ?? file.pipeline.name;
+      if (!runNamePattern.test(name)) {
+        ctx.addIssue({ code: 'custom', path: ['name'], message: `${JSON.stringify(name)} ${RUN_NAME_RULE}` });
+        return z.NEVER;
+      }
+      const shard = file.shard !== undefined ? parseShard(file.shard) : undefined;
+      const readerSpec = readerSpecOf(file.reader, file.llm);
+      const metrics = file.metrics ?? defaultMetrics(file.dataset.name, readerSpec);
+      // The default reader is recorded only where a metric reads with it.
+      const reader = metrics.some((m) => readerMetrics.has(m)) ? readerSpec : file.reader;
+      const { name: datasetName, path, demos, ids, ...dataset } = file.dataset;
+      const retriever = file.retriever;
+      return {
+        name: shard ? `${name}.shard-${shard.index}of${shard.count}` : name,
+        ...(file.description !== undefined ? { description: file.description } : {}),
+        dataset: {
+          name: datasetName,
+          path: resolveDataPath(path ?? defaultDatasetFiles[datasetName]),
+          ...dataset,
+          ...(demos !== undefined ? { demos: resolveDataPath(demos) } : {}),
+          ...(ids !== undefined ? { ids: resolveDataPath(ids) } : {}),
+        },
+        pipeline: file.pipeline,
+        llm: file.llm,
+        ...(file.judge ? { judge: file.judge } : {}),
+        ...(retriever ? { retriever: { ...retriever, ...(retriever.corpus !== undefined ? { corpus: resolveProjectPath(retriever.corpus) } : {}) } } : {}),
+        ...(file.reranker ? { reranker: file.reranker } : {}),
+        metrics,
+        ...(reader !== undefined ? { reader } : {}),
+        tracking: file.tracking,
+        concurrency: file.concurrency,
+        ...(file.sweep ? { sweep: file.sweep } : {}),
+        ...(shard ? { shard: formatShard(shard) } : {}),
+      };
+    });
+
+  /** `reader: none` turns the reader metrics off where they are only defaults. */
+  function defaultMetrics(dataset: DatasetName, readerSpec: string | undefined): string[] {
+    return registry.defaultMetrics(dataset).filter((m) => readerSpec !== 'none' || !readerMetrics.has(m));
   }
->;
+}
 
 export interface LoadOptions {
   overrides?: Override[];
@@ -268,180 +510,13 @@ export function resolveExperimentConfig(
   if (options.shard !== undefined) input = { ...input, shard: options.shard };
   if (options.name !== undefined) input = { ...input, name: options.name };
 
-  const parsed = experimentFileSchema.safeParse(input);
-  if (!parsed.success) fail(source, formatIssues(parsed.error.issues, { schema: experimentFileSchema, input }));
-  const file = parsed.data;
-
-  const problems: string[] = [];
-
-  if (!registry.pipelineNames.includes(file.pipeline.name)) {
-    problems.push(`pipeline.name: unknown pipeline ${JSON.stringify(file.pipeline.name)} (allowed: ${registry.pipelineNames.join(', ')})`);
-  }
-  let pipelineOptions: Record<string, unknown> = file.pipeline.options;
-  const optionsSchema = problems.length === 0 ? registry.pipelineOptionsSchema(file.pipeline.name) : undefined;
-  if (optionsSchema) {
-    const r = optionsSchema.safeParse(file.pipeline.options);
-    if (r.success) pipelineOptions = r.data as Record<string, unknown>;
-    else problems.push(...formatIssues(r.error.issues, { prefix: ['pipeline', 'options'], schema: optionsSchema, input: file.pipeline.options }));
-  }
-
-  const checkLlmSection = (section: 'llm' | 'judge', given: Record<string, unknown>): ExperimentConfig['llm'] => {
-    let checked = given as ExperimentConfig['llm'];
-    const before = problems.length;
-    if (checked.provider === 'scripted') {
-      const r = scriptedLlmSchema.safeParse(checked);
-      if (r.success) checked = r.data;
-      else problems.push(...formatIssues(r.error.issues, { prefix: [section], schema: scriptedLlmSchema, input: checked }));
-    } else if (registry.llmConfigSchema) {
-      const r = registry.llmConfigSchema.safeParse(checked);
-      if (r.success) checked = r.data as LlmConfig;
-      else problems.push(...formatIssues(r.error.issues, { prefix: [section], schema: registry.llmConfigSchema, input: checked }));
-    }
-    // Only a well-formed section's files are looked for (and never in pure validation tests).
-    if (problems.length === before && options.checkFiles !== false && checked.provider !== 'scripted') {
-      const problem = registry.checkLlmFiles?.(checked, section);
-      if (problem) problems.push(problem);
-    }
-    return checked;
-  };
-  const llm = checkLlmSection('llm', file.llm);
-  const judge = file.judge ? checkLlmSection('judge', file.judge) : undefined;
-  // One cap per run, on what llm: and judge: spend together (src/llm/budget.ts): a second cap on
-  // the judge alone would stop the run just as the first does, so it is refused, not half-honoured.
-  if (file.judge && 'maxCostUsd' in file.judge) {
-    problems.push('judge.maxCostUsd: a run has one cost cap, on what llm: and judge: spend together; set llm.maxCostUsd (or --max-cost) instead');
-  }
-  // A cap counts the judge's calls only when they have a price; one it cannot count is refused.
-  if (judge && judge.provider !== 'scripted' && (llm as { maxCostUsd?: number }).maxCostUsd !== undefined && registry.priceKnown?.(judge) === false) {
-    const model = (judge as { model?: string }).model ?? process.env.OPENAI_MODEL ?? '(unset)';
-    problems.push(
-      `judge.pricing: the run has a cost cap (llm.maxCostUsd / --max-cost), but no price is known for the judge's model "${model}", so its calls could not count; add judge.pricing: {prompt: <USD per M tokens>, completion: <USD per M tokens>}`,
-    );
-  }
-
-  let retriever: ExperimentConfig['retriever'];
-  if (file.retriever) {
-    const { corpus, exclude = 'none', ...rest } = file.retriever;
-    if (corpus !== undefined && typeof corpus !== 'string') problems.push(`retriever.corpus: expected a file path (got ${JSON.stringify(corpus)})`);
-    if (exclude !== 'none' && exclude !== 'own') {
-      problems.push(`retriever.exclude: must be "none" or "own" (a question's own annotated passages never reach its results); got ${JSON.stringify(exclude)}`);
-    }
-    let checked = rest as RetrieverConfig;
-    if (registry.retrieverConfigSchema) {
-      const r = registry.retrieverConfigSchema.safeParse(rest);
-      if (r.success) checked = r.data as RetrieverConfig;
-      else problems.push(...formatIssues(r.error.issues, { prefix: ['retriever'], schema: registry.retrieverConfigSchema, input: rest }));
-    }
-    retriever = { ...checked, exclude: exclude === 'own' ? 'own' : 'none', ...(typeof corpus === 'string' ? { corpus: resolveProjectPath(corpus) } : {}) };
-  }
-
-  if (!file.retriever && problems.length === 0 && registry.requiresRetriever?.(file.pipeline.name)) {
-    problems.push(`retriever: pipeline ${file.pipeline.name} needs a retriever (e.g. \`retriever: bm25\`; types: bm25, dense, hybrid, multi-query)`);
-  }
-
-  let reranker = file.reranker as RerankerConfig | undefined;
-  if (reranker && registry.rerankerConfigSchema) {
-    const r = registry.rerankerConfigSchema.safeParse(reranker);
-    if (r.success) reranker = r.data as RerankerConfig;
-    else problems.push(...formatIssues(r.error.issues, { prefix: ['reranker'], schema: registry.rerankerConfigSchema, input: reranker }));
-  }
-
-  if (file.dataset.questions !== undefined && file.dataset.questions !== 'ambiguous' && file.dataset.name !== 'asqa') {
-    problems.push(`dataset.questions: ${file.dataset.questions} applies to dataset asqa only (this config's dataset is ${file.dataset.name})`);
-  }
-
-  const readerMetrics = registry.readerMetrics ?? new Set<string>();
-  const readerSpec = file.reader ?? registry.defaultReader?.(file.llm.provider);
-  // `reader: none` turns the reader metrics off where they are only defaults.
-  const metrics = file.metrics ?? registry.defaultMetrics(file.dataset.name).filter((m) => readerSpec !== 'none' || !readerMetrics.has(m));
-  const allowedMetrics = registry.metricsFor?.(file.dataset.name) ?? registry.metricNames;
-  file.metrics?.forEach((m, i) => {
-    if (!allowedMetrics.includes(m)) {
-      const known = registry.metricNames.includes(m);
-      problems.push(
-        `metrics.${i}: ${known ? `metric ${JSON.stringify(m)} does not apply to dataset ${file.dataset.name}` : `unknown metric ${JSON.stringify(m)}`} (allowed: ${allowedMetrics.join(', ')})`,
-      );
-    }
+  const schema = experimentConfigSchema(registry, {
+    checkFiles: options.checkFiles !== false,
+    ...(options.defaultName !== undefined ? { defaultName: options.defaultName } : {}),
   });
-  const needReader = metrics.filter((m) => readerMetrics.has(m));
-  if (needReader.length > 0 && (readerSpec === undefined || readerSpec === 'none')) {
-    problems.push(`reader: metrics ${needReader.join(', ')} need a reader${readerSpec === 'none' ? ', but reader is none' : ''} (e.g. \`reader: embedded\` or \`reader: qa-onnx:<folder>\`)`);
-  } else if (readerSpec !== undefined && (file.reader !== undefined || needReader.length > 0)) {
-    const problem = registry.checkReader?.(readerSpec, options.checkFiles !== false);
-    if (problem) problems.push(problem);
-  }
-  const reader = needReader.length > 0 ? readerSpec : file.reader;
-
-  let shard: Shard | undefined;
-  if (file.shard !== undefined) {
-    try {
-      shard = parseShard(file.shard);
-    } catch (error) {
-      problems.push(`shard: ${(error as Error).message}`);
-    }
-  }
-
-  if (file.sweep) {
-    for (const key of Object.keys(file.sweep)) {
-      if (key === 'reference') continue;
-      if (key.startsWith('sweep.') || key === 'sweep' || key === 'shard' || key === 'name') {
-        problems.push(`sweep.${key}: cannot sweep over '${key.split('.')[0]}'`);
-      }
-    }
-  }
-
-  const datasetPath = resolveDataPath(file.dataset.path ?? defaultDatasetFiles[file.dataset.name]);
-  const demosPath = file.dataset.demos !== undefined ? resolveDataPath(file.dataset.demos) : undefined;
-  const idsPath = file.dataset.ids !== undefined ? resolveDataPath(file.dataset.ids) : undefined;
-  if (options.checkFiles !== false) {
-    if (!existsSync(datasetPath)) {
-      problems.push(
-        `dataset.path: file not found: ${datasetPath}` +
-          // The user named no file, so say where the default came from and the three ways out.
-          (file.dataset.path === undefined
-            ? ` (the default for dataset '${file.dataset.name}' in the data folder ${dataDir()}: put the official file there, ` +
-              'point AMBIQA_DATA_DIR at a folder that has it, or set dataset.path)'
-            : ''),
-      );
-    }
-    if (demosPath && !existsSync(demosPath)) problems.push(`dataset.demos: file not found: ${demosPath}`);
-    if (idsPath && !existsSync(idsPath)) problems.push(`dataset.ids: file not found: ${idsPath}`);
-    if (retriever?.corpus && !existsSync(retriever.corpus)) problems.push(`retriever.corpus: file not found: ${retriever.corpus}`);
-  }
-
-  if (problems.length > 0) fail(source, problems);
-
-  const name = file.name ?? options.defaultName ?? file.pipeline.name;
-  if (!runNamePattern.test(name)) fail(source, [`name: ${JSON.stringify(name)} must be letters, digits, dot, dash or underscore`]);
-
-  return {
-    name: shard ? `${name}.shard-${shard.index}of${shard.count}` : name,
-    ...(file.description !== undefined ? { description: file.description } : {}),
-    dataset: {
-      name: file.dataset.name,
-      path: datasetPath,
-      split: file.dataset.split,
-      ...(file.dataset.sample !== undefined ? { sample: file.dataset.sample } : {}),
-      seed: file.dataset.seed,
-      ...(file.dataset.limit !== undefined ? { limit: file.dataset.limit } : {}),
-      ...(demosPath !== undefined ? { demos: demosPath } : {}),
-      ...(idsPath !== undefined ? { ids: idsPath } : {}),
-      ...(file.dataset.questions !== undefined ? { questions: file.dataset.questions } : {}),
-      ...(file.dataset.demoSelection !== undefined ? { demoSelection: file.dataset.demoSelection } : {}),
-      ...(file.dataset.maxQuestionChars !== undefined ? { maxQuestionChars: file.dataset.maxQuestionChars } : {}),
-    },
-    pipeline: { name: file.pipeline.name as PipelineName, options: pipelineOptions },
-    llm,
-    ...(judge ? { judge } : {}),
-    ...(retriever ? { retriever } : {}),
-    ...(reranker ? { reranker } : {}),
-    metrics,
-    ...(reader !== undefined ? { reader } : {}),
-    tracking: file.tracking,
-    concurrency: file.concurrency,
-    ...(file.sweep ? { sweep: file.sweep } : {}),
-    ...(shard ? { shard: formatShard(shard) } : {}),
-  };
+  const parsed = schema.safeParse(input);
+  if (!parsed.success) fail(source, formatIssues(parsed.error.issues, { schema, input }));
+  return parsed.data;
 }
 
 function fail(source: string, problems: string[]): never {
@@ -466,18 +541,68 @@ export function resolveProjectPath(path: string): string {
   return existsSync(fromCwd) ? fromCwd : join(projectRoot, path);
 }
 
-/** The config as YAML, with a header, for `config.yaml` in a run dir. */
+/**
+ * The format of a saved config (`config.yaml` of a run, `sweep.yaml`), stamped as its first field:
+ *   1  (no stamp) before `llm:` and `judge:` were keyed on their provider: a section held every
+ *      provider's fields with their defaults (`apiKeyEnv` beside an embedded model, `contextSize`
+ *      beside a server);
+ *   2  each section holds its provider's fields only.
+ */
+export const CONFIG_FORMAT = 2;
+
+/** The config as YAML, with a header and the format stamp, for `config.yaml` in a run dir. */
 export function configToYaml(config: ExperimentConfig, header?: string): string {
-  const body = YAML.stringify(config, { lineWidth: 0 });
+  const body = YAML.stringify({ format: CONFIG_FORMAT, ...config }, { lineWidth: 0 });
   return header ? `# ${header}\n${body}` : body;
 }
 
-/** Parse a run dir's `config.yaml` back (already resolved; not re-validated against registries). */
+/**
+ * A format-1 config read as format 2: each LLM section keeps the fields its provider has (the
+ * others were defaults no provider of another kind ever read).
+ */
+function upgradeFormat1(config: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...config };
+  for (const section of ['llm', 'judge'] as const) {
+    const value = out[section];
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) continue;
+    const fields = value as Record<string, unknown>;
+    const provider = llmProviders.find((p) => p.name === (fields.provider ?? embeddedProvider.name));
+    if (!provider) continue; // left for the schema to name
+    const known = Object.keys(provider.schema.shape);
+    out[section] = Object.fromEntries(Object.entries(fields).filter(([key]) => known.includes(key)));
+  }
+  return out;
+}
+
+/**
+ * Parse a saved config (a run dir's `config.yaml`) back with the resolved config's schema: not
+ * against the registries (a pipeline registered by the notebook that ran it need not be
+ * registered now), and upgraded from the format it was written in.
+ */
 export function readResolvedConfig(path: string): ExperimentConfig {
   if (!existsSync(path)) throw new AmbiqaError(`not a run directory: ${path} is missing`, 'pass a folder written by `ambiqa run`');
-  const config = readYamlMapping(path) as unknown as ExperimentConfig;
+  const { format = 1, ...saved } = readYamlMapping(path);
+  if (format !== 1 && format !== CONFIG_FORMAT) {
+    throw new AmbiqaError(
+      `${path}: format ${JSON.stringify(format)} is not one this version of ambiqa reads (formats 1 to ${CONFIG_FORMAT})`,
+      'read the run with the version of ambiqa that wrote it, or a newer one',
+    );
+  }
+  const config = normaliseConfig(format === 1 ? upgradeFormat1(saved) : saved, path);
   registerKeyOfConfig(config);
   return config;
+}
+
+/**
+ * A resolved config as it reads back from `config.yaml` (every default filled, fields no schema
+ * has left out): what a resumed run's config is compared with, so that a config given to the
+ * runner directly compares like one that went through the schema.
+ */
+export function normaliseConfig(config: unknown, where: string): ExperimentConfig {
+  const parsed = savedConfigSchema.safeParse(config);
+  if (parsed.success) return parsed.data;
+  const lines = formatIssues(parsed.error.issues, { schema: savedConfigSchema, input: config });
+  throw new AmbiqaError(`${where}: not a config ambiqa wrote:\n  ${lines.join('\n  ')}`, 'the file may have been edited by hand; restore it, or start the run again under another --name');
 }
 
 /**

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { AmbiqaError } from '../errors';
-import { configFingerprint, configToYaml, diffConfigs, readResolvedConfig, type ExperimentConfig } from './config';
+import { configFingerprint, configToYaml, diffConfigs, normaliseConfig, readResolvedConfig, type ExperimentConfig } from './config';
 import { repairJsonl, writeFileAtomic } from '../common/jsonl';
 import { runFiles } from '../run-files';
 import { redactConfig } from './secrets';
@@ -50,7 +50,8 @@ export function openRunDir(config: ExperimentConfig, runDir: string, resume: boo
   const redacted = redactConfig(config);
   if (checkRunDir(runDir, resume)) {
     const saved = readResolvedConfig(paths.config);
-    const differences = diffConfigs(configFingerprint(saved), configFingerprint(redacted));
+    // Compared as both read back: a config given to the runner directly may leave defaults out.
+    const differences = diffConfigs(configFingerprint(saved), configFingerprint(normaliseConfig(redacted, `run ${config.name}`)));
     if (differences.length > 0) {
       throw new AmbiqaError(
         `cannot resume ${runDir}: the config differs from the one it was started with in ${differences.join(', ')}`,

@@ -29,11 +29,6 @@ const veOptions = z
 const registry: ConfigRegistry = {
   pipelineNames: ['closed-book', 'verify-edit'],
   pipelineOptionsSchema: (name) => (name === 'verify-edit' ? veOptions : z.strictObject({ nShots: z.int().min(0).default(5) })),
-  llmConfigSchema: z.strictObject({
-    provider: z.enum(['embedded', 'openai-compatible']).default('embedded'),
-    model: z.string().optional(),
-    apiKey: z.string().optional(),
-  }),
   metricNames: ['str_em', 'rougeLsum', 'em', 'f1'],
   defaultMetrics: (d) => (d === 'asqa' ? ['str_em', 'rougeLsum'] : ['em', 'f1']),
 };
@@ -145,7 +140,7 @@ describe('experiment config', () => {
     expect(loadExperimentConfig(file, registry, { shard: '1/2' }).name).toBe('shard.shard-1of2');
   });
 
-  it('validates the llm section with the LLM module schema, naming allowed providers', () => {
+  it('validates the llm section with the providers\' schemas, naming allowed providers', () => {
     const file = writeConfig('llm.yaml', good.replace('provider: embedded', 'provider: gpt'));
     expect(messageOf(() => loadExperimentConfig(file, registry))).toBe(
       `${file}: llm.provider: must be one of "embedded", "openai-compatible" (got "gpt")`,

@@ -16,7 +16,7 @@ import { buildCorpus } from '../../src/retrieval/corpus-builder';
 import { saveCorpus } from '../../src/retrieval/corpus';
 import { readJsonl } from '../../src/common/jsonl';
 import type { Trace } from '../../src/trace/types';
-import type { ProviderCallLogLine } from '../../src/experiments/scripted-llm';
+import type { ProviderCallLogLine } from '../../src/llm/providers/scripted-config';
 import { startFaultServer, type FaultServer } from '../llm/fault-server';
 
 /**

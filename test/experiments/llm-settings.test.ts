@@ -7,7 +7,7 @@ import { describeCpu } from '../../src/llm/providers/llama-cpp';
 
 describe('resolved LLM settings in a run\'s params', () => {
   it('adds what an embedded config left to defaults (threads as resolved now, reuse, batching, slots)', () => {
-    const s = llmSettings({ provider: 'embedded', contextSize: 4096, judgeMode: 'probability', apiKeyEnv: 'OPENAI_API_KEY', cache: { mode: 'use' } });
+    const s = llmSettings({ provider: 'embedded', contextSize: 4096, judgeMode: 'probability', cache: { mode: 'use' } });
     // vitest.config.ts pins AMBIQA_LLM_THREADS=1 for the test workers.
     expect(s['llm.threads']).toBe('1');
     expect(s).toMatchObject({ 'llm.sequences': '8', 'llm.prefixReuse': 'true', 'llm.batchSamples': 'true', 'llm.flashAttention': 'true' });
@@ -29,10 +29,10 @@ describe('resolved LLM settings in a run\'s params', () => {
   });
 
   it('never repeats a field the config set itself, and has nothing for the scripted model', () => {
-    const s = llmSettings({ provider: 'embedded', threads: 3, sequences: 2, contextSize: 4096, judgeMode: 'probability', apiKeyEnv: 'OPENAI_API_KEY', cache: { mode: 'use' } });
+    const s = llmSettings({ provider: 'embedded', threads: 3, sequences: 2, contextSize: 4096, judgeMode: 'probability', cache: { mode: 'use' } });
     expect(s['llm.threads']).toBeUndefined();
     expect(s['llm.sequences']).toBeUndefined();
-    const server = llmSettings({ provider: 'openai-compatible', model: 'm', contextSize: 4096, judgeMode: 'probability', apiKeyEnv: 'OPENAI_API_KEY', cache: { mode: 'use' } });
+    const server = llmSettings({ provider: 'openai-compatible', model: 'm', judgeMode: 'probability', apiKeyEnv: 'OPENAI_API_KEY', cache: { mode: 'use' } });
     expect(server['llm.model']).toBeUndefined();
     expect(server['llm.threads']).toBeUndefined();
     expect(server['llm.engine']).toBeUndefined();

@@ -1,12 +1,11 @@
 import { appendFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
-import { cacheKey } from '../llm/cache';
-import { LlmClient } from '../llm/client';
-import { ScriptedProvider } from '../llm/providers/scripted';
-import { sleep } from '../llm/limiter';
-import type { LanguageModelProvider, NormalisedRequest, ProviderCompletion } from '../llm/types';
-import type { z } from 'zod';
-import type { scriptedLlmSchema } from './config';
+import { z } from 'zod';
+import { cacheKey } from '../cache';
+import { LlmClient } from '../client';
+import { sleep } from '../limiter';
+import type { LanguageModelProvider, NormalisedRequest, ProviderCompletion } from '../types';
+import { ScriptedProvider } from './scripted';
 
 /**
  * `llm: {provider: scripted}` — a test double selectable from a config file, so that a test can
@@ -15,7 +14,24 @@ import type { scriptedLlmSchema } from './config';
  * it ends — so a test can prove that a resumed run repeats no call that had finished.
  * It goes through the real `LlmClient` and its persistent cache like any other provider.
  */
-export type ScriptedLlmConfig = z.infer<typeof scriptedLlmSchema>;
+export const scriptedLlmSchema = z.strictObject({
+  provider: z.literal('scripted'),
+  /** Reply for any prompt; `{{n}}`-free text. */
+  reply: z.string().default('scripted answer'),
+  /** Replies by call purpose (e.g. `closed-book.answer`), taking precedence over `reply`. */
+  replies: z.record(z.string(), z.string()).default({}),
+  /** Replies in turn: sample i of a call gets `cycle[(hash(prompt) + i) % length]`. */
+  cycle: z.array(z.string()).min(1).optional(),
+  /** Simulated latency per provider call, in milliseconds. */
+  latencyMs: z.int().min(0).default(0),
+  /** Append one JSON line per provider call (start and end) to this file. */
+  callLog: z.string().optional(),
+  /** Cache file for this provider (default: the project's LLM cache). */
+  cache: z.string().optional(),
+  model: z.string().default('scripted-model'),
+});
+
+export type ScriptedLlmConfig = z.output<typeof scriptedLlmSchema>;
 
 export interface ProviderCallLogLine {
   event: 'start' | 'end';
