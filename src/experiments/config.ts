@@ -7,7 +7,7 @@ import { dataDir, projectRoot } from '../config/paths';
 import { asqaQuestionKinds, datasetNames, defaultDatasetFiles } from '../datasets/index';
 import type { DatasetName } from '../datasets/types';
 import { AmbiqaError } from '../errors';
-import { embeddedProvider, listedLlmProviders, llmProviderOf, llmProviderSchemas, llmProviders, type LlmSectionConfig, type LlmSectionInput } from '../llm/provider-registry';
+import { listedLlmProviders, llmProviderOf, llmProviderSchemas, type LlmSectionConfig, type LlmSectionInput } from '../llm/provider-registry';
 import type { BuiltinPipelineName, PipelineOptionsInput, RegisteredPipelineOptions } from '../pipelines/registry';
 import { rerankerConfigSchema, retrieverConfigSchema, type RerankerConfigInput, type RetrieverConfigInput } from '../retrieval/factory';
 import type { PipelineName } from '../trace/types';
@@ -15,6 +15,7 @@ import { readYamlMapping } from '../common/yaml';
 import { formatIssues } from '../common/zod-issues';
 import { applyOverrides, type Override } from './overrides';
 import { formatShard, parseShard } from './shard';
+import { RUN_FORMAT } from '../run-files';
 
 /**
  * An experiment config: what to run (dataset, pipeline and its options, LLM, retriever), what to
@@ -541,54 +542,29 @@ export function resolveProjectPath(path: string): string {
   return existsSync(fromCwd) ? fromCwd : join(projectRoot, path);
 }
 
-/**
- * The format of a saved config (`config.yaml` of a run, `sweep.yaml`), stamped as its first field:
- *   1  (no stamp) before `llm:` and `judge:` were keyed on their provider: a section held every
- *      provider's fields with their defaults (`apiKeyEnv` beside an embedded model, `contextSize`
- *      beside a server);
- *   2  each section holds its provider's fields only.
- */
-export const CONFIG_FORMAT = 2;
-
 /** The config as YAML, with a header and the format stamp, for `config.yaml` in a run dir. */
 export function configToYaml(config: ExperimentConfig, header?: string): string {
-  const body = YAML.stringify({ format: CONFIG_FORMAT, ...config }, { lineWidth: 0 });
+  const body = YAML.stringify({ format: RUN_FORMAT, ...config }, { lineWidth: 0 });
   return header ? `# ${header}\n${body}` : body;
 }
 
 /**
- * A format-1 config read as format 2: each LLM section keeps the fields its provider has (the
- * others were defaults no provider of another kind ever read).
- */
-function upgradeFormat1(config: Record<string, unknown>): Record<string, unknown> {
-  const out = { ...config };
-  for (const section of ['llm', 'judge'] as const) {
-    const value = out[section];
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) continue;
-    const fields = value as Record<string, unknown>;
-    const provider = llmProviders.find((p) => p.name === (fields.provider ?? embeddedProvider.name));
-    if (!provider) continue; // left for the schema to name
-    const known = Object.keys(provider.schema.shape);
-    out[section] = Object.fromEntries(Object.entries(fields).filter(([key]) => known.includes(key)));
-  }
-  return out;
-}
-
-/**
- * Parse a saved config (a run dir's `config.yaml`) back with the resolved config's schema: not
+ * Parse a saved config (a run dir's `config.yaml`) back with the resolved config's schema, not
  * against the registries (a pipeline registered by the notebook that ran it need not be
- * registered now), and upgraded from the format it was written in.
+ * registered now). Format 1 reads as format 2: the fields its LLM sections held for other
+ * providers (`apiKeyEnv` beside an embedded model, `contextSize` beside a server) were defaults
+ * no provider of that kind read, and the saved-config schema leaves them out.
  */
 export function readResolvedConfig(path: string): ExperimentConfig {
   if (!existsSync(path)) throw new AmbiqaError(`not a run directory: ${path} is missing`, 'pass a folder written by `ambiqa run`');
   const { format = 1, ...saved } = readYamlMapping(path);
-  if (format !== 1 && format !== CONFIG_FORMAT) {
+  if (typeof format !== 'number' || !Number.isInteger(format) || format < 1 || format > RUN_FORMAT) {
     throw new AmbiqaError(
-      `${path}: format ${JSON.stringify(format)} is not one this version of ambiqa reads (formats 1 to ${CONFIG_FORMAT})`,
+      `${path}: format ${JSON.stringify(format)} is not one this version of ambiqa reads (formats 1 to ${RUN_FORMAT})`,
       'read the run with the version of ambiqa that wrote it, or a newer one',
     );
   }
-  const config = normaliseConfig(format === 1 ? upgradeFormat1(saved) : saved, path);
+  const config = normaliseConfig(saved, path);
   registerKeyOfConfig(config);
   return config;
 }

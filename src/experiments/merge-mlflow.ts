@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AmbiqaError } from '../errors';
 import type { Experiment, MlflowClient, Run } from '../tracking/index';
-import { runFiles, type MlflowRecord } from '../run-files';
+import { runFiles, writeRunJson, type MlflowRecord } from '../run-files';
 import { mergeRuns, type MergeOutcome, type MergeRequest } from './merge';
 import { runStarted } from './run-dir';
 import { formatShard, parseShard, type Shard } from './shard';
@@ -144,7 +144,7 @@ export async function mergeFromMlflow(request: MlflowMergeRequest): Promise<Mlfl
       runId: run.info.runId,
       runName: run.info.runName,
     };
-    writeFileSync(join(dir, runFiles.mlflow), JSON.stringify(record, null, 2) + '\n');
+    writeRunJson(join(dir, runFiles.mlflow), 'mlflow', record);
     shardRuns.push({ shard: formatShard(shard), runId: run.info.runId, dir });
   }
   if (problems.length > 0) refuse(problems, hints);

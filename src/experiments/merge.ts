@@ -6,7 +6,7 @@ import type { RunTracker } from '../tracking/types';
 import { configFingerprint, configToYaml, diffConfigs, readResolvedConfig, type ExperimentConfig } from './config';
 import { readJsonl, writeFileAtomic, writeJsonlAtomic } from '../common/jsonl';
 import type { ExampleResult, MetricAggregate, RunMetrics } from '../run-files';
-import { readJson, runFiles, writeJson, type MlflowRecord, type RunState } from '../run-files';
+import { readRunJson, runFiles, writeJson, writeRunJson, type MlflowRecord, type RunState } from '../run-files';
 import { judgePriorSettings, readJudgePriors } from './judge-priors';
 import { runStarted } from './run-dir';
 import { configParams, guard, metricsForMlflow, type TrackingFactory } from './run-tracking';
@@ -62,8 +62,8 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
       dir,
       config,
       results: readJsonl<ExampleResult>(join(dir, runFiles.results)),
-      state: readJson<RunState>(join(dir, runFiles.state)),
-      mlflow: readJson<MlflowRecord>(join(dir, runFiles.mlflow)),
+      state: readRunJson(join(dir, runFiles.state), 'state'),
+      mlflow: readRunJson(join(dir, runFiles.mlflow), 'mlflow'),
     };
   });
 
@@ -142,7 +142,7 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
   // except what each machine resolved at its start (llm.threads): distinct values are all kept.
   const values = new Map<string, Set<string>>();
   for (const shard of shards) {
-    for (const [key, value] of Object.entries(readJson<RunMetrics>(join(shard.dir, runFiles.metrics))?.settings ?? {})) {
+    for (const [key, value] of Object.entries(readRunJson(join(shard.dir, runFiles.metrics), 'metrics')?.settings ?? {})) {
       values.set(key, (values.get(key) ?? new Set()).add(value));
     }
   }
@@ -168,7 +168,7 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
     metrics.usage.calibration_llm_calls = priors.reduce((n, x) => n + x.priors!.usage.llmCalls, 0);
     metrics.usage.calibration_prompt_tokens = priors.reduce((n, x) => n + x.priors!.usage.promptTokens, 0);
   }
-  writeJson(join(dir, runFiles.metrics), metrics);
+  writeRunJson(join(dir, runFiles.metrics), 'metrics', metrics);
   writeJson(join(dir, 'shards.json'), {
     count,
     missing: missingShards,
@@ -198,7 +198,7 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
       runName: name,
       runUrl: tracking.runUrl(parent.experimentId, parent.runId),
     };
-    writeJson(join(dir, runFiles.mlflow), mlflow);
+    writeRunJson(join(dir, runFiles.mlflow), 'mlflow', mlflow);
     await guard(warn, 'log params', () => parent.logParams({ ...configParams(config), ...metrics.settings }));
     await guard(warn, 'log metrics', () => parent.logMetrics(metricsForMlflow(metrics)));
     for (const f of [runFiles.config, runFiles.metrics, runFiles.results, runFiles.traces, 'shards.json']) {

@@ -4,7 +4,7 @@ import type { ExperimentConfig } from './config';
 import type { UsageTotals } from '../llm/types';
 import { readJsonl } from '../common/jsonl';
 import type { ExampleResult } from '../run-files';
-import { readJson, writeJson, type RunState } from '../run-files';
+import { readRunJson, writeRunJson, type RunState } from '../run-files';
 import { parseShard, selectShard } from './shard';
 
 export interface IndexedExample {
@@ -63,7 +63,7 @@ export class RunStateFile {
     total: number,
     done: number,
   ) {
-    const prior = readJson<RunState>(path);
+    const prior = readRunJson(path, 'state');
     this.state = {
       status: 'RUNNING',
       wallSeconds: prior?.wallSeconds ?? 0,
@@ -116,6 +116,6 @@ export class RunStateFile {
   }
 
   private write(): void {
-    writeJson(this.path, this.state);
+    writeRunJson(this.path, 'state', this.state);
   }
 }

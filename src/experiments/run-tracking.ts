@@ -6,7 +6,7 @@ import type { Example } from '../datasets/types';
 import type { Trace } from '../trace/types';
 import type { ExperimentConfig } from './config';
 import { describeRunStart, modelTags } from './run-page';
-import { readJson, writeJson, type MlflowRecord, type RunMetrics } from '../run-files';
+import { readRunJson, writeRunJson, type MlflowRecord, type RunMetrics } from '../run-files';
 import { SHARD_TAG, UPLOADS_PENDING, UPLOADS_TAG, uploadManifest } from './shard-group';
 
 /** Opens the tracking backend for a run dir (live MLflow, or an on-disk buffer when it is down). */
@@ -67,7 +67,7 @@ export class RunTrackingSession {
 
   static async start(request: RunTrackingRequest): Promise<RunTrackingSession> {
     const { config, warn } = request;
-    const saved = readJson<MlflowRecord>(request.recordPath);
+    const saved = readRunJson(request.recordPath, 'mlflow');
     if (!request.factory || !config.tracking.enabled) return new RunTrackingSession(saved, null, warn);
     const tracking = await request.factory(request.runDir);
     const resumeRunId = request.resume && saved?.runId ? saved.runId : undefined;
@@ -97,7 +97,7 @@ export class RunTrackingSession {
       ...(request.parentRunId ? { parentRunId: request.parentRunId } : {}),
       runUrl: tracking.runUrl(tracker.experimentId, tracker.runId),
     };
-    writeJson(request.recordPath, record);
+    writeRunJson(request.recordPath, 'mlflow', record);
     await guard(warn, 'log params to MLflow', () => tracker.logParams({ ...configParams(request.redacted), ...request.settings }));
     await guard(warn, 'log the dataset and description to MLflow', () => describeRunStart(tracker, request.redacted, request.examples ?? []));
     const session = new RunTrackingSession(record, tracker, warn, request.figures ? { log: request.figures, dir: request.runDir } : undefined);

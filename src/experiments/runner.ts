@@ -6,7 +6,7 @@ import { openRunDir } from './run-dir';
 import { acquireDirLock } from './run-lock';
 import { planWork, RunStateFile } from './run-state';
 import { RunTrackingSession, type FigureLogger, type TrackingFactory } from './run-tracking';
-import { writeJson, type MlflowRecord } from '../run-files';
+import { writeRunJson, type MlflowRecord } from '../run-files';
 import { decisionStatistics } from '../metrics/decisions';
 import { runJudgeDiagnostics } from '../metrics/judge-quality';
 import type { Trace } from '../trace/types';
@@ -178,7 +178,7 @@ async function runSession(request: RunRequest, warn: (message: string) => void):
       metrics.usage.calibration_prompt_tokens = calibrated.priors.usage.promptTokens;
     }
     addDecisions(metrics, results, readJsonl<Trace>(paths.traces));
-    writeJson(paths.metrics, metrics);
+    writeRunJson(paths.metrics, 'metrics', metrics);
     progress.finish(
       { ...answered.progress, done: answeredCount },
       status === 'FINISHED' ? undefined : status === 'KILLED' ? (answered.stoppedBy ?? 'stopped') : fatal,

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AmbiqaError } from '../errors';
-import { readJson, type RunState } from '../run-files';
+import { readRunJson } from '../run-files';
 import { ExitStatus, worstExitStatus } from './exit-status';
 import type { ExperimentConfig } from './config';
 
@@ -387,7 +387,7 @@ export function launchExitStatus(state: LaunchState): number {
 /** `done/total` of a shard's run dir, when it is readable from here (a shared file system). */
 export function shardProgress(artifactsDir: string, name: string, index: number, count: number): string | undefined {
   try {
-    const state = readJson<RunState>(join(artifactsDir, 'runs', `${name}.shard-${index}of${count}`, 'run.json'));
+    const state = readRunJson(join(artifactsDir, 'runs', `${name}.shard-${index}of${count}`, 'run.json'), 'state');
     return state ? `${state.done}/${state.total}` : undefined;
   } catch {
     return undefined;

@@ -7,8 +7,7 @@ import { configToYaml, resolveExperimentConfig, type ConfigRegistry, type Experi
 import { expandGrid, gridAxes, type GridAxis, type GridPoint } from './grid';
 import { applyOverrides } from './overrides';
 import type { ProgressSink } from './progress';
-import type { RunMetrics } from '../run-files';
-import { readJson, runFiles, writeJson, type MlflowRecord, type RunState } from '../run-files';
+import { readRunJson, runFiles, writeJson, writeRunJson, type MlflowRecord } from '../run-files';
 import { runStarted } from './run-dir';
 import { acquireDirLock, SWEEP_LOCK_FILE } from './run-lock';
 import { configParams, guard, type FigureLogger, type TrackingFactory } from './run-tracking';
@@ -155,7 +154,7 @@ async function sweepSession(request: SweepRequest, plan: SweepPlan): Promise<Swe
   // ---------------------------------------------------------------- the parent run
   const mlflowPath = join(plan.dir, runFiles.mlflow);
   let parent: RunTracker | null = null;
-  let mlflow = readJson<MlflowRecord>(mlflowPath);
+  let mlflow = readRunJson(mlflowPath, 'mlflow');
   if (request.tracking && plan.base.tracking.enabled) {
     const tracking = await request.tracking(plan.dir);
     parent = await tracking.startRun({
@@ -180,7 +179,7 @@ async function sweepSession(request: SweepRequest, plan: SweepPlan): Promise<Swe
       runName: plan.name,
       runUrl: tracking.runUrl(parent.experimentId, parent.runId),
     };
-    writeJson(mlflowPath, mlflow);
+    writeRunJson(mlflowPath, 'mlflow', mlflow);
     const swept = new Set(plan.axes.map((a) => a.key));
     const params = Object.fromEntries(Object.entries(configParams(redactConfig(plan.base))).filter(([k]) => !swept.has(k)));
     for (const axis of plan.axes) params[`sweep.${axis.key}`] = JSON.stringify(axis.values);
@@ -197,8 +196,8 @@ async function sweepSession(request: SweepRequest, plan: SweepPlan): Promise<Swe
         rows.push({ point, runDir, status: 'NOT RUN', metrics: null, exitStatus: ExitStatus.interrupted });
         continue;
       }
-      const state = readJson<RunState>(join(runDir, runFiles.state));
-      const done = resume && state?.status === 'FINISHED' ? readJson<RunMetrics>(join(runDir, runFiles.metrics)) : null;
+      const state = readRunJson(join(runDir, runFiles.state), 'state');
+      const done = resume && state?.status === 'FINISHED' ? readRunJson(join(runDir, runFiles.metrics), 'metrics') : null;
       if (done) {
         log(`[${point.index + 1}/${plan.points.length}] ${point.label}: finished earlier, kept`);
         rows.push({ point, runDir, status: 'FINISHED', metrics: done, exitStatus: runExitStatus({ status: 'FINISHED', metrics: done }) });

@@ -9,7 +9,7 @@
  * folder for `ambiqa sync`, like a run's.
  */
 import { join } from 'node:path';
-import { readJson, runFiles } from '../run-files';
+import { readRunJson, runFiles } from '../run-files';
 import type { Comparison } from '../run-files/comparison';
 import { openTracking } from '../tracking/index';
 import type { Tracking } from '../tracking/types';
@@ -101,5 +101,5 @@ export async function logComparison(c: Comparison, options: LogComparisonOptions
 /** The MLflow experiment a run dir was logged to (its mlflow.json). */
 function experimentOf(dir: string | undefined): string | undefined {
   if (!dir) return undefined;
-  return readJson<{ experimentName?: string }>(join(dir, runFiles.mlflow))?.experimentName;
+  return readRunJson(join(dir, runFiles.mlflow), 'mlflow')?.experimentName;
 }

@@ -10,8 +10,8 @@ import { basename, join, resolve } from 'node:path';
 import { readYamlMapping } from '../common/yaml';
 import { AmbiqaError } from '../errors';
 import { readJsonl } from '../common/jsonl';
-import type { ExampleResult, RunMetrics } from '../run-files';
-import { runFiles, type MlflowRecord, type RunState } from '../run-files';
+import type { ExampleResult } from '../run-files';
+import { readRunJson, runFiles, type MlflowRecord, type RunState } from '../run-files';
 import type { RunData, SweepData } from '../plots/types';
 import type { Trace } from '../trace/types';
 import type { PairedRow } from '../run-files/comparison';
@@ -86,9 +86,9 @@ export function loadRun(dir: string): LoadedRun {
   const config: Record<string, unknown> = existsSync(configPath) ? readYamlMapping(configPath) : {};
   const results = lastPerId(readJsonlFile<ExampleResult>(join(dir, runFiles.results)), (r) => r.id);
   const traces = lastPerId(readJsonlFile<Trace>(join(dir, runFiles.traces)), (t) => t.questionId);
-  const metrics = readJsonFile<RunMetrics>(join(dir, runFiles.metrics));
-  const mlflow = readJsonFile<MlflowRecord>(join(dir, runFiles.mlflow));
-  const state = readJsonFile<RunState>(join(dir, runFiles.state));
+  const metrics = readRunJson(join(dir, runFiles.metrics), 'metrics');
+  const mlflow = readRunJson(join(dir, runFiles.mlflow), 'mlflow');
+  const state = readRunJson(join(dir, runFiles.state), 'state');
   registerKeyOfConfig(config);
   const name = typeof config.name === 'string' ? config.name : (mlflow?.runName ?? basename(dir));
   return {
@@ -145,7 +145,7 @@ export function loadSweep(dir: string): LoadedSweep {
       /* the name is cosmetic; the folder name will do */
     }
   }
-  const mlflow = readJsonFile<MlflowRecord>(join(dir, runFiles.mlflow));
+  const mlflow = readRunJson(join(dir, runFiles.mlflow), 'mlflow');
   return { name, dir, runs, axes, ...(summary !== undefined ? { summary } : {}), ...(mlflow ? { mlflow } : {}) };
 }
 

@@ -7,8 +7,11 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { z } from 'zod';
 import { writeFileAtomic } from '../common/jsonl';
+import { formatIssues } from '../common/zod-issues';
 import { artifactsDir } from '../config/paths';
+import { AmbiqaError } from '../errors';
 import type { TraceSummary } from '../trace/types';
 
 export type { Trace, TraceSummary } from '../trace/types';
@@ -38,36 +41,54 @@ export function sweepsDir(): string {
   return join(artifactsDir(), 'sweeps');
 }
 
-/** Where a run's MLflow ids are kept, so that `--resume`, `merge` and people can find the run. */
-export interface MlflowRecord {
-  experimentName: string;
-  experimentId: string;
-  runId: string;
-  runName: string;
-  parentRunId?: string;
-  /** The UI address of the run (for people). */
-  runUrl?: string;
-  /** Set by reports when the address may not open (its local server has stopped). */
-  runUrlNote?: string;
-}
+/**
+ * The format of a run directory, stamped as `format` in its `config.yaml` (src/experiments/
+ * config.ts), `run.json`, `metrics.json` and `mlflow.json`; the JSONL files follow the
+ * directory's. A file without the stamp is format 1 (written before there was one):
+ *   1  `llm:` and `judge:` of config.yaml hold every provider's fields;
+ *   2  each holds its provider's fields only; the JSON files are stamped.
+ * Readers take every format up to this one and refuse a later one by name.
+ */
+export const RUN_FORMAT = 2;
 
-export interface RunState {
-  status: 'RUNNING' | 'FINISHED' | 'KILLED' | 'FAILED';
+/**
+ * A number as JSON keeps it: `JSON.stringify` writes NaN and ±Infinity (a mean over no
+ * questions) as null, read back as NaN so that the type stays a number.
+ */
+const jsonNumber = z.union([z.number(), z.null().transform(() => Number.NaN)]);
+
+/** Where a run's MLflow ids are kept, so that `--resume`, `merge` and people can find the run. */
+const mlflowRecordSchema = z.object({
+  experimentName: z.string(),
+  experimentId: z.string(),
+  runId: z.string(),
+  runName: z.string(),
+  parentRunId: z.string().optional(),
+  /** The UI address of the run (for people). */
+  runUrl: z.string().optional(),
+  /** Set by reports when the address may not open (its local server has stopped). */
+  runUrlNote: z.string().optional(),
+});
+export type MlflowRecord = z.output<typeof mlflowRecordSchema>;
+
+const runStateSchema = z.object({
+  status: z.enum(['RUNNING', 'FINISHED', 'KILLED', 'FAILED']),
   /** Wall seconds summed over every session of the run (an interrupted session counts up to its last checkpoint). */
-  wallSeconds: number;
-  sessions: number;
-  startedAt: string;
-  updatedAt: string;
-  total: number;
-  done: number;
-  error?: string;
+  wallSeconds: jsonNumber,
+  sessions: z.int().min(0),
+  startedAt: z.string(),
+  updatedAt: z.string(),
+  total: z.int().min(0),
+  done: z.int().min(0),
+  error: z.string().optional(),
   /** US dollars of live LLM calls over every session (finished questions and abandoned ones). */
-  costUsd?: number;
+  costUsd: jsonNumber.optional(),
   /** Live LLM samples and judgments over every session (what `costUsd` was spent on). */
-  liveCalls?: number;
+  liveCalls: z.int().min(0).optional(),
   /** Why the last session stopped early when it was not a failure (e.g. the cost cap). */
-  stoppedBy?: string;
-}
+  stoppedBy: z.string().optional(),
+});
+export type RunState = z.output<typeof runStateSchema>;
 
 export function readJson<T>(path: string): T | null {
   if (!existsSync(path)) return null;
@@ -115,106 +136,148 @@ export interface LabelledJudgment {
   label: boolean | null;
 }
 
-export interface MetricAggregate {
-  mean: number;
+const metricAggregateSchema = z.object({
+  mean: jsonNumber,
   /** Bootstrap 95% confidence interval. */
-  ciLow: number;
-  ciHigh: number;
-  n: number;
-}
+  ciLow: jsonNumber,
+  ciHigh: jsonNumber,
+  n: z.int().min(0),
+});
+export type MetricAggregate = z.output<typeof metricAggregateSchema>;
 
-export interface RunMetrics {
+/** The statistics of P before calibration (a subset of `JudgeDiagnostics`). */
+const judgeRawDiagnosticsSchema = z.object({
+  /** AUC of P (the P the pipeline thresholded) against the silver label; null when a class is empty. */
+  auc: z.number().nullable(),
+  /** Bootstrap 95% CI of the AUC, questions resampled; null when it cannot be computed. */
+  aucCiLow: z.number().nullable(),
+  aucCiHigh: z.number().nullable(),
+  /** Mean squared error of P against the 0/1 silver label. */
+  brier: z.number().nullable(),
+  meanPPositive: z.number().nullable(),
+  meanPNegative: z.number().nullable(),
+  /** Share of labelled judgments with P ≥ 0.5 (what the papers' threshold keeps). */
+  shareAtLeastHalf: z.number().nullable(),
+});
+export type JudgeRawDiagnostics = z.output<typeof judgeRawDiagnosticsSchema>;
+
+const reliabilityBinSchema = z.object({
+  /** Bin bounds on P: [low, high), the last bin closed. */
+  low: z.number(),
+  high: z.number(),
+  n: z.int().min(0),
+  /** Mean P of the bin's judgments (x of the diagram). */
+  meanP: jsonNumber,
+  /** Share of them whose silver label is positive (y of the diagram). */
+  positiveRate: jsonNumber,
+});
+export type ReliabilityBin = z.output<typeof reliabilityBinSchema>;
+
+/** How well one judge's P separates right from wrong on a run (src/metrics/judge-quality.ts). */
+const judgeDiagnosticsSchema = judgeRawDiagnosticsSchema.extend({
+  purpose: z.string(),
+  /** The silver label in words, e.g. "node answer matches a gold disambiguation (Answer-F1 ≥ 0.5)". */
+  silverLabel: z.string(),
+  /** Judgments of this purpose in the run, and how many of them got a silver label. */
+  judgments: z.int().min(0),
+  labelled: z.int().min(0),
+  positives: z.int().min(0),
+  negatives: z.int().min(0),
+  /** False when the AUC's CI contains 0.5 or too few judgments are labelled. */
+  separates: z.boolean(),
+  /** One plain sentence for summaries and reports (says when a threshold sweep cannot show an effect). */
+  verdict: z.string(),
+  /** Labelled judgments needed in each class before the AUC is trusted (judge-quality.ts). */
+  minPerClass: z.int().optional(),
+  /** Questions with at least one labelled judgment (the bootstrap resamples these). */
+  questions: z.int().optional(),
+  /** The same statistics of P before calibration, when the pipeline calibrated this judge. */
+  raw: judgeRawDiagnosticsSchema.optional(),
+  /** Reliability diagram: labelled judgments in equal-width P bins (empty bins left out). */
+  reliability: z.array(reliabilityBinSchema).optional(),
+  /** P histogram by silver label: counts per equal-width bin of [0, 1] (`edges` has one more entry). */
+  histogram: z.object({ edges: z.array(z.number()), positive: z.array(z.int()), negative: z.array(z.int()) }).optional(),
+});
+export type JudgeDiagnostics = z.output<typeof judgeDiagnosticsSchema>;
+
+const runMetricsSchema = z.object({
   /** Questions with a result: answered plus failed. */
-  n: number;
+  n: z.int().min(0),
   /** Questions answered (no error); the metrics are computed over these only. */
-  answered?: number;
-  metrics: Record<string, MetricAggregate>;
-  usage: {
-    llm_calls: number;
-    prompt_tokens: number;
-    completion_tokens: number;
-    cache_hits: number;
-    wall_seconds: number;
+  answered: z.int().min(0).optional(),
+  metrics: z.record(z.string(), metricAggregateSchema),
+  usage: z.object({
+    llm_calls: jsonNumber,
+    prompt_tokens: jsonNumber,
+    completion_tokens: jsonNumber,
+    cache_hits: jsonNumber,
+    wall_seconds: jsonNumber,
     /** US dollars of the run's live calls (sum of `TraceSummary.costUsd`); absent when no price is known. */
-    cost_usd?: number;
+    cost_usd: jsonNumber.optional(),
     /**
      * `judgeCalibration: batch`: the calibration judgments made before the first question
      * (judge-priors.json), not part of any question's counts above.
      */
-    calibration_llm_calls?: number;
-    calibration_prompt_tokens?: number;
-  };
+    calibration_llm_calls: jsonNumber.optional(),
+    calibration_prompt_tokens: jsonNumber.optional(),
+  }),
   /** Examples the run was asked to answer; `n < total` when it was stopped early. */
-  total?: number;
+  total: z.int().min(0).optional(),
   /** Examples whose pipeline failed (not part of the metrics; see `answered`). */
-  errors?: number;
+  errors: z.int().min(0).optional(),
   /** How the run ended. */
-  status?: 'FINISHED' | 'KILLED' | 'FAILED';
+  status: z.enum(['FINISHED', 'KILLED', 'FAILED']).optional(),
   /**
    * How the metrics were measured (`metric.reader`, `metric.sentence_splitter`) and how the
    * pipeline's judgments were read (`judge_mode`: probability | text | mixed), also MLflow params.
    */
-  settings?: Record<string, string>;
+  settings: z.record(z.string(), z.string()).optional(),
   /** Decision statistics from the traces (`decision_*`, src/metrics/decisions.ts), also MLflow metrics. */
-  decisions?: Record<string, number>;
+  decisions: z.record(z.string(), jsonNumber).optional(),
   /**
    * Judge quality per graded judge, keyed by purpose (`toc.verify`, `diva.verify`,
    * `combo.evidentiality`, `combo.consistency`, `ve.consistency`): P against a silver label from
    * the gold data (docs/metrics.md). Also MLflow metrics `judge.<purpose>.<field>`.
    */
-  judges?: Record<string, JudgeDiagnostics>;
+  judges: z.record(z.string(), judgeDiagnosticsSchema).optional(),
+});
+export type RunMetrics = z.output<typeof runMetricsSchema>;
+
+/** The JSON files of a run directory that have a schema, by `runFiles` key. */
+const runJsonSchemas = { state: runStateSchema, metrics: runMetricsSchema, mlflow: mlflowRecordSchema } as const;
+export type RunJsonFile = keyof typeof runJsonSchemas;
+export type RunJson<K extends RunJsonFile> = z.output<(typeof runJsonSchemas)[K]>;
+
+/**
+ * Read one of a run directory's JSON files with its schema (null when it is not there), from any
+ * format up to `RUN_FORMAT`. A sweep's `mlflow.json` has a run's shape. Errors name the file.
+ */
+export function readRunJson<K extends RunJsonFile>(path: string, kind: K): RunJson<K> | null {
+  if (!existsSync(path)) return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new AmbiqaError(`${path}: not valid JSON (${(error as Error).message})`, 'the file may be from an interrupted run; re-run with --resume');
+  }
+  const format = value !== null && typeof value === 'object' ? ((value as { format?: unknown }).format ?? 1) : 1;
+  if (typeof format !== 'number' || !Number.isInteger(format) || format < 1 || format > RUN_FORMAT) {
+    throw new AmbiqaError(
+      `${path}: format ${JSON.stringify(format)} is not one this version of ambiqa reads (formats 1 to ${RUN_FORMAT})`,
+      'read the run with the version of ambiqa that wrote it, or a newer one',
+    );
+  }
+  // Formats 1 and 2 of these files differ only by the stamp, which the schema leaves out.
+  const schema = runJsonSchemas[kind];
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    const lines = formatIssues(parsed.error.issues, { schema, input: value });
+    throw new AmbiqaError(`${path}: not a ${runFiles[kind]} ambiqa wrote: ${lines.join('; ')}`, 'the file may have been edited by hand; restore it, or start the run again');
+  }
+  return parsed.data as RunJson<K>;
 }
 
-/** How well one judge's P separates right from wrong on a run (src/metrics/judge-quality.ts). */
-export interface JudgeDiagnostics {
-  purpose: string;
-  /** The silver label in words, e.g. "node answer matches a gold disambiguation (Answer-F1 ≥ 0.5)". */
-  silverLabel: string;
-  /** Judgments of this purpose in the run, and how many of them got a silver label. */
-  judgments: number;
-  labelled: number;
-  positives: number;
-  negatives: number;
-  /** AUC of P (the P the pipeline thresholded) against the silver label; null when a class is empty. */
-  auc: number | null;
-  /** Bootstrap 95% CI of the AUC, questions resampled; null when it cannot be computed. */
-  aucCiLow: number | null;
-  aucCiHigh: number | null;
-  /** Mean squared error of P against the 0/1 silver label. */
-  brier: number | null;
-  meanPPositive: number | null;
-  meanPNegative: number | null;
-  /** Share of labelled judgments with P ≥ 0.5 (what the papers' threshold keeps). */
-  shareAtLeastHalf: number | null;
-  /** False when the AUC's CI contains 0.5 or too few judgments are labelled. */
-  separates: boolean;
-  /** One plain sentence for summaries and reports (says when a threshold sweep cannot show an effect). */
-  verdict: string;
-  /** Labelled judgments needed in each class before the AUC is trusted (judge-quality.ts). */
-  minPerClass?: number;
-  /** Questions with at least one labelled judgment (the bootstrap resamples these). */
-  questions?: number;
-  /** The same statistics of P before calibration, when the pipeline calibrated this judge. */
-  raw?: JudgeRawDiagnostics;
-  /** Reliability diagram: labelled judgments in equal-width P bins (empty bins left out). */
-  reliability?: ReliabilityBin[];
-  /** P histogram by silver label: counts per equal-width bin of [0, 1] (`edges` has one more entry). */
-  histogram?: { edges: number[]; positive: number[]; negative: number[] };
-}
-
-/** The statistics of P before calibration (a subset of `JudgeDiagnostics`). */
-export type JudgeRawDiagnostics = Pick<
-  JudgeDiagnostics,
-  'auc' | 'aucCiLow' | 'aucCiHigh' | 'brier' | 'meanPPositive' | 'meanPNegative' | 'shareAtLeastHalf'
->;
-
-export interface ReliabilityBin {
-  /** Bin bounds on P: [low, high), the last bin closed. */
-  low: number;
-  high: number;
-  n: number;
-  /** Mean P of the bin's judgments (x of the diagram). */
-  meanP: number;
-  /** Share of them whose silver label is positive (y of the diagram). */
-  positiveRate: number;
+/** Write one of a run directory's JSON files, stamped with the format it is written in. */
+export function writeRunJson<K extends RunJsonFile>(path: string, _kind: K, value: RunJson<K>): void {
+  writeJson(path, { format: RUN_FORMAT, ...value });
 }

@@ -6,11 +6,14 @@ import { z } from 'zod';
 import { AmbiqaError } from '../../src/errors';
 import {
   configFingerprint,
+  configToYaml,
   diffConfigs,
   loadExperimentConfig,
+  readResolvedConfig,
   resolveExperimentConfig,
   type ConfigRegistry,
 } from '../../src/experiments/config';
+import { RUN_FORMAT } from '../../src/run-files';
 import { parseOverride } from '../../src/experiments/overrides';
 
 // A registry shaped like the real one, so these tests pin the checker's own behaviour; the real
@@ -209,5 +212,51 @@ describe('experiment config', () => {
     expect(diffConfigs(configFingerprint(a), configFingerprint(b))).toEqual([]);
     const c = loadExperimentConfig(file, registry, { overrides: [parseOverride('pipeline.options.threshold=1')] });
     expect(diffConfigs(configFingerprint(a), configFingerprint(c))).toEqual(['pipeline.options.threshold']);
+  });
+
+  it('keys llm: and judge: on the provider: a section holds only its provider\'s fields', () => {
+    const inline = (llm: Record<string, unknown>) => () =>
+      resolveExperimentConfig({ dataset: { name: 'asqa', path: dataFile }, pipeline: { name: 'closed-book' }, llm }, registry, { source: 'inline' });
+    expect(messageOf(inline({ provider: 'openai-compatible', threads: 4 }))).toMatch(/^inline: llm: unknown field 'threads' \(allowed: provider, model, baseUrl, apiKeyEnv, /);
+    // No provider: the embedded model's fields.
+    expect(messageOf(inline({ baseUrl: 'http://127.0.0.1:1/v1' }))).toMatch(/^inline: llm: unknown field 'baseUrl' \(allowed: provider, model, apiKey, threads, /);
+    const c = inline({ threads: 2 })();
+    expect(c.llm).toMatchObject({ provider: 'embedded', threads: 2 });
+    expect(c.llm).not.toHaveProperty('apiKeyEnv');
+  });
+
+  it('checks a pipeline registered after an earlier check (the union is built from the live list)', () => {
+    const names = ['closed-book'];
+    const live: ConfigRegistry = { ...registry, pipelineNames: names };
+    const config = { dataset: { name: 'asqa', path: dataFile }, pipeline: { name: 'verify-edit', options: { n: 2, threshold: 3 } } };
+    expect(messageOf(() => resolveExperimentConfig(config, live, { source: 'inline' }))).toBe('inline: pipeline.name: unknown pipeline "verify-edit" (allowed: closed-book)');
+    names.push('verify-edit');
+    expect(messageOf(() => resolveExperimentConfig(config, live, { source: 'inline' }))).toBe('inline: pipeline.options.threshold: must be ≤ n (2)');
+  });
+
+  it('saves the config stamped with its format and reads it back with its schema', () => {
+    const config = loadExperimentConfig(writeConfig('saved.yaml', good), registry);
+    const yaml = configToYaml(config, 'resolved config');
+    expect(yaml.split('\n').slice(0, 2)).toEqual(['# resolved config', `format: ${RUN_FORMAT}`]);
+    const path = join(dir, 'saved-config.yaml');
+    writeFileSync(path, yaml);
+    expect(readResolvedConfig(path)).toEqual(config);
+  });
+
+  it('reads a config saved before the format stamp: the other providers\' defaults it held are left out', () => {
+    const config = loadExperimentConfig(writeConfig('old.yaml', good), registry);
+    const path = join(dir, 'old-config.yaml');
+    // Format 1: every LLM section carried every provider's defaults.
+    const old = { ...config, llm: { ...config.llm, apiKeyEnv: 'OPENAI_API_KEY' }, judge: { provider: 'openai-compatible', model: 'm', contextSize: 4096, judgeMode: 'probability', apiKeyEnv: 'OPENAI_API_KEY', cache: { mode: 'use' } } };
+    writeFileSync(path, `# resolved config\n${JSON.stringify(old)}\n`);
+    const read = readResolvedConfig(path);
+    expect(read.llm).not.toHaveProperty('apiKeyEnv');
+    expect(read.judge).not.toHaveProperty('contextSize');
+    const { judge: _judge, ...withoutJudge } = read;
+    expect(diffConfigs(configFingerprint(withoutJudge), configFingerprint(config))).toEqual([]);
+
+    const later = join(dir, 'later-config.yaml');
+    writeFileSync(later, configToYaml(config).replace(`format: ${RUN_FORMAT}`, `format: ${RUN_FORMAT + 1}`));
+    expect(messageOf(() => readResolvedConfig(later))).toBe(`${later}: format ${RUN_FORMAT + 1} is not one this version of ambiqa reads (formats 1 to ${RUN_FORMAT})`);
   });
 });

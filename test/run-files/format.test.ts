@@ -1,0 +1,59 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { AmbiqaError } from '../../src/errors';
+import { readRunJson, RUN_FORMAT, writeRunJson, type RunMetrics, type RunState } from '../../src/run-files';
+
+const dir = mkdtempSync(join(tmpdir(), 'ambiqa-run-files-'));
+
+const state: RunState = {
+  status: 'FINISHED',
+  wallSeconds: 1.5,
+  sessions: 1,
+  startedAt: '2026-01-01T00:00:00.000Z',
+  updatedAt: '2026-01-01T00:00:01.500Z',
+  total: 2,
+  done: 2,
+};
+
+describe('the JSON files of a run directory', () => {
+  it('are written stamped with the format and read back with their schemas, the stamp left out', () => {
+    const path = join(dir, 'run.json');
+    writeRunJson(path, 'state', state);
+    expect(JSON.parse(readFileSync(path, 'utf8'))).toEqual({ format: RUN_FORMAT, ...state });
+    expect(readRunJson(path, 'state')).toEqual(state);
+    expect(readRunJson(join(dir, 'absent.json'), 'state')).toBeNull();
+  });
+
+  it('reads files written before the stamp (format 1), and a mean over no questions as NaN', () => {
+    const path = join(dir, 'metrics.json');
+    // What a run wrote before formats: no stamp, and JSON's null for a NaN mean.
+    writeFileSync(
+      path,
+      JSON.stringify({
+        n: 0,
+        metrics: { em: { mean: null, ciLow: null, ciHigh: null, n: 0 } },
+        usage: { llm_calls: 0, prompt_tokens: 0, completion_tokens: 0, cache_hits: 0, wall_seconds: 0.1 },
+      }),
+    );
+    const metrics = readRunJson(path, 'metrics') as RunMetrics;
+    expect(metrics.n).toBe(0);
+    expect(metrics.metrics.em.mean).toBeNaN();
+    writeFileSync(join(dir, 'mlflow.json'), JSON.stringify({ experimentName: 'e', experimentId: '1', runId: 'r', runName: 'x' }));
+    expect(readRunJson(join(dir, 'mlflow.json'), 'mlflow')).toEqual({ experimentName: 'e', experimentId: '1', runId: 'r', runName: 'x' });
+  });
+
+  it('refuses a later format, and a file that is not what ambiqa writes, naming the file', () => {
+    const later = join(dir, 'later.json');
+    writeFileSync(later, JSON.stringify({ format: RUN_FORMAT + 1, ...state }));
+    expect(() => readRunJson(later, 'state')).toThrow(AmbiqaError);
+    expect(() => readRunJson(later, 'state')).toThrow(`${later}: format ${RUN_FORMAT + 1} is not one this version of ambiqa reads (formats 1 to ${RUN_FORMAT})`);
+    const wrong = join(dir, 'wrong.json');
+    writeFileSync(wrong, JSON.stringify({ ...state, status: 'DONE' }));
+    expect(() => readRunJson(wrong, 'state')).toThrow(`${wrong}: not a run.json ambiqa wrote: status: must be one of "RUNNING", "FINISHED", "KILLED", "FAILED" (got "DONE")`);
+    const torn = join(dir, 'torn.json');
+    writeFileSync(torn, '{"status": "FINI');
+    expect(() => readRunJson(torn, 'state')).toThrow(`${torn}: not valid JSON`);
+  });
+});
