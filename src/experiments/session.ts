@@ -24,11 +24,11 @@ import { createComposer, type Composer } from './compose';
 import { configFingerprint, diffConfigs, readResolvedConfig, resolveExperimentConfig, type ExperimentConfig, type ExperimentInput } from './config';
 import type { ProgressSink } from './progress';
 import { createReader, parseReaderSpec } from './reader';
-import { checkRunDir, runStarted } from './run-dir';
-import { runExperiment, type RunOutcome } from './runner';
+import { runStarted } from './run-dir';
+import type { RunOutcome } from './runner';
+import { preflightAll, runConfig, runDirOf } from './run-config';
 import { checkSweepDir, planSweep, runSweep, type SweepOutcome } from './sweep';
 import { logRunFigures } from '../report/run-figures';
-import { preflightError } from './preflight';
 import { acquireDirLock, RUN_LOCK_FILE, SWEEP_LOCK_FILE } from './run-lock';
 
 let shared: Composer | undefined;
@@ -70,17 +70,6 @@ export interface SessionRunOptions {
    * preflight.ts). false: for servers that cannot answer the checks.
    */
   preflight?: boolean;
-}
-
-/** Throw the preflight's problems for `configs` (one line each), before anything is written. */
-async function preflightAll(composer: Composer, configs: ExperimentConfig[], warn: (m: string) => void): Promise<void> {
-  const problems: string[] = [];
-  for (const config of configs) {
-    const report = await composer.preflight(config);
-    for (const note of report.notes) warn(note);
-    for (const line of report.problems) if (!problems.includes(line)) problems.push(line);
-  }
-  if (problems.length > 0) throw preflightError({ problems, notes: [] });
 }
 
 export interface SessionRun extends LoadedRun {
@@ -169,37 +158,31 @@ function resumeExisting(config: ExperimentConfig, runDir: string, existing: NonN
 /** Run one experiment in this process and return its run directory's contents. */
 export async function runInProcess(input: ExperimentInput, options: SessionRunOptions = {}): Promise<SessionRun> {
   const config = resolveConfig(input, options);
-  const runDir = join(runsDir(), config.name);
+  const runDir = runDirOf(config);
   return exclusive(runDir, async () => {
-    const warn = options.warn ?? ((m: string) => process.stderr.write(`note: ${m}\n`));
-    // Before the folder is read or emptied: a session of another process there is refused.
-    const lock = acquireDirLock(runDir, { notify: warn });
     const interrupt = interruptible(options.signal);
     try {
-      const resume = resumeExisting(config, runDir, options.existing ?? 'auto');
-      checkRunDir(runDir, resume);
-      const composer = sharedComposer();
-      if (options.preflight !== false) await preflightAll(composer, [config], warn);
-      const components = await composer.components(config);
-      const progress = sinkFor(options.progress, config.name);
-      const outcome = await runExperiment({
-        config,
-        runDir,
-        resume,
-        components,
-        tracking: composer.tracking(),
-        tags: composer.tags(config),
-        figures: logFigures,
-        ...(progress ? { progress } : {}),
+      const outcome = await runConfig(config, {
+        composer: sharedComposer(),
+        resume: (dir) => resumeExisting(config, dir, options.existing ?? 'auto'),
+        preflight: options.preflight !== false,
         signal: interrupt.signal,
+        progress: () => sinkFor(options.progress, config.name),
+        figures: logFigures,
+        note: options.warn ?? noteToStderr,
         ...(options.warn ? { warn: options.warn } : {}),
       });
+      // Interrupted during the preflight: nothing was started, so there is no run to return.
+      if (!outcome) throw interrupt.signal.reason;
       return { ...loadRun(runDir), status: outcome.status, answeredNow: outcome.answeredNow };
     } finally {
       interrupt.dispose();
-      lock.release();
     }
   });
+}
+
+function noteToStderr(message: string): void {
+  process.stderr.write(`note: ${message}\n`);
 }
 
 /** Remove everything in `dir` but the lock file this session holds there. */
@@ -244,7 +227,7 @@ export async function sweepInProcess(input: ExperimentInput, options: SessionSwe
   };
   const plan = planSweep(request);
   return exclusive(plan.dir, async () => {
-    const warn = options.warn ?? ((m: string) => process.stderr.write(`note: ${m}\n`));
+    const warn = options.warn ?? noteToStderr;
     // Before the folder is emptied or read: a sweep of another process there is refused.
     const lock = acquireDirLock(plan.dir, { file: SWEEP_LOCK_FILE, what: 'sweep directory', notify: warn });
     const interrupt = interruptible(options.signal);

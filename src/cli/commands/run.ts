@@ -1,17 +1,13 @@
 import type { RunTracker } from '../../tracking/types';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AmbiqaError } from '../../errors';
 import { loadExperimentConfig } from '../../experiments/config';
 import { createComposer } from '../../experiments/compose';
 import { parseOverride } from '../../experiments/overrides';
 import { ProgressBar } from '../../experiments/progress';
-import { checkRunDir, runExperiment } from '../../experiments/runner';
-import { acquireDirLock } from '../../experiments/run-lock';
-import { preflightError } from '../../experiments/preflight';
+import { runConfig } from '../../experiments/run-config';
 import { ExitStatus } from '../../experiments/exit-status';
 import { describePipelines } from '../../pipelines/registry';
-import { runsDir } from '../../run-files';
 import { resolveShardSpec } from '../../experiments/shard';
 import { checkShardGroup, SHARD_GROUP_TAG } from '../../experiments/shard-group';
 import { describeExitStatus, describeOutcome, interruptSignal, parsePositiveInt, parseUsd, runExitStatus } from '../../experiments/cli-support';
@@ -111,36 +107,19 @@ export async function run(argv: string[]): Promise<number> {
     if (config.sweep) {
       process.stderr.write(`note: ${positionals[0]} has a sweep: section; \`ambiqa run\` runs the base config only (use \`ambiqa sweep\` for the grid)\n`);
     }
-    const runDir = join(runsDir(), config.name);
-    // Held from here to the end of the session: a second process for this folder is refused now,
-    // naming the holder, before its preflight or any model loads (run-lock.ts).
-    const lock = acquireDirLock(runDir);
     const interrupt = interruptSignal();
     try {
-      // Under the lock, so that what is checked is what this process will find.
-      const exists = checkRunDir(runDir, values.resume ?? false);
-      if (values.resume && !exists) process.stderr.write(`note: no run at ${runDir} yet; starting it\n`);
-      if (!values['skip-preflight']) {
-        const report = await composer.preflight(config);
-        for (const note of report.notes) process.stderr.write(`note: ${note}\n`);
-        if (report.problems.length > 0) throw preflightError(report);
-      }
-      if (interrupt.signal.aborted) return ExitStatus.interrupted; // Ctrl-C during the preflight: nothing started
-      const components = await composer.components(config);
-      const outcome = await runExperiment({
-        config,
-        runDir,
+      const outcome = await runConfig(config, {
+        composer,
         resume: values.resume ?? false,
-        components,
-        tracking: composer.tracking(),
-        tags: { ...composer.tags(config), ...(group !== undefined ? { [SHARD_GROUP_TAG]: group } : {}) },
+        preflight: !values['skip-preflight'],
+        signal: interrupt.signal,
+        ...(values.quiet ? {} : { progress: () => new ProgressBar({ label: config.name }) }),
+        ...(group !== undefined ? { tags: { [SHARD_GROUP_TAG]: group } } : {}),
         // Figures (HTML + PNG) go to the MLflow run when tracking is on; loaded lazily (plotly, chromium).
         figures: async (dir: string, tracker: RunTracker) => (await import('../../report/run-figures')).logRunFigures(dir, tracker),
-        progress: values.quiet
-          ? undefined
-          : new ProgressBar({ label: config.name }),
-        signal: interrupt.signal,
       });
+      if (!outcome) return ExitStatus.interrupted; // Ctrl-C during the preflight: nothing started
       console.log(describeOutcome(outcome, positionals[0]));
       // 0 only when every selected question was answered (docs/cli.md, "Exit statuses").
       const code = runExitStatus(outcome);
@@ -148,7 +127,6 @@ export async function run(argv: string[]): Promise<number> {
       return code;
     } finally {
       interrupt.dispose();
-      lock.release();
     }
   } finally {
     await composer.close();

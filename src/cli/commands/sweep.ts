@@ -9,7 +9,7 @@ import { applyOverrides, parseOverride } from '../../experiments/overrides';
 import { ProgressBar } from '../../experiments/progress';
 import { sweepsDir } from '../../run-files';
 import { checkSweepDir, planSweep, runSweep } from '../../experiments/sweep';
-import { preflightError } from '../../experiments/preflight';
+import { preflightAll } from '../../experiments/run-config';
 
 export const summary = 'run a config over the grid in its sweep: section (nested MLflow runs, shared LLM cache, summary table)';
 
@@ -88,19 +88,8 @@ export async function run(argv: string[]): Promise<number> {
       return 0;
     }
     checkSweepDir(plan.dir, values.resume ?? false);
-    if (!values['skip-preflight']) {
-      // Every point before the first runs: a point late in the grid with an unserved model
-      // must not be found after the others have spent their calls.
-      const problems: string[] = [];
-      const notes = new Set<string>();
-      for (const p of plan.points) {
-        const report = await composer.preflight(p.config);
-        for (const line of report.problems) if (!problems.includes(line)) problems.push(line);
-        for (const note of report.notes) notes.add(note);
-      }
-      for (const note of notes) process.stderr.write(`note: ${note}\n`);
-      if (problems.length > 0) throw preflightError({ problems, notes: [...notes] });
-    }
+    // Every point before the first runs.
+    if (!values['skip-preflight']) await preflightAll(composer, plan.points.map((p) => p.config));
     const interrupt = interruptSignal();
     try {
       const outcome = await runSweep({
