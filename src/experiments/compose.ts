@@ -309,7 +309,7 @@ const RESOLVED_LLM_PARAMS = ['model', 'modelSha256', 'baseUrl', 'threads', 'sequ
 export function llmSettings(llm: ExperimentConfig['llm'], section: LlmSection = 'llm'): Record<string, string> {
   if (llm.provider === 'scripted') return {};
   const described = describeLlmConfig(llm, process.env, section);
-  const given = llm as Record<string, unknown>;
+  const given: Record<string, unknown> = llm;
   const out: Record<string, string> = {};
   for (const key of RESOLVED_LLM_PARAMS) {
     // A catalog name given as `model` is logged as given; its checksum is still added.

@@ -587,28 +587,32 @@ export function normaliseConfig(config: unknown, where: string): ExperimentConfi
  * where files sit on a particular machine do not count.
  */
 export function configFingerprint(config: ExperimentConfig): Record<string, unknown> {
-  const { name: _n, description: _d, concurrency: _c, tracking: _t, shard: _s, sweep: _w, ...rest } = config;
-  const clone = structuredClone(rest) as Record<string, unknown> & ExperimentConfig;
+  const { name: _n, description: _d, concurrency: _c, tracking: _t, shard: _s, sweep: _w, dataset, retriever, llm, judge, ...rest } = structuredClone(config);
   // A size limit refuses a run or lets it go; it never changes an answer.
-  const { maxQuestionChars: _q, ...dataset } = clone.dataset;
-  clone.dataset = {
-    ...dataset,
-    path: basename(clone.dataset.path),
-    ...(clone.dataset.demos ? { demos: basename(clone.dataset.demos) } : {}),
-    ...(clone.dataset.ids ? { ids: basename(clone.dataset.ids) } : {}),
+  const { maxQuestionChars: _q, ...data } = dataset;
+  return {
+    ...rest,
+    dataset: {
+      ...data,
+      path: basename(data.path),
+      ...(data.demos ? { demos: basename(data.demos) } : {}),
+      ...(data.ids ? { ids: basename(data.ids) } : {}),
+    },
+    ...(retriever ? { retriever: retriever.corpus ? { ...retriever, corpus: basename(retriever.corpus) } : retriever } : {}),
+    llm: answeringFields(llm),
+    ...(judge ? { judge: answeringFields(judge) } : {}),
   };
-  if (clone.retriever?.corpus) clone.retriever = { ...clone.retriever, corpus: basename(clone.retriever.corpus) };
-  // Where the cache and call log sit does not change answers; which judge answers does. A price
-  // and a spending cap change what a run costs, never its answers: a run stopped by its cap
-  // resumes with a higher one. A prompt size limit refuses calls, never changes one.
-  for (const section of ['llm', 'judge'] as const) {
-    const value = (clone as Record<string, unknown>)[section];
-    if (value && typeof value === 'object') {
-      const { callLog: _l, cache: _k, pricing: _p, maxCostUsd: _m, maxPromptChars: _x, ...rest } = value as Record<string, unknown>;
-      (clone as Record<string, unknown>)[section] = rest;
-    }
-  }
-  return clone;
+}
+
+/**
+ * Where the cache and call log sit does not change answers; which judge answers does. A price
+ * and a spending cap change what a run costs, never its answers: a run stopped by its cap
+ * resumes with a higher one. A prompt size limit refuses calls, never changes one.
+ */
+const NOT_ANSWERING = new Set(['callLog', 'cache', 'pricing', 'maxCostUsd', 'maxPromptChars']);
+
+function answeringFields(section: LlmSectionConfig): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(section).filter(([key]) => !NOT_ANSWERING.has(key)));
 }
 
 /** Dotted paths whose values differ between two fingerprints. */

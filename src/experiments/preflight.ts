@@ -96,7 +96,7 @@ export async function runPreflight(config: ExperimentConfig, deps: PreflightDeps
     }
     // The probe is a model call: only to an endpoint that passed, and only the one that judges.
     if (!ok || section !== judgeSection || !labels) continue;
-    if ((given as { judgeMode?: string }).judgeMode === 'text') {
+    if (given.judgeMode === 'text') {
       notes.push(`${section}.judgeMode is text: judgments parse short text replies (P is 0 or 1), counted per run as judge_mode=text`);
       continue;
     }
