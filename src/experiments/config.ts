@@ -208,43 +208,52 @@ const commonFields = {
   sweep: sweepSchema.optional(),
 };
 
+/** A strict object, or (`lenient`) one that drops the fields it does not know. */
+function objectOf<S extends z.core.$ZodLooseShape>(shape: S, lenient: boolean) {
+  return lenient ? z.object(shape) : z.strictObject(shape);
+}
+
 /**
  * A config after overrides, defaults and path resolution: what a run records in `config.yaml`
  * (with the format it was written in). `ExperimentConfig` is its output.
  */
-function resolvedConfigObject<L extends z.ZodType<LlmSectionConfig, unknown>>(llm: L) {
-  return z.strictObject({
-    name: z.string().regex(runNamePattern, RUN_NAME_RULE),
-    description: commonFields.description,
-    /** `path` is absolute once resolved (as are `demos` and `ids`). */
-    dataset: datasetSchema.extend({ path: z.string().min(1) }),
-    pipeline: z.strictObject({ name: z.string().min(1), options: z.record(z.string(), z.unknown()) }),
-    llm,
-    /** Absent: judgments go to `llm`. */
-    judge: llm.optional(),
-    /** `corpus` is absolute once resolved. */
-    retriever: retrieverSectionSchema.optional(),
-    reranker: rerankerConfigSchema.optional(),
-    metrics: z.array(z.string().min(1)),
-    reader: commonFields.reader,
-    tracking: commonFields.tracking,
-    concurrency: commonFields.concurrency,
-    sweep: commonFields.sweep,
-    /** `i/N` of a shard; the run's name ends in `.shard-<i>of<N>`. */
-    shard: z.string().optional(),
-  });
+function resolvedConfigObject<L extends z.ZodType<LlmSectionConfig, unknown>>(llm: L, lenient: boolean) {
+  return objectOf(
+    {
+      name: z.string().regex(runNamePattern, RUN_NAME_RULE),
+      description: commonFields.description,
+      /** `path` is absolute once resolved (as are `demos` and `ids`). */
+      dataset: objectOf({ ...datasetSchema.shape, path: z.string().min(1) }, lenient),
+      pipeline: objectOf({ name: z.string().min(1), options: z.record(z.string(), z.unknown()) }, lenient),
+      llm,
+      /** Absent: judgments go to `llm`. */
+      judge: llm.optional(),
+      /** `corpus` is absolute once resolved. */
+      retriever: retrieverSectionSchema.optional(),
+      reranker: rerankerConfigSchema.optional(),
+      metrics: z.array(z.string().min(1)),
+      reader: commonFields.reader,
+      tracking: objectOf(trackingSchema.shape, lenient).prefault({}),
+      concurrency: commonFields.concurrency,
+      sweep: commonFields.sweep,
+      /** `i/N` of a shard; the run's name ends in `.shard-<i>of<N>`. */
+      shard: z.string().optional(),
+    },
+    lenient,
+  );
 }
 
-const resolvedConfigSchema = resolvedConfigObject(llmUnion);
+const resolvedConfigSchema = resolvedConfigObject(llmUnion, false);
 
 /**
  * Reading a config a run saved: every field checked as when it was written, but a field no
- * schema has (a config built by hand and given to the runner) dropped rather than refused,
- * since the run it records has happened.
+ * schema here has (a config built by hand and given to the runner, one a later version added)
+ * dropped rather than refused, since the run it records has happened.
  */
 const savedConfigSchema = resolvedConfigObject(
   z.discriminatedUnion('provider', llmProviderSchemas.map((schema) => schema.strip()) as unknown as typeof llmProviderSchemas),
-).strip();
+  true,
+);
 
 export type ExperimentConfig = z.output<typeof resolvedConfigSchema>;
 export type ScriptedLlmConfig = Extract<LlmSectionConfig, { provider: 'scripted' }>;
