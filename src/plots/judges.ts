@@ -31,7 +31,7 @@ export function judgeFigureSlug(purpose: string): string {
 
 /**
  * The verdict as a figure subtitle, wrapped (plotly does not wrap titles) to fit the narrowest
- * figure notebooks show (640 px; test/plots/overlap.test.ts).
+ * figure notebooks show (640 px; test/plots/overlap.int.test.ts).
  */
 function subtitle(d: JudgeDiagnostics): string {
   return wrapForHover(d.verdict, 80);

@@ -63,7 +63,7 @@ export const colors = {
  * The layout every figure starts from. The title hangs from the top edge of the figure (not the
  * middle of the top margin), and legends stand to the right of the plot (plotly's default, which
  * widens the right margin to fit): a horizontal legend above the plot shares the top margin with
- * the title and runs into it as soon as it wraps or the fonts differ (test/plots/overlap.test.ts).
+ * the title and runs into it as soon as it wraps or the fonts differ (test/plots/overlap.int.test.ts).
  * A long title keeps its detail on a second, smaller line (`subtitle`).
  */
 export function baseLayout(title: string, extra: PlotlyLayout = {}, subtitle?: string): PlotlyLayout {

@@ -286,7 +286,7 @@ let otel: Promise<Otel> | undefined;
  * every other command do not need. Only package names are imported here, never a relative `.ts`
  * path: tsx's CommonJS mode (the library entry, notebooks) passes a dynamic `import()` to Node's
  * ES-module resolver, which finds packages but not extensionless TypeScript files
- * (src/experiments/session.ts); test/tracking/otel-lazy.test.ts loads it from both entries.
+ * (src/experiments/session.ts); test/tracking/otel-lazy.int.test.ts loads it from both entries.
  */
 export function loadOtel(): Promise<Otel> {
   otel ??= Promise.all([import('@opentelemetry/api'), import('@opentelemetry/sdk-trace-base'), import('@opentelemetry/exporter-trace-otlp-http')]).then(

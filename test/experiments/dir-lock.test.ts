@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { acquireDirLock, HEARTBEAT_MS, RUN_LOCK_FILE } from '../../src/experiments/run-lock';
 
-// The lock's own behaviour in one process; test/experiments/run-lock.test.ts runs real
+// The lock's own behaviour in one process; test/experiments/run-lock.int.test.ts runs real
 // concurrent commands against it.
 const dir = mkdtempSync(join(tmpdir(), 'ambiqa-dirlock-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

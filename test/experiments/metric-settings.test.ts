@@ -17,7 +17,7 @@ import { writeAsqa, writeYaml } from './helpers/files';
 // ASQA runs score Disambig-F1 and DR by default, with a reader fixed independently of the run's
 // model, and record the reader and the ROUGE-Lsum sentence splitter as params. The runs here use
 // the scripted provider, whose default reader is the scripted one (the embedded reader is tested
-// in test/metrics/reader-embedded.test.ts).
+// in test/metrics/reader-embedded.int.test.ts).
 const dir = mkdtempSync(join(tmpdir(), 'ambiqa-metric-settings-'));
 const saved = process.env.AMBIQA_ARTIFACTS_DIR;
 let data: string;

@@ -8,7 +8,7 @@ import { resolveShardSpec } from '../../src/experiments/shard';
 import { writeAsqa, writeYaml } from './helpers/files';
 
 // `--shard auto`: the index (and count) a scheduler gives a process, as Slurm 22.05 sets the
-// variables for `sbatch --array` (checked on a real Slurm in test/experiments/slurm.test.ts) and
+// variables for `sbatch --array` (checked on a real Slurm in test/experiments/slurm.int.test.ts) and
 // as Kubernetes sets JOB_COMPLETION_INDEX in an indexed Job's pods.
 
 function refusal(spec: string, env: NodeJS.ProcessEnv): AmbiqaError {

@@ -5,7 +5,7 @@ import { evaluateCanonically, type Slot } from '../../src/llm/providers/llama-cp
 /**
  * The batch splits of a canonical evaluation depend on token positions only, never on what the
  * slot held before: that is what makes an embedded judgment bit-identical whatever ran before it
- * (test/llm/judge-determinism.test.ts checks the bits on the real model). A fake sequence records
+ * (test/llm/judge-determinism.int.test.ts checks the bits on the real model). A fake sequence records
  * every batch it is asked to evaluate.
  */
 class FakeSequence {

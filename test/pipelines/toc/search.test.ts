@@ -5,20 +5,20 @@
  * steps (expand, verify, un-prune, answer) one at a time, each with a scripted model.
  */
 import { describe, expect, it } from 'vitest';
-import { TocPipeline } from '../../src/pipelines/toc';
-import { answerTree } from '../../src/pipelines/toc/answer';
-import { expand } from '../../src/pipelines/toc/expand';
-import { tocOptionsSchema, type TocOptions } from '../../src/pipelines/toc/options';
-import { openSession } from '../../src/pipelines/toc/session';
-import { switchesPruningOff, restorePruned } from '../../src/pipelines/toc/unprune';
-import { admitPairs } from '../../src/pipelines/toc/verify';
-import { EmbedderReranker } from '../../src/pipelines/common/retrieval';
-import { tocAnalysis } from '../../src/pipelines/toc/analysis';
-import { pruningEffect, pruningEffectFigure } from '../../src/plots/pruning';
-import { clarificationTreeFigure, nodesAfterRestart } from '../../src/plots/tree';
-import type { DemoQuestion, DemoSelector, PipelineContext } from '../../src/pipelines/types';
-import type { TocDecisions } from '../../src/trace/types';
-import { asqaDemos, asqaExample, callText, FakeEmbedder, FakeRetriever, fixedDemos, lastField, scriptedLlm, weasleyCorpus, WEASLEY_AQ, type Responder } from './fakes';
+import { TocPipeline } from '../../../src/pipelines/toc';
+import { answerTree } from '../../../src/pipelines/toc/answer';
+import { expand } from '../../../src/pipelines/toc/expand';
+import { tocOptionsSchema, type TocOptions } from '../../../src/pipelines/toc/options';
+import { openSession } from '../../../src/pipelines/toc/session';
+import { switchesPruningOff, restorePruned } from '../../../src/pipelines/toc/unprune';
+import { admitPairs } from '../../../src/pipelines/toc/verify';
+import { EmbedderReranker } from '../../../src/pipelines/common/retrieval';
+import { tocAnalysis } from '../../../src/pipelines/toc/analysis';
+import { pruningEffect, pruningEffectFigure } from '../../../src/plots/pruning';
+import { clarificationTreeFigure, nodesAfterRestart } from '../../../src/plots/tree';
+import type { DemoQuestion, DemoSelector, PipelineContext } from '../../../src/pipelines/types';
+import type { TocDecisions } from '../../../src/trace/types';
+import { asqaDemos, asqaExample, callText, FakeEmbedder, FakeRetriever, fixedDemos, lastField, scriptedLlm, weasleyCorpus, WEASLEY_AQ, type Responder } from '../fakes';
 
 const corpus = weasleyCorpus;
 const AQ = WEASLEY_AQ;
@@ -269,7 +269,7 @@ describe('ToC search: the old search stays available', () => {
   });
 
   it('an unknown search is refused naming the option and the allowed values', async () => {
-    const { parsePipelineOptions } = await import('../../src/pipelines/registry');
+    const { parsePipelineOptions } = await import('../../../src/pipelines/registry');
     let message = '';
     try {
       parsePipelineOptions('toc', { search: 'bfs' });

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { DivaPipeline } from '../../src/pipelines/diva';
-import { divaOptionsSchema } from '../../src/pipelines/diva/options';
-import { verifyPrompt as divaVerifyPrompt } from '../../src/pipelines/diva/prompts';
-import { TocPipeline } from '../../src/pipelines/toc';
-import { tocOptionsSchema } from '../../src/pipelines/toc/options';
-import { verifyPrompt as tocVerifyPrompt } from '../../src/pipelines/toc/prompts';
-import type { PipelineContext } from '../../src/pipelines/types';
-import { asqaExample, FakeEmbedder, FakeRetriever, fixedDemos, passage, scriptedLlm } from './fakes';
+import { DivaPipeline } from '../../../src/pipelines/diva';
+import { divaOptionsSchema } from '../../../src/pipelines/diva/options';
+import { verifyPrompt as divaVerifyPrompt } from '../../../src/pipelines/diva/prompts';
+import { TocPipeline } from '../../../src/pipelines/toc';
+import { tocOptionsSchema } from '../../../src/pipelines/toc/options';
+import { verifyPrompt as tocVerifyPrompt } from '../../../src/pipelines/toc/prompts';
+import type { PipelineContext } from '../../../src/pipelines/types';
+import { asqaExample, FakeEmbedder, FakeRetriever, fixedDemos, passage, scriptedLlm } from '../fakes';
 
 // Issue 26 point 5: balanced demonstrations in the verification prompts, off by default.
 const evidence = passage('p1', 'Kim Carnes', 'Kim Carnes sang Bette Davis Eyes in 1981.');

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { createPipeline } from '../../src/pipelines/registry';
-import type { PipelineContext } from '../../src/pipelines/types';
-import type { BaselineDecisions, SelfConsistencyDecisions, Trace } from '../../src/trace/types';
-import { asqaExample, FakeRetriever, fixedDemos, hotpotDemos, hotpotExample, passage, scriptedLlm, type Responder, callText } from './fakes';
+import { createPipeline } from '../../../src/pipelines/registry';
+import type { PipelineContext } from '../../../src/pipelines/types';
+import type { BaselineDecisions, SelfConsistencyDecisions, Trace } from '../../../src/trace/types';
+import { asqaExample, FakeRetriever, fixedDemos, hotpotDemos, hotpotExample, passage, scriptedLlm, type Responder, callText } from '../fakes';
 
 const corpus = [
   passage('p1', 'Rupert Grint', 'Rupert Grint played Ron Weasley in the Harry Potter films.'),

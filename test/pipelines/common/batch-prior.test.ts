@@ -1,18 +1,18 @@
 import { describe, expect, it } from 'vitest';
-import { AmbiqaError } from '../../src/errors';
+import { AmbiqaError } from '../../../src/errors';
 import {
   calibrationPairs,
   estimateBatchPriors,
   sampleCalibrationDemos,
   type JudgePriors,
-} from '../../src/pipelines/common/batch-prior';
-import { DivaPipeline } from '../../src/pipelines/diva';
-import { divaOptionsSchema } from '../../src/pipelines/diva/options';
-import { TocPipeline } from '../../src/pipelines/toc';
-import { tocOptionsSchema } from '../../src/pipelines/toc/options';
-import type { Demo, PipelineContext } from '../../src/pipelines/types';
-import type { TocDecisions } from '../../src/trace/types';
-import { asqaDemos, asqaExample, FakeEmbedder, FakeRetriever, fixedDemos, judgeField, passage, scriptedLlm } from './fakes';
+} from '../../../src/pipelines/common/batch-prior';
+import { DivaPipeline } from '../../../src/pipelines/diva';
+import { divaOptionsSchema } from '../../../src/pipelines/diva/options';
+import { TocPipeline } from '../../../src/pipelines/toc';
+import { tocOptionsSchema } from '../../../src/pipelines/toc/options';
+import type { Demo, PipelineContext } from '../../../src/pipelines/types';
+import type { TocDecisions } from '../../../src/trace/types';
+import { asqaDemos, asqaExample, FakeEmbedder, FakeRetriever, fixedDemos, judgeField, passage, scriptedLlm } from '../fakes';
 
 // Issue 26 point 4: a judge prior read from real inputs of the same purpose (batch calibration).
 const pool: Demo[] = [
@@ -176,7 +176,7 @@ describe('Diva with judgeCalibration: batch', () => {
   });
 
   it('COMBO keeps none / content-free only', async () => {
-    const { parsePipelineOptions } = await import('../../src/pipelines/registry');
+    const { parsePipelineOptions } = await import('../../../src/pipelines/registry');
     expect(() => parsePipelineOptions('combo', { judgeCalibration: 'batch' })).toThrow(/judgeCalibration/);
   });
 });

@@ -28,7 +28,7 @@ describe.skipIf(!hasJupyter && !process.env.CI)('a notebook run live in JupyterL
   });
 
   it('Run All draws the progress display and the figure', async () => {
-    const page = await lab.open(join(root, 'test/notebooks/fixtures/live-run.ipynb'));
+    const page = await lab.open(join(root, 'test/notebook/fixtures/live-run.ipynb'));
     // The kernel starts by itself (the notebook names the registered spec). Run All right after
     // the page loads can be a no-op while the menus are still being wired up: click until the
     // cells are queued ([*]).

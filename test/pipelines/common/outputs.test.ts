@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { decisionStatistics } from '../../src/metrics/decisions';
-import { pairsAsSentences, readLongAnswer } from '../../src/pipelines/common/outputs';
-import { DivaPipeline } from '../../src/pipelines/diva';
-import { divaOptionsSchema } from '../../src/pipelines/diva/options';
-import { TocPipeline } from '../../src/pipelines/toc';
-import { tocOptionsSchema } from '../../src/pipelines/toc/options';
-import type { PipelineContext } from '../../src/pipelines/types';
-import { TraceRecorder } from '../../src/trace/recorder';
-import { asqaExample, FakeEmbedder, FakeRetriever, fixedDemos, passage, scriptedLlm } from './fakes';
+import { decisionStatistics } from '../../../src/metrics/decisions';
+import { pairsAsSentences, readLongAnswer } from '../../../src/pipelines/common/outputs';
+import { DivaPipeline } from '../../../src/pipelines/diva';
+import { divaOptionsSchema } from '../../../src/pipelines/diva/options';
+import { TocPipeline } from '../../../src/pipelines/toc';
+import { tocOptionsSchema } from '../../../src/pipelines/toc/options';
+import type { PipelineContext } from '../../../src/pipelines/types';
+import { TraceRecorder } from '../../../src/trace/recorder';
+import { asqaExample, FakeEmbedder, FakeRetriever, fixedDemos, passage, scriptedLlm } from '../fakes';
 
 // Issue 26 point 6: the final step answering with its own clarification lines.
 const corpus = [

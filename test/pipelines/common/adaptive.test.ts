@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { majoritySettled } from '../../src/pipelines/common/adaptive';
-import { majorityVote } from '../../src/pipelines/common/vote';
-import { DivaPipeline } from '../../src/pipelines/diva';
-import { divaOptionsSchema } from '../../src/pipelines/diva/options';
-import { createPipeline } from '../../src/pipelines/registry';
-import { TocPipeline } from '../../src/pipelines/toc';
-import { tocOptionsSchema } from '../../src/pipelines/toc/options';
-import { VerifyEditPipeline } from '../../src/pipelines/verify-edit';
-import { verifyEditOptionsSchema } from '../../src/pipelines/verify-edit/options';
-import type { DivaDecisions, SelfConsistencyDecisions, TocDecisions, VeDecisions } from '../../src/trace/types';
-import { asqaExample, FakeEmbedder, FakeRetriever, fixedDemos, hotpotExample, passage, scriptedLlm } from './fakes';
+import { majoritySettled } from '../../../src/pipelines/common/adaptive';
+import { majorityVote } from '../../../src/pipelines/common/vote';
+import { DivaPipeline } from '../../../src/pipelines/diva';
+import { divaOptionsSchema } from '../../../src/pipelines/diva/options';
+import { createPipeline } from '../../../src/pipelines/registry';
+import { TocPipeline } from '../../../src/pipelines/toc';
+import { tocOptionsSchema } from '../../../src/pipelines/toc/options';
+import { VerifyEditPipeline } from '../../../src/pipelines/verify-edit';
+import { verifyEditOptionsSchema } from '../../../src/pipelines/verify-edit/options';
+import type { DivaDecisions, SelfConsistencyDecisions, TocDecisions, VeDecisions } from '../../../src/trace/types';
+import { asqaExample, FakeEmbedder, FakeRetriever, fixedDemos, hotpotExample, passage, scriptedLlm } from '../fakes';
 
 /** Adaptive self-consistency (`adaptive: true`): rounds of samples, stopped once the vote is settled. */
 describe('majoritySettled', () => {

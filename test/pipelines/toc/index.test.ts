@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { TocPipeline } from '../../src/pipelines/toc';
-import { tocOptionsSchema, type TocOptions } from '../../src/pipelines/toc/options';
-import type { PipelineContext } from '../../src/pipelines/types';
-import type { TocDecisions } from '../../src/trace/types';
-import { AmbiqaError } from '../../src/errors';
+import { TocPipeline } from '../../../src/pipelines/toc';
+import { tocOptionsSchema, type TocOptions } from '../../../src/pipelines/toc/options';
+import type { PipelineContext } from '../../../src/pipelines/types';
+import type { TocDecisions } from '../../../src/trace/types';
+import { AmbiqaError } from '../../../src/errors';
 import {
   asqaExample,
   FakeEmbedder,
@@ -18,7 +18,7 @@ import {
   callText,
   weasleyCorpus,
   WEASLEY_AQ,
-} from './fakes';
+} from '../fakes';
 
 const corpus = weasleyCorpus;
 const AQ = WEASLEY_AQ;
@@ -340,7 +340,7 @@ describe('ToC graded self-verification', () => {
   });
 
   it('rejects thresholds outside [0, 1] naming the option', async () => {
-    const { parsePipelineOptions } = await import('../../src/pipelines/registry');
+    const { parsePipelineOptions } = await import('../../../src/pipelines/registry');
     expect(() => parsePipelineOptions('toc', { pruneThreshold: 1.5 })).toThrow(/pipeline toc: options?[ .]pruneThreshold: must be ≤ 1 \(got 1\.5\)/);
     expect(() => parsePipelineOptions('toc', { unpruneFloor: -0.1 })).toThrow(/options?[ .]unpruneFloor: must be ≥ 0 \(got -0\.1\)/);
     expect(() => parsePipelineOptions('toc', { pruneThreshold: 'high' })).toThrow(/options?[ .]pruneThreshold: expected number/);

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { VerifyEditPipeline } from '../../src/pipelines/verify-edit';
-import { verifyEditOptionsSchema } from '../../src/pipelines/verify-edit/options';
-import type { PipelineContext } from '../../src/pipelines/types';
-import type { VeDecisions } from '../../src/trace/types';
-import { AmbiqaError } from '../../src/errors';
+import { VerifyEditPipeline } from '../../../src/pipelines/verify-edit';
+import { verifyEditOptionsSchema } from '../../../src/pipelines/verify-edit/options';
+import type { PipelineContext } from '../../../src/pipelines/types';
+import type { VeDecisions } from '../../../src/trace/types';
+import { AmbiqaError } from '../../../src/errors';
 import {
   asqaExample,
   FakeEmbedder,
@@ -14,7 +14,7 @@ import {
   lastField,
   passage,
   scriptedLlm,
-  type Responder, callText } from './fakes';
+  type Responder, callText } from '../fakes';
 
 const corpus = [
   passage('j1', 'Jolyon Palmer', 'Jolyon Palmer was born on 20 January 1991. He later drove for the Renault team in Formula One racing.'),
@@ -209,7 +209,7 @@ describe('Verify-and-Edit', () => {
     });
 
     it('rejects another consistency mode, naming the option', async () => {
-      const { parsePipelineOptions } = await import('../../src/pipelines/registry');
+      const { parsePipelineOptions } = await import('../../../src/pipelines/registry');
       expect(() => parsePipelineOptions('verify-edit', { consistency: 'majority' })).toThrow(/options?[ .]consistency: must be one of "vote", "logprob"/);
     });
   });

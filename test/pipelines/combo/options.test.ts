@@ -2,9 +2,9 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { run as runCommand } from '../../src/cli/commands/run';
-import { AmbiqaError } from '../../src/errors';
-import { writeAsqa, writeYaml } from '../experiments/helpers/files';
+import { run as runCommand } from '../../../src/cli/commands/run';
+import { AmbiqaError } from '../../../src/errors';
+import { writeAsqa, writeYaml } from '../../experiments/helpers/files';
 
 // COMBO's option set (issue 34): a bad value is refused by the real `ambiqa run` in one line
 // naming the option, before any model is built or called (the scripted provider's call log is

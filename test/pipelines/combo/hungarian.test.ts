@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { mulberry32 } from '../../src/common/random';
-import { maxWeightAssignment, minCostAssignment } from '../../src/pipelines/combo/hungarian';
+import { mulberry32 } from '../../../src/common/random';
+import { maxWeightAssignment, minCostAssignment } from '../../../src/pipelines/combo/hungarian';
 
 /** Seeded so the 200 matrices are the same on every run. */
 const rng = mulberry32;

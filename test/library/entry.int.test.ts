@@ -9,7 +9,7 @@ import { ensureBuilt } from '../helpers/build';
  * `import { … } from 'ambiqa'` from another project: a temp project outside the repository that
  * depends on it as npm links a `file:` dependency (node_modules/ambiqa → the repository), type-
  * checks its own TypeScript against ambiqa's types (the build's declarations) and runs ES-module
- * and CommonJS imports of the build. test/library/package.test.ts does the same from a packed
+ * and CommonJS imports of the build. test/library/package.int.test.ts does the same from a packed
  * tarball installed by npm.
  */
 const root = resolve(__dirname, '../..');

@@ -132,7 +132,7 @@ describe.skipIf(!hasModel)('embedded llama.cpp provider (real model)', () => {
     expect(replay.cacheHit).toBe(true);
     expect(replay.probabilities).toEqual(live.probabilities);
     // Computed again (the slot now holds the whole prompt): the same distribution, bit for bit
-    // (test/llm/judge-determinism.test.ts tests that in depth).
+    // (test/llm/judge-determinism.int.test.ts tests that in depth).
     const again = await new LlmClient(provider).judge(judge);
     expect(again.cacheHit).toBe(false);
     expect(Object.is(again.p, live.p)).toBe(true);
@@ -223,7 +223,7 @@ describe.skipIf(!hasModel)('embedded llama.cpp provider (real model)', () => {
     expect(pOn).toBeGreaterThan(0.5);
     // How far the kernels' rounding moves P depends on the CPU library node-llama-cpp loads:
     // |ΔP| stayed under 0.02 where this test was written and was 0.0227 on an AVX-512 (zen4)
-    // machine. 0.05, the bound for two llama.cpp builds (test/llm/llama-server.test.ts), still
+    // machine. 0.05, the bound for two llama.cpp builds (test/llm/llama-server.int.test.ts), still
     // fails a kernel that computes something else.
     expect(Math.abs(pOn - pOff)).toBeLessThan(0.05);
   });

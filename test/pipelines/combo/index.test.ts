@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { ComboPipeline } from '../../src/pipelines/combo';
-import { comboOptionsSchema } from '../../src/pipelines/combo/options';
-import { parsePipelineOptions } from '../../src/pipelines/registry';
-import type { PipelineContext } from '../../src/pipelines/types';
-import type { ComboDecisions } from '../../src/trace/types';
+import { ComboPipeline } from '../../../src/pipelines/combo';
+import { comboOptionsSchema } from '../../../src/pipelines/combo/options';
+import { parsePipelineOptions } from '../../../src/pipelines/registry';
+import type { PipelineContext } from '../../../src/pipelines/types';
+import type { ComboDecisions } from '../../../src/trace/types';
 import {
   asqaExample,
   FakeEmbedder,
@@ -15,8 +15,8 @@ import {
   type JudgeResponder,
   type Responder,
   callText,
-} from './fakes';
-import type { NormalisedJudgeRequest } from '../../src/llm/types';
+} from '../fakes';
+import type { NormalisedJudgeRequest } from '../../../src/llm/types';
 
 const corpus = [
   passage('r-ron', 'Rupert Grint', 'Rupert Grint played Ron in the films.'),

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { DivaPipeline, usefulness } from '../../src/pipelines/diva';
-import { divaOptionsSchema } from '../../src/pipelines/diva/options';
-import type { PipelineContext } from '../../src/pipelines/types';
-import type { DivaDecisions } from '../../src/trace/types';
+import { DivaPipeline, usefulness } from '../../../src/pipelines/diva';
+import { divaOptionsSchema } from '../../../src/pipelines/diva/options';
+import type { PipelineContext } from '../../../src/pipelines/types';
+import type { DivaDecisions } from '../../../src/trace/types';
 import {
   asqaExample,
   FakeEmbedder,
@@ -15,7 +15,7 @@ import {
   type JudgeResponder,
   type Responder,
   callText,
-} from './fakes';
+} from '../fakes';
 
 const corpus = [
   passage('w1', 'Rupert Grint', 'Rupert Grint played Ron Weasley in the Harry Potter films.'),
@@ -161,7 +161,7 @@ describe('Diva', () => {
     });
 
     it('rejects a verifyThreshold outside [0, 1], naming the option', async () => {
-      const { parsePipelineOptions } = await import('../../src/pipelines/registry');
+      const { parsePipelineOptions } = await import('../../../src/pipelines/registry');
       expect(() => parsePipelineOptions('diva', { verifyThreshold: 2 })).toThrow(/pipeline diva: options?[ .]verifyThreshold: must be ≤ 1/);
     });
 
