@@ -17,7 +17,8 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { artifactsDir } from '../src/config/paths';
 import { readJsonl } from '../src/common/jsonl';
-import type { TocDecisions, Trace } from '../src/trace/types';
+import type { Trace } from '../src/trace/types';
+import type { TocDecisions } from '../src/pipelines/toc/decisions';
 
 const args = process.argv.slice(2);
 const flag = (name: string) => {

@@ -28,7 +28,8 @@ import { balancedVerifyShots, verifyPrompt } from '../src/pipelines/toc/prompts'
 import { demoFromExample } from '../src/pipelines/demos';
 import type { PipelineContext } from '../src/pipelines/types';
 import type { LabelledJudgment } from '../src/run-files';
-import type { TocDecisions, Trace } from '../src/trace/types';
+import type { Trace } from '../src/trace/types';
+import type { TocDecisions } from '../src/pipelines/toc/decisions';
 import { readJsonl } from '../src/common/jsonl';
 
 const args = process.argv.slice(2);

@@ -3,7 +3,7 @@
  * re-running): valid nodes per tree as a distribution, LLM calls per question against the
  * paper's "fewer than 20", stop reasons, restarts, trees whose pruning was switched off, nodes
  * admitted unverified, un-pruning, and node Answer-F1 of kept, pruned and admitted nodes against
- * the gold disambiguations (the pruning figure's stages, src/plots/pruning.ts).
+ * the gold disambiguations (the pruning figure's stages, src/pipelines/toc/pruning-figure.ts).
  *
  *   npx tsx bench/toc-trees.ts <run dir> [<run dir> ...] [--data ../shared/data/asqa/ASQA_dev.json] [--common]
  *
@@ -13,8 +13,9 @@ import { readJsonl } from '../src/common/jsonl';
 import { dataDir } from '../src/config/paths';
 import { loadAsqa } from '../src/datasets/asqa';
 import { normaliseAnswer, normaliseQuestion } from '../src/pipelines/common/text';
-import { pruningEffect } from '../src/plots/pruning';
-import type { TocDecisions, Trace } from '../src/trace/types';
+import { pruningEffect } from '../src/pipelines/toc/pruning-figure';
+import type { Trace } from '../src/trace/types';
+import type { TocDecisions } from '../src/pipelines/toc/decisions';
 import { basename, join } from 'node:path';
 
 const args = process.argv.slice(2);

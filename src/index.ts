@@ -192,6 +192,10 @@ export type { Comparison, ComparedRun, PairedRow, ComparedQuestion } from './run
 // ---------------------------------------------------------------- figures and reports
 
 export * from './plots/index';
+// The methods' own figure builders (each method's folder holds what its traces draw).
+export * from './pipelines/toc/tree-figure';
+export * from './pipelines/toc/pruning-figure';
+export * from './pipelines/verify-edit/threshold-figure';
 export { exportFigures, writeFigureHtml, figurePageHtml } from './plots/export';
 export { buildReport, writeReport, type BuiltReport } from './report/build';
 

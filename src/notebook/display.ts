@@ -11,7 +11,7 @@
  * or a dataset is HTML-escaped; every known secret is masked before anything is sent.
  */
 import { escapeHtml, PLOTLY_CONFIG } from '../plots/export';
-import { clarificationTreeFigure } from '../plots/tree';
+import { clarificationTreeFigure } from '../pipelines/toc/tree-figure';
 import type { Figure } from '../plots/types';
 import { redactDeep, redactStandardStreams, redactText } from '../common/secrets';
 import type { Trace } from '../trace/types';

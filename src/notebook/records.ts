@@ -7,6 +7,7 @@ import type { ExampleResult } from '../run-files';
 import { metricOf, perQuestionUsage, pipelineOf } from '../plots/runs';
 import type { RunData } from '../plots/types';
 import type { Trace } from '../trace/types';
+import { tocDecisionsOf } from '../pipelines/toc/decisions';
 
 export type Row = Record<string, string | number | boolean | null>;
 
@@ -62,9 +63,10 @@ export function llmCallRows(trace: Trace): Row[] {
 
 /** One row per ToC node: the clarification, its answer and what pruning did to it. */
 export function tocNodeRows(trace: Trace): Row[] {
-  if (trace.decisions.kind !== 'toc') return [];
-  const valid = new Set(trace.decisions.validNodeIds);
-  return trace.decisions.nodes.map((n) => ({
+  const d = tocDecisionsOf(trace);
+  if (!d) return [];
+  const valid = new Set(d.validNodeIds);
+  return d.nodes.map((n) => ({
     id: n.id,
     parent: n.parentId,
     depth: n.depth,

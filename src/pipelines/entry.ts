@@ -43,6 +43,8 @@ export interface PipelineEntry<N extends string = string, S extends z.ZodType = 
 export interface MethodPlugin {
   /** The `decisions.kind` the pipeline's traces carry (pipelines may share one, e.g. the baselines). */
   readonly kind: string;
+  /** The zod schema of its decisions (`kind` a literal): what its traces record, and their types. */
+  readonly decisionsSchema?: z.ZodType<{ kind: string }>;
   /** Its graded judges, silver labeller, decision statistics and the confidence it ranks predictions by. */
   readonly analysis?: Omit<MethodAnalysis, 'kind'>;
   /** The figures its traces make, for one run and across a sweep. */

@@ -6,7 +6,7 @@
  * `problems`; it never throws. Pipelines turn an unusable result into a counted parse failure
  * (`TraceRecorder.parseFailure`) with an explicit fallback.
  */
-import type { AmbiguityType } from '../trace/types';
+import type { AmbiguityType } from './diva/decisions';
 import type { FeverLabel } from '../datasets/types';
 
 export interface QaPairText {

@@ -5,6 +5,7 @@
  */
 import type { ExampleResult } from '../run-files';
 import type { Trace } from '../trace/types';
+import { methodAnalysis } from '../metrics/methods';
 import { correctness, type CorrectnessOptions } from './correctness';
 import { kdeCurve } from './kde';
 import { baseLayout, colors, type Figure, type PlotlyTrace } from './types';
@@ -24,11 +25,13 @@ export function consistencyPoints(
   const correct = correctness(results, options);
   const points: ConsistencyPoint[] = [];
   for (const trace of traces) {
-    const d = trace.decisions;
-    if (d.kind !== 'verify-edit' && d.kind !== 'cot-sc') continue;
+    // The confidence the trace's method ranks its predictions by (Verify-and-Edit's and CoT-SC's
+    // majority share), as its registered analysis defines it; methods without one are skipped.
+    const consistency = methodAnalysis(trace.decisions.kind)?.confidence?.(trace);
+    if (consistency === undefined) continue;
     const ok = correct.get(trace.questionId);
     if (ok === undefined) continue;
-    points.push({ id: trace.questionId, consistency: d.consistency, correct: ok });
+    points.push({ id: trace.questionId, consistency, correct: ok });
   }
   return points;
 }

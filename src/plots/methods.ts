@@ -8,10 +8,13 @@ import type { QaPair } from '../datasets/types';
 import type { CoverageCurve } from './coverage';
 import type { Figure, RunData } from './types';
 
+/** questionId → the gold disambiguations (DQs with their short answers). */
+export type GoldDqs = ReadonlyMap<string, readonly QaPair[]>;
+
 /** What a figure may need beyond the run's files. */
 export interface FigureInputs {
   /** questionId → gold DQ answers (e.g. for ToC's pruning figure). */
-  gold?: ReadonlyMap<string, readonly QaPair[]>;
+  gold?: GoldDqs;
   /**
    * questionId → acceptable short answers: scores answers a run did not score itself (e.g. the
    * majority answers Verify-and-Edit edited, for its re-applied threshold ablation).

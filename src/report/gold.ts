@@ -14,7 +14,7 @@ import { loadSituatedQa } from '../datasets/situatedqa';
 import { loadTwoWikiMultihop } from '../datasets/two-wiki-multihop';
 import type { Example } from '../datasets/types';
 import { describeError } from '../errors';
-import type { GoldDqs } from '../plots/pruning';
+import type { GoldDqs } from '../plots/methods';
 import type { GoldInfo } from './render';
 
 export interface GoldSet {

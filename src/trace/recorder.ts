@@ -2,7 +2,7 @@ import type { GenerateRequest, GenerateResult, JudgeRequest, JudgeResult, Langua
 import type { ScoredPassage } from '../retrieval/types';
 import type {
   LlmCallRecord,
-  MethodDecisions,
+  Decisions,
   ParseFailure,
   PipelineName,
   RetrievalRecord,
@@ -100,7 +100,7 @@ export class TraceRecorder {
     for (const id of ids) if (!this.demoIds.includes(id)) this.demoIds.push(id);
   }
 
-  finish(decisions: MethodDecisions, output: string, answer?: string): Trace {
+  finish<D extends Decisions>(decisions: D, output: string, answer?: string): Trace {
     let promptTokens = 0;
     let completionTokens = 0;
     let cacheHits = 0;

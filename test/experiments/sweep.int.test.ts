@@ -80,7 +80,7 @@ describe.skipIf(!uri && !process.env.CI)('ambiqa sweep (VE threshold, real MLflo
   it('edits exactly when the votes fall below the threshold', () => {
     const edited = children.map((c) => {
       const runDir = tag(c, 'ambiqa.run_dir')!;
-      return readJsonl<Trace>(join(runDir, 'traces.jsonl')).map((t) => (t.decisions as { edited: boolean }).edited);
+      return readJsonl<Trace>(join(runDir, 'traces.jsonl')).map((t) => (t.decisions as unknown as { edited: boolean }).edited);
     });
     // 2 votes of 5 for the majority: thresholds 1 and 2 keep it, 3..5 edit.
     expect(edited).toEqual([1, 2, 3, 4, 5].map((th) => Array(Q).fill(th > 2)));

@@ -8,7 +8,8 @@ import { AmbiqaError } from '../../src/errors';
 import { readJsonl } from '../../src/common/jsonl';
 import { buildCorpus } from '../../src/retrieval/corpus-builder';
 import { saveCorpus } from '../../src/retrieval/corpus';
-import type { TocDecisions, Trace } from '../../src/trace/types';
+import type { Trace } from '../../src/trace/types';
+import type { TocDecisions } from '../../src/pipelines/toc/decisions';
 import { writeYaml } from './helpers/files';
 
 /**

@@ -9,7 +9,9 @@ import { tocOptionsSchema } from '../../src/pipelines/toc/options';
 import type { PipelineContext } from '../../src/pipelines/types';
 import { VerifyEditPipeline } from '../../src/pipelines/verify-edit';
 import { verifyEditOptionsSchema } from '../../src/pipelines/verify-edit/options';
-import type { ComboDecisions, TocDecisions, Trace } from '../../src/trace/types';
+import type { Trace } from '../../src/trace/types';
+import type { ComboDecisions } from '../../src/pipelines/combo/decisions';
+import type { TocDecisions } from '../../src/pipelines/toc/decisions';
 import {
   asqaExample,
   FakeEmbedder,

@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { Example } from '../../src/datasets/types';
 import { goldShortAnswers, labelJudgments } from '../../src/metrics/judge-labels';
-import type { ComboDecisions, DivaDecisions, MethodDecisions, TocNode, Trace, VeDecisions } from '../../src/trace/types';
+import type { Decisions, Trace } from '../../src/trace/types';
+import type { ComboDecisions } from '../../src/pipelines/combo/decisions';
+import type { DivaDecisions } from '../../src/pipelines/diva/decisions';
+import type { TocNode } from '../../src/pipelines/toc/decisions';
+import type { VeDecisions } from '../../src/pipelines/verify-edit/decisions';
 // Each method's judges and statistics come from its pipeline entry, registered on import.
 import '../../src/pipelines/registry';
 
@@ -18,7 +22,7 @@ const example: Example = {
   passages: [],
 };
 
-function trace(decisions: MethodDecisions, answer?: string): Trace {
+function trace(decisions: Decisions, answer?: string): Trace {
   return {
     pipeline: decisions.kind,
     questionId: example.id,
@@ -80,7 +84,7 @@ describe('labelJudgments', () => {
       stopReason: 'max-nodes',
       validNodeIds: [],
       answerPassageIds: [],
-    } as MethodDecisions;
+    } as Decisions;
     expect(labelJudgments(trace(decisions), example)).toEqual([
       { purpose: 'toc.verify', p: 0.3, label: true },
       { purpose: 'toc.verify', p: 0.25, pRaw: 0.2, label: true },

@@ -24,6 +24,7 @@ import { buildCorpus } from '../../src/retrieval/corpus-builder';
 import { MiniLmEmbedder } from '../../src/retrieval/embedder';
 import { manifestPath } from '../../src/config/models';
 import type { BuiltinPipelineName } from '../../src/pipelines/registry';
+import { builtinDecisionsSchema } from '../../src/pipelines/decisions';
 import type { PipelineName, Trace } from '../../src/trace/types';
 import { hasSharedData, sharedDataPath } from '../helpers/data';
 
@@ -162,7 +163,8 @@ describe.skipIf(!ready)('pipelines end to end (embedded LLM, MiniLM, BM25)', () 
         const out = await pipeline.answer(example, asqaCtx);
         expectCompleteTrace(out.trace, name, example);
         expect(out.output).toBe(out.trace.output);
-        const d = out.trace.decisions;
+        // The decisions parse with the pipeline's own schema (its registry entry's), typed by kind.
+        const d = builtinDecisionsSchema.parse(out.trace.decisions);
         switch (d.kind) {
           case 'toc':
             expect(d.nodes[0]).toMatchObject({ id: 0, depth: 0, question: example.question, expanded: true });
@@ -212,7 +214,7 @@ describe.skipIf(!ready)('pipelines end to end (embedded LLM, MiniLM, BM25)', () 
       for (const example of hotpotQuestions) {
         const out = await pipeline.answer(example, hotpotCtx);
         expectCompleteTrace(out.trace, 'verify-edit', example);
-        const d = out.trace.decisions;
+        const d = builtinDecisionsSchema.parse(out.trace.decisions);
         if (d.kind !== 'verify-edit') throw new Error('expected verify-edit decisions');
         expect(d.samples).toHaveLength(3);
         expect(Object.values(d.votes).reduce((s, v) => s + v, 0)).toBeLessThanOrEqual(3);

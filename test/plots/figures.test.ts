@@ -1,4 +1,6 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
+// The consistency KDE reads each method's confidence from its registered analysis.
+import '../../src/pipelines/registry';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -6,14 +8,15 @@ import { nodeCapFigure, nodeCapPoints, tocAblationFigure } from '../../src/plots
 import { consistencyKdeFigure, consistencyPoints } from '../../src/plots/consistency';
 import { costPoints, costQualityFigure } from '../../src/plots/cost';
 import { coverageFigure, parseCoverage, readCoverageFile } from '../../src/plots/coverage';
-import { pruningEffect, pruningEffectFigure } from '../../src/plots/pruning';
+import { pruningEffect, pruningEffectFigure } from '../../src/pipelines/toc/pruning-figure';
 import {
   thresholdAblationFigure,
   thresholdAblationFromSweep,
   thresholdAblationFromTraces,
-} from '../../src/plots/threshold';
-import { clarificationTreeFigure, layoutTree, nodeStatus } from '../../src/plots/tree';
+} from '../../src/pipelines/verify-edit/threshold-figure';
+import { clarificationTreeFigure, layoutTree, nodeStatus } from '../../src/pipelines/toc/tree-figure';
 import { result, run, summary, tocNode, tocTrace, veTrace } from './fixtures';
+import { tocDecisionsOf } from '../../src/pipelines/toc/decisions';
 
 /** Five VE examples, n = 5, recorded with threshold 3 (see the threshold tests). */
 function veRun() {
@@ -191,7 +194,7 @@ describe('pruning effect', () => {
     expect(fig.data[1].y).toEqual([6, 5, 1, 1, 1, 1]);
     expect(fig.data[0].x).toEqual(['no pruning', 'dedup only', 'self-verification', 'pruned', 'un-pruned', 'budget-skipped']);
     // Groups without nodes are not drawn.
-    const noSkips = pruningEffectFigure(pruningEffect([traces[0]].map((t) => ({ ...t, decisions: { ...t.decisions, nodes: (t.decisions as { nodes: unknown[] }).nodes.slice(0, 5) } })) as never, gold));
+    const noSkips = pruningEffectFigure(pruningEffect([traces[0]].map((t) => ({ ...t, decisions: { ...t.decisions, nodes: tocDecisionsOf(t)!.nodes.slice(0, 5) } })) as never, gold));
     expect(noSkips.data[0].x).toEqual(['no pruning', 'dedup only', 'self-verification', 'pruned', 'un-pruned']);
     expect((fig.layout.yaxis2 as { title: { text: string } }).title.text).toBe('number of nodes');
   });
@@ -362,8 +365,8 @@ describe('clarification tree', () => {
   });
 
   it('marks each node by what happened to it and escapes model text', () => {
-    if (t.decisions.kind !== 'toc') throw new Error('fixture');
-    const d = t.decisions;
+    const d = tocDecisionsOf(t);
+    if (!d) throw new Error('fixture');
     expect(nodes.map((n) => nodeStatus(n, d))).toEqual(['root', 'used in answer', 'kept', 'used in answer', 'pruned', 'duplicate']);
     const fig = clarificationTreeFigure(t);
     expect(fig.data.map((tr) => tr.name)).toEqual(['clarifies', 'root', 'used in answer', 'kept', 'pruned', 'duplicate']);

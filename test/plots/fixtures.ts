@@ -7,13 +7,14 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import type { ExampleResult, RunMetrics } from '../../src/run-files';
 import type { RunData } from '../../src/plots/types';
-import type { MethodDecisions, PipelineName, TocNode, Trace, TraceSummary } from '../../src/trace/types';
+import type { Decisions, PipelineName, Trace, TraceSummary } from '../../src/trace/types';
+import type { TocNode } from '../../src/pipelines/toc/decisions';
 
 export function summary(partial: Partial<TraceSummary> = {}): TraceSummary {
   return { llmCalls: 1, promptTokens: 100, completionTokens: 20, cacheHits: 0, seconds: 1, retrievals: 0, parseFailures: 0, ...partial };
 }
 
-export function trace(pipeline: PipelineName, questionId: string, decisions: MethodDecisions, extra: Partial<Trace> = {}): Trace {
+export function trace(pipeline: PipelineName, questionId: string, decisions: Decisions, extra: Partial<Trace> = {}): Trace {
   return {
     pipeline,
     questionId,

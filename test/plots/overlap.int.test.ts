@@ -1,4 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+// Each method's figures come from its pipeline entry, registered on import (as the CLI and library do).
+import '../../src/pipelines/registry';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
@@ -8,11 +10,11 @@ import { consistencyKdeFigure } from '../../src/plots/consistency';
 import { costQualityFigure } from '../../src/plots/cost';
 import { coverageFigure } from '../../src/plots/coverage';
 import { CHROMIUM_ARGS, chromiumPath, plotlyJs } from '../../src/plots/export';
-import { pruningEffect, pruningEffectFigure } from '../../src/plots/pruning';
-import { thresholdAblationFigure, thresholdAblationFromTraces } from '../../src/plots/threshold';
+import { pruningEffect, pruningEffectFigure } from '../../src/pipelines/toc/pruning-figure';
+import { thresholdAblationFigure, thresholdAblationFromTraces } from '../../src/pipelines/verify-edit/threshold-figure';
 import { comparisonFigure } from '../../src/plots/compare';
 import { judgeHistogramFigure, judgeReliabilityFigure } from '../../src/plots/judges';
-import { clarificationTreeFigure } from '../../src/plots/tree';
+import { clarificationTreeFigure } from '../../src/pipelines/toc/tree-figure';
 import type { Figure } from '../../src/plots/types';
 import type { Comparison } from '../../src/run-files/comparison';
 import type { JudgeDiagnostics } from '../../src/run-files';

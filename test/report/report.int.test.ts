@@ -1,4 +1,6 @@
 import { spawnSync } from 'node:child_process';
+// Each method's figures come from its pipeline entry, registered on import (as the CLI and library do).
+import '../../src/pipelines/registry';
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';

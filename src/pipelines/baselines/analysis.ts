@@ -5,7 +5,8 @@
  */
 import type { MethodAnalysis } from '../../metrics/methods';
 import type { MethodFigures } from '../../plots/methods';
-import type { SelfConsistencyDecisions, Trace } from '../../trace/types';
+import type { Trace } from '../../trace/types';
+import type { SelfConsistencyDecisions } from './decisions';
 import { consistencyKdePlan } from '../verify-edit/figures';
 
 const decisionsOf = (trace: Trace): SelfConsistencyDecisions => trace.decisions as SelfConsistencyDecisions;

@@ -1,6 +1,10 @@
 /** The four baselines' registry entries (one folder, four pipelines). */
 import { definePipeline } from '../entry';
 import { cotScAnalysis, cotScFigures } from './analysis';
+import { baselineDecisionsSchema, selfConsistencyDecisionsSchema } from './decisions';
+
+/** The single-call baselines record the passages they were shown (and CoT its rationale). */
+const baselineMethod = { kind: 'baseline', decisionsSchema: baselineDecisionsSchema } as const;
 import { ClosedBookPipeline } from './closed-book';
 import { CotPipeline } from './cot';
 import { CotScPipeline } from './cot-sc';
@@ -13,6 +17,7 @@ export const closedBookEntry = definePipeline({
   optionsSchema: closedBookOptionsSchema,
   needs: { retriever: false, embedder: false },
   create: (options) => new ClosedBookPipeline(options),
+  method: baselineMethod,
 });
 
 export const vanillaRagEntry = definePipeline({
@@ -21,6 +26,7 @@ export const vanillaRagEntry = definePipeline({
   optionsSchema: vanillaRagOptionsSchema,
   needs: { retriever: true, embedder: false },
   create: (options) => new VanillaRagPipeline(options),
+  method: baselineMethod,
 });
 
 export const cotEntry = definePipeline({
@@ -29,6 +35,7 @@ export const cotEntry = definePipeline({
   optionsSchema: cotOptionsSchema,
   needs: { retriever: false, embedder: false },
   create: (options) => new CotPipeline(options),
+  method: baselineMethod,
 });
 
 export const cotScEntry = definePipeline({
@@ -37,5 +44,5 @@ export const cotScEntry = definePipeline({
   optionsSchema: cotScOptionsSchema,
   needs: { retriever: false, embedder: false },
   create: (options) => new CotScPipeline(options),
-  method: { kind: 'cot-sc', analysis: cotScAnalysis, figures: cotScFigures },
+  method: { kind: 'cot-sc', decisionsSchema: selfConsistencyDecisionsSchema, analysis: cotScAnalysis, figures: cotScFigures },
 });

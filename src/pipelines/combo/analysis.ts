@@ -7,7 +7,8 @@ import type { Example } from '../../datasets/types';
 import { goldAnswerMatcher } from '../../metrics/judge-labels';
 import type { MethodAnalysis, PassageText } from '../../metrics/methods';
 import type { LabelledJudgment } from '../../run-files';
-import type { ComboDecisions, Trace } from '../../trace/types';
+import type { Trace } from '../../trace/types';
+import type { ComboDecisions } from './decisions';
 
 const mean = (xs: number[]): number => (xs.length === 0 ? 0 : xs.reduce((s, x) => s + x, 0) / xs.length);
 const decisionsOf = (trace: Trace): ComboDecisions => trace.decisions as ComboDecisions;

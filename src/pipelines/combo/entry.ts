@@ -2,6 +2,7 @@ import { definePipeline } from '../entry';
 import { ComboPipeline } from './index';
 import { comboOptionsSchema } from './options';
 import { comboAnalysis } from './analysis';
+import { comboDecisionsSchema } from './decisions';
 
 export const comboEntry = definePipeline({
   name: 'combo',
@@ -9,5 +10,5 @@ export const comboEntry = definePipeline({
   optionsSchema: comboOptionsSchema,
   needs: { retriever: true, embedder: true },
   create: (options) => new ComboPipeline(options),
-  method: { kind: 'combo', analysis: comboAnalysis },
+  method: { kind: 'combo', decisionsSchema: comboDecisionsSchema, analysis: comboAnalysis },
 });

@@ -12,7 +12,7 @@
  */
 import type { Example } from '../../datasets/types';
 import { TraceRecorder } from '../../trace/recorder';
-import type { ComboDecisions, ComboPair } from '../../trace/types';
+import type { ComboDecisions, ComboPair } from './decisions';
 import { requireEmbedder, requireRetriever, selectDemos } from '../common/context';
 import { callLlm, DEMO_STOPS } from '../common/llm';
 import { readFinalAnswer } from '../common/outputs';

@@ -7,7 +7,8 @@ import { shares } from '../../metrics/decisions';
 import { goldAnswerMatcher } from '../../metrics/judge-labels';
 import type { MethodAnalysis, PassageText } from '../../metrics/methods';
 import type { LabelledJudgment } from '../../run-files';
-import type { DivaDecisions, Trace } from '../../trace/types';
+import type { Trace } from '../../trace/types';
+import type { DivaDecisions } from './decisions';
 
 const ROUTES = ['rag', 'closed-book'] as const;
 const LABELS = ['Useful', 'PartialUseful', 'Useless'] as const;

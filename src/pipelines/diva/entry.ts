@@ -2,6 +2,7 @@ import { definePipeline } from '../entry';
 import { DivaPipeline } from './index';
 import { divaOptionsSchema } from './options';
 import { divaAnalysis } from './analysis';
+import { divaDecisionsSchema } from './decisions';
 
 export const divaEntry = definePipeline({
   name: 'diva',
@@ -9,5 +10,5 @@ export const divaEntry = definePipeline({
   optionsSchema: divaOptionsSchema,
   needs: { retriever: true, embedder: true },
   create: (options) => new DivaPipeline(options),
-  method: { kind: 'diva', analysis: divaAnalysis },
+  method: { kind: 'diva', decisionsSchema: divaDecisionsSchema, analysis: divaAnalysis },
 });

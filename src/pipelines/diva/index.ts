@@ -13,7 +13,7 @@ import type { Example } from '../../datasets/types';
 import { MultiQueryRetriever } from '../../retrieval/multi-query';
 import type { Passage, Retriever, ScoredPassage } from '../../retrieval/types';
 import { TraceRecorder } from '../../trace/recorder';
-import type { AmbiguityType, DivaDecisions, DivaUsefulness } from '../../trace/types';
+import type { AmbiguityType, DivaDecisions, DivaUsefulness } from './decisions';
 import { checkAborted, requireEmbedder, requireRetriever, selectDemos } from '../common/context';
 import { CONTENT_FREE, contentFreePassage, judgeCalibrated } from '../common/judge';
 import { callLlm, DEMO_STOPS } from '../common/llm';

@@ -7,7 +7,8 @@ import { answerF1 } from '../../metrics/answer-f1';
 import type { MethodAnalysis } from '../../metrics/methods';
 import { shares } from '../../metrics/decisions';
 import type { LabelledJudgment } from '../../run-files';
-import type { TocDecisions, Trace } from '../../trace/types';
+import type { Trace } from '../../trace/types';
+import type { TocDecisions } from './decisions';
 
 /** Node Answer-F1 (0–100) at or above which a ToC node counts as a correct disambiguation. */
 export const TOC_ANSWER_F1_MIN = 50;

@@ -5,7 +5,7 @@
  * the demo pool; temperature `answerTemperature` (0).
  */
 import type { Passage } from '../../retrieval/types';
-import type { TocNode } from '../../trace/types';
+import type { TocNode } from './decisions';
 import { checkAborted, selectDemos } from '../common/context';
 import { callLlm, DEMO_STOPS } from '../common/llm';
 import { pairsAsSentences, readLongAnswer } from '../common/outputs';

@@ -2,6 +2,7 @@ import { definePipeline } from '../entry';
 import { TocPipeline } from './index';
 import { tocOptionsSchema } from './options';
 import { tocAnalysis } from './analysis';
+import { tocDecisionsSchema } from './decisions';
 import { tocFigures } from './figures';
 
 export const tocEntry = definePipeline({
@@ -10,5 +11,5 @@ export const tocEntry = definePipeline({
   optionsSchema: tocOptionsSchema,
   needs: { retriever: true, embedder: true },
   create: (options) => new TocPipeline(options),
-  method: { kind: 'toc', analysis: tocAnalysis, figures: tocFigures },
+  method: { kind: 'toc', decisionsSchema: tocDecisionsSchema, analysis: tocAnalysis, figures: tocFigures },
 });

@@ -4,7 +4,7 @@
  * returned, not yet nodes (the verify step decides which become nodes).
  */
 import type { Passage } from '../../retrieval/types';
-import type { TocNode } from '../../trace/types';
+import type { TocNode } from './decisions';
 import { checkAborted, selectDemos } from '../common/context';
 import { callLlm, DEMO_STOPS } from '../common/llm';
 import { normaliseAnswer } from '../common/text';

@@ -5,13 +5,14 @@
  */
 import { tocAblationFigure } from '../../plots/ablation';
 import type { FigureInputs, FigurePlan, MethodFigures, SkippedFigure } from '../../plots/methods';
-import { pruningEffect, pruningEffectFigure } from '../../plots/pruning';
+import { pruningEffect, pruningEffectFigure } from './pruning-figure';
 import { findOption, pipelineOf } from '../../plots/runs';
-import { clarificationTreeFigure } from '../../plots/tree';
+import { tocDecisionsOf } from './decisions';
+import { clarificationTreeFigure } from './tree-figure';
 import type { RunData } from '../../plots/types';
 import type { Trace } from '../../trace/types';
 
-const nodeCount = (t: Trace): number => (t.decisions.kind === 'toc' ? t.decisions.nodes.length : 0);
+const nodeCount = (t: Trace): number => tocDecisionsOf(t)?.nodes.length ?? 0;
 const distinct = (values: unknown[]): number => new Set(values.map((v) => JSON.stringify(v))).size;
 
 function forRun(run: RunData, inputs: FigureInputs): { figures: FigurePlan[]; skipped: SkippedFigure[] } {

@@ -17,7 +17,7 @@
  * Choices where METHODS.md is silent are marked "CHOICE" and listed in docs/pipelines.md.
  */
 import type { Example } from '../../datasets/types';
-import type { TocDecisions } from '../../trace/types';
+import type { TocDecisions } from './decisions';
 import { passageHasAnswer } from '../common/answers';
 import { checkAborted, requireRetriever } from '../common/context';
 import type { Demo, Pipeline, PipelineContext, PipelineOutput } from '../types';

@@ -12,7 +12,7 @@
  */
 import type { Passage, Reranker, ScoredPassage } from '../../retrieval/types';
 import type { TraceRecorder } from '../../trace/recorder';
-import type { TocNode } from '../../trace/types';
+import type { TocNode } from './decisions';
 import { passageHasAnswer } from '../common/answers';
 import { uniquePassages } from '../common/retrieval';
 import type { PipelineContext } from '../types';

@@ -13,7 +13,7 @@
  * queued, ending when the queue empties, after `maxTrials` consecutive expansions without a
  * valid node, or at `maxNodes` / `maxExpansions`.
  */
-import type { TocDecisions, TocNode } from '../../trace/types';
+import type { TocDecisions, TocNode } from './decisions';
 import { checkAborted } from '../common/context';
 import { normaliseAnswer } from '../common/text';
 import { expand, type Expansion } from './expand';

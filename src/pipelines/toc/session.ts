@@ -7,7 +7,7 @@
 import type { Example } from '../../datasets/types';
 import type { Reranker } from '../../retrieval/types';
 import { TraceRecorder } from '../../trace/recorder';
-import type { TocDecisions, TocNode } from '../../trace/types';
+import type { TocDecisions, TocNode } from './decisions';
 import { CachingEmbedder, chooseReranker } from '../common/retrieval';
 import type { DemoSelectOptions, PipelineContext } from '../types';
 import type { TocOptions } from './options';

@@ -1,7 +1,7 @@
 /**
  * The tree's nodes: building them, which count as valid, and the dedup rules of the two searches.
  */
-import type { TocNode } from '../../trace/types';
+import type { TocNode } from './decisions';
 import { normaliseAnswer, normaliseQuestion } from '../common/text';
 
 export type QaPair = { question: string; answer: string };

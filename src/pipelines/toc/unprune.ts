@@ -12,7 +12,7 @@
  *   still has fewer than `minValidNodes` valid nodes — rare, since once pruning is switched off
  *   every pair is admitted; `minValidNodes: 0` gives the released code's behaviour exactly.
  */
-import type { TocNode } from '../../trace/types';
+import type { TocNode } from './decisions';
 import type { TocOptions } from './options';
 import type { TocSession } from './session';
 import { isValidNode } from './tree';

@@ -3,7 +3,7 @@
  * on) each judged against one evidence passage (self-verification); a pair judged below
  * `pruneThreshold` is a pruned node, the others are valid.
  */
-import type { TocNode } from '../../trace/types';
+import type { TocNode } from './decisions';
 import { passageHasAnswer } from '../common/answers';
 import { CONTENT_FREE, contentFreePassage, judgeCalibrated, priorCallsNeeded } from '../common/judge';
 import { verifyPrompt } from './prompts';

@@ -8,7 +8,8 @@ import { goldShortAnswers } from '../../metrics/judge-labels';
 import type { MethodAnalysis } from '../../metrics/methods';
 import { exactMatch } from '../../metrics/squad';
 import type { LabelledJudgment } from '../../run-files';
-import type { Trace, VeDecisions } from '../../trace/types';
+import type { Trace } from '../../trace/types';
+import type { VeDecisions } from './decisions';
 
 const mean = (xs: number[]): number => (xs.length === 0 ? 0 : xs.reduce((s, x) => s + x, 0) / xs.length);
 const decisionsOf = (trace: Trace): VeDecisions => trace.decisions as VeDecisions;

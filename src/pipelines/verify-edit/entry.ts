@@ -2,6 +2,7 @@ import { definePipeline } from '../entry';
 import { VerifyEditPipeline } from './index';
 import { verifyEditOptionsSchema } from './options';
 import { veAnalysis } from './analysis';
+import { veDecisionsSchema } from './decisions';
 import { veFigures } from './figures';
 
 export const verifyEditEntry = definePipeline({
@@ -10,5 +11,5 @@ export const verifyEditEntry = definePipeline({
   optionsSchema: verifyEditOptionsSchema,
   needs: { retriever: true, embedder: true },
   create: (options) => new VerifyEditPipeline(options),
-  method: { kind: 'verify-edit', analysis: veAnalysis, figures: veFigures },
+  method: { kind: 'verify-edit', decisionsSchema: veDecisionsSchema, analysis: veAnalysis, figures: veFigures },
 });

@@ -6,7 +6,8 @@
 import { exactMatch, maxOverGolds } from '../../metrics/squad';
 import { consistencyKdeFigure } from '../../plots/consistency';
 import type { FigureInputs, FigurePlan, MethodFigures } from '../../plots/methods';
-import { thresholdAblationFigure, thresholdAblationFromSweep, thresholdAblationFromTraces } from '../../plots/threshold';
+import { veDecisionsOf } from './decisions';
+import { thresholdAblationFigure, thresholdAblationFromSweep, thresholdAblationFromTraces } from './threshold-figure';
 import type { RunData } from '../../plots/types';
 
 /** The consistency KDE of a run (Verify-and-Edit and CoT self-consistency share it). */
@@ -37,7 +38,7 @@ function forRun(run: RunData, inputs: FigureInputs): { figures: FigurePlan[] } {
           );
           return points.length > 0 ? thresholdAblationFigure(points) : null;
         },
-        caption: 'Edited fraction is exact at every threshold; accuracy and AUC where the outcome is known from this run and the gold answers (see src/plots/threshold.ts).',
+        caption: 'Edited fraction is exact at every threshold; accuracy and AUC where the outcome is known from this run and the gold answers (see src/pipelines/verify-edit/threshold-figure.ts).',
       },
     ],
   };
@@ -46,11 +47,8 @@ function forRun(run: RunData, inputs: FigureInputs): { figures: FigurePlan[] } {
 const distinct = (values: unknown[]): number => new Set(values.map((v) => JSON.stringify(v))).size;
 
 function forSweep(runs: ReadonlyArray<RunData>): FigurePlan[] {
-  const veRuns = runs.filter((r) => r.traces.some((t) => t.decisions.kind === 'verify-edit'));
-  const thresholds = veRuns.map((r) => {
-    const d = r.traces.find((t) => t.decisions.kind === 'verify-edit')!.decisions;
-    return d.kind === 'verify-edit' ? d.threshold : null;
-  });
+  const veRuns = runs.filter((r) => r.traces.some((t) => veDecisionsOf(t) !== undefined));
+  const thresholds = veRuns.map((r) => r.traces.map(veDecisionsOf).find((d) => d !== undefined)?.threshold ?? null);
   if (veRuns.length < 2 || distinct(thresholds) < 2) return [];
   return [{ name: 'threshold-ablation', title: 'Threshold ablation (one run per threshold)', build: () => thresholdAblationFigure(thresholdAblationFromSweep(veRuns)) }];
 }

@@ -12,7 +12,7 @@
 import type { Example } from '../../datasets/types';
 import { AmbiqaError } from '../../errors';
 import { TraceRecorder } from '../../trace/recorder';
-import type { VeDecisions } from '../../trace/types';
+import type { VeDecisions } from './decisions';
 import { cotPrompt, cotWithRationalePrompt } from '../baselines/prompts';
 import { sampleAdaptively } from '../common/adaptive';
 import { checkAborted, requireEmbedder, requireRetriever, selectDemos } from '../common/context';

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { baselineDecisionsSchema, selfConsistencyDecisionsSchema } from '../../../src/pipelines/baselines/decisions';
 import { createPipeline } from '../../../src/pipelines/registry';
 import type { PipelineContext } from '../../../src/pipelines/types';
-import type { BaselineDecisions, SelfConsistencyDecisions, Trace } from '../../../src/trace/types';
+import type { Trace } from '../../../src/trace/types';
+import type { BaselineDecisions, SelfConsistencyDecisions } from '../../../src/pipelines/baselines/decisions';
 import { asqaExample, FakeRetriever, fixedDemos, hotpotDemos, hotpotExample, passage, scriptedLlm, type Responder, callText } from '../fakes';
 
 const corpus = [
@@ -34,7 +36,7 @@ describe('baselines', () => {
       asqaExample('q', 'Who played Ron Weasley?'),
       ctx({ 'vanilla-rag.answer': 'Rupert Grint played Ron Weasley in the films.' }),
     );
-    expect((out.trace.decisions as BaselineDecisions).passageIds).toEqual(['p1']);
+    expect(baselineDecisionsSchema.parse(out.trace.decisions).passageIds).toEqual(['p1']);
     expect(callText(out.trace.llmCalls[0])).toContain('[1] Rupert Grint; Rupert Grint played Ron');
     expect(out.trace.retrievals).toHaveLength(1);
   });
@@ -45,7 +47,7 @@ describe('baselines', () => {
       ctx({ 'cot.answer': 'Paris is the capital of France. The Seine flows through it. So the answer is: the Seine.' }, { demos: fixedDemos(hotpotDemos) }),
     );
     expect(out.answer).toBe('the Seine');
-    expect((out.trace.decisions as BaselineDecisions).rationale).toBe('Paris is the capital of France. The Seine flows through it.');
+    expect(baselineDecisionsSchema.parse(out.trace.decisions).rationale).toBe('Paris is the capital of France. The Seine flows through it.');
     expect(callText(out.trace.llmCalls[0])).toContain('So the answer is: Seine.');
   });
 
@@ -55,7 +57,7 @@ describe('baselines', () => {
       hotpotExample('h', 'Which river flows through Paris?'),
       ctx({ 'cot-sc.sample': (_r, i) => `Because. So the answer is: ${answers[i]}` }),
     );
-    const d = out.trace.decisions as SelfConsistencyDecisions;
+    const d = selfConsistencyDecisionsSchema.parse(out.trace.decisions);
     expect(d.votes).toEqual({ seine: 3, loire: 1, rhone: 1 });
     expect(d.consistency).toBeCloseTo(0.6);
     expect(out.answer).toBe('Seine');

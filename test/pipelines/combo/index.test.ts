@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
+import { comboDecisionsSchema } from '../../../src/pipelines/combo/decisions';
 import { ComboPipeline } from '../../../src/pipelines/combo';
 import { comboOptionsSchema } from '../../../src/pipelines/combo/options';
 import { parsePipelineOptions } from '../../../src/pipelines/registry';
 import type { PipelineContext } from '../../../src/pipelines/types';
-import type { ComboDecisions } from '../../../src/trace/types';
+import type { ComboDecisions } from '../../../src/pipelines/combo/decisions';
 import {
   asqaExample,
   FakeEmbedder,
@@ -49,7 +50,7 @@ async function run(options: Record<string, unknown> = {}) {
   const { llm } = scriptedLlm(routes());
   const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), embedder: new FakeEmbedder(), demos: fixedDemos() };
   const out = await new ComboPipeline(comboOptionsSchema.parse({ nPassages: 3, nShots: 1, ...options })).answer(asqaExample('q', Q), ctx);
-  return { out, d: out.trace.decisions as ComboDecisions };
+  return { out, d: comboDecisionsSchema.parse(out.trace.decisions) };
 }
 
 describe('COMBO', () => {
@@ -103,7 +104,7 @@ describe('COMBO', () => {
     const { llm } = scriptedLlm({ ...routes(), 'combo.evidentiality': 'No' });
     const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), demos: fixedDemos() };
     const out = await new ComboPipeline(comboOptionsSchema.parse({ nPassages: 3, nShots: 0 })).answer(asqaExample('q', Q), ctx);
-    const d = out.trace.decisions as ComboDecisions;
+    const d = comboDecisionsSchema.parse(out.trace.decisions);
     expect(out.trace.llmCalls.filter((c) => c.purpose === 'combo.consistency')).toHaveLength(0);
     expect(d.compatibility.flat().every((c) => c === 0)).toBe(true);
     // The code's solver pairs i with i on an all-zero matrix; the stable sort keeps that order.
@@ -115,7 +116,7 @@ describe('COMBO', () => {
     const { llm } = scriptedLlm({ ...routes(), 'combo.generate': (_r, i) => (i === 2 ? '' : GENERATED[i]) });
     const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), demos: fixedDemos() };
     const out = await new ComboPipeline(comboOptionsSchema.parse({ nPassages: 3, nShots: 0 })).answer(asqaExample('q', Q), ctx);
-    const d = out.trace.decisions as ComboDecisions;
+    const d = comboDecisionsSchema.parse(out.trace.decisions);
     expect(d.generatedPassages).toHaveLength(2);
     expect(d.pairs).toHaveLength(3);
     expect(new Set(d.pairs!.map((p) => p.retrieved))).toEqual(new Set([0, 1, 2]));
@@ -137,7 +138,7 @@ describe('COMBO', () => {
     const { llm } = scriptedLlm({ ...routes(), 'combo.evidentiality': 'It depends.' });
     const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), demos: fixedDemos() };
     const out = await new ComboPipeline(comboOptionsSchema.parse({ nPassages: 2, nShots: 0 })).answer(asqaExample('q', Q), ctx);
-    const d = out.trace.decisions as ComboDecisions;
+    const d = comboDecisionsSchema.parse(out.trace.decisions);
     expect(d.evidentiality).toEqual([0.5, 0.5]);
     expect(out.trace.parseFailures.filter((f) => f.purpose === 'combo.evidentiality')).toHaveLength(2);
   });
@@ -146,7 +147,7 @@ describe('COMBO', () => {
     const { llm } = scriptedLlm({ ...routes(), 'combo.evidentiality': 'No, passage 1 is about something else.' });
     const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), demos: fixedDemos() };
     const out = await new ComboPipeline(comboOptionsSchema.parse({ nPassages: 2, nShots: 0 })).answer(asqaExample('q', Q), ctx);
-    expect((out.trace.decisions as ComboDecisions).evidentiality).toEqual([0, 0]);
+    expect(comboDecisionsSchema.parse(out.trace.decisions).evidentiality).toEqual([0, 0]);
     expect(out.trace.parseFailures).toEqual([]);
   });
 
@@ -175,7 +176,7 @@ describe('COMBO', () => {
         asqaExample('q', Q),
         ctx,
       );
-      return { out, d: out.trace.decisions as ComboDecisions };
+      return { out, d: comboDecisionsSchema.parse(out.trace.decisions) };
     }
 
     it('gated (default): 0 below evidentialThreshold, else P(consistent); consistency judged only above it', async () => {
@@ -229,7 +230,7 @@ describe('COMBO', () => {
           expect(prompt.indexOf(`Generated passage ${k}:`)).toBeLessThan(prompt.indexOf(`Retrieved passage ${k}:`));
           return `${topicOf(g)}/${topicOf(r)}`;
         });
-        return { slots, d: out.trace.decisions as ComboDecisions };
+        return { slots, d: comboDecisionsSchema.parse(out.trace.decisions) };
       }
       const sorted = await order({});
       expect(sorted.slots.slice(0, 2)).toEqual(['Percy/Percy', 'Ron/Ron']);

@@ -1,4 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { divaDecisionsSchema } from '../../../src/pipelines/diva/decisions';
+import { tocDecisionsSchema } from '../../../src/pipelines/toc/decisions';
+import { selfConsistencyDecisionsSchema } from '../../../src/pipelines/baselines/decisions';
+import { veDecisionsSchema } from '../../../src/pipelines/verify-edit/decisions';
 import { majoritySettled } from '../../../src/pipelines/common/adaptive';
 import { majorityVote } from '../../../src/pipelines/common/vote';
 import { DivaPipeline } from '../../../src/pipelines/diva';
@@ -8,7 +12,10 @@ import { TocPipeline } from '../../../src/pipelines/toc';
 import { tocOptionsSchema } from '../../../src/pipelines/toc/options';
 import { VerifyEditPipeline } from '../../../src/pipelines/verify-edit';
 import { verifyEditOptionsSchema } from '../../../src/pipelines/verify-edit/options';
-import type { DivaDecisions, SelfConsistencyDecisions, TocDecisions, VeDecisions } from '../../../src/trace/types';
+import type { DivaDecisions } from '../../../src/pipelines/diva/decisions';
+import type { SelfConsistencyDecisions } from '../../../src/pipelines/baselines/decisions';
+import type { TocDecisions } from '../../../src/pipelines/toc/decisions';
+import type { VeDecisions } from '../../../src/pipelines/verify-edit/decisions';
 import { asqaExample, FakeEmbedder, FakeRetriever, fixedDemos, hotpotExample, passage, scriptedLlm } from '../fakes';
 
 /** Adaptive self-consistency (`adaptive: true`): rounds of samples, stopped once the vote is settled. */
@@ -75,7 +82,7 @@ const sample = (answer: string) => `Because. So the answer is: ${answer}`;
 async function cotSc(options: Record<string, unknown>, answers: string[], example = hotpotExample('h', 'Where is the Louvre?')) {
   const { llm, provider } = scriptedLlm({ 'cot-sc.sample': (_r, i) => sample(answers[i]!) });
   const out = await createPipeline('cot-sc', { nShots: 0, n: 5, ...options }).answer(example, { llm, demos: fixedDemos() });
-  return { out, d: out.trace.decisions as SelfConsistencyDecisions, provider };
+  return { out, d: selfConsistencyDecisionsSchema.parse(out.trace.decisions), provider };
 }
 
 describe('CoT-SC with adaptive: true', () => {
@@ -144,7 +151,7 @@ describe('Verify-and-Edit with adaptive: true', () => {
     const ctx = { llm, retriever: new FakeRetriever(corpus), embedder: new FakeEmbedder(), demos: fixedDemos() };
     const out = await new VerifyEditPipeline(verifyEditOptionsSchema.parse({ nShots: 0, ...options })).answer(hotpotExample('h', 'Where is the Louvre?'), ctx);
     const cot = provider.received.filter((r) => r.request.purpose === 've.cot').map((r) => r.sampleIndex);
-    return { out, d: out.trace.decisions as VeDecisions, cot };
+    return { out, d: veDecisionsSchema.parse(out.trace.decisions), cot };
   };
 
   it('keeps the answer without editing once the majority reaches the threshold and cannot lose', async () => {
@@ -191,7 +198,7 @@ describe('ToC with earlyExit: true', () => {
     );
     const options = tocOptionsSchema.parse({ nShots: 1, poolSize: 5, nPassages: 2, reranker: 'none', earlyExit });
     const out = await new TocPipeline(options).answer(asqaExample('q', AQ), { llm, retriever: new FakeRetriever(corpus), demos: fixedDemos() });
-    return { out, d: out.trace.decisions as TocDecisions, provider };
+    return { out, d: tocDecisionsSchema.parse(out.trace.decisions), provider };
   };
   const oneReading = 'DQ 1: Who played Ron Weasley in the Harry Potter films?\nDA 1: Rupert Grint\nDQ 2: Which actor played Ron in the films?\nDA 2: rupert grint.';
   const twoReadings = 'DQ 1: Who played Ron Weasley in the films?\nDA 1: Rupert Grint\nDQ 2: Who played Ron Weasley on stage?\nDA 2: Paul Thornley';
@@ -228,7 +235,7 @@ describe('Diva with earlyExit: true', () => {
     );
     const ctx = { llm, retriever: new FakeRetriever(corpus), embedder: new FakeEmbedder(), demos: fixedDemos() };
     const out = await new DivaPipeline(divaOptionsSchema.parse({ nShots: 1, nPassages: 1, earlyExit })).answer(asqaExample('q', AQ), ctx);
-    return { out, d: out.trace.decisions as DivaDecisions, provider };
+    return { out, d: divaDecisionsSchema.parse(out.trace.decisions), provider };
   };
   const unambiguous = 'Ambiguity type: None\nReason: Only one Ron Weasley.\nInterpretations:\n1. Who played Ron in the films?\n2. Who was the actor of Ron?';
   const ambiguous = 'Ambiguity type: Subject\nReason: Several brothers.\nInterpretations:\n1. Who played Ron Weasley?\n2. Who played Percy Weasley?';

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { tocDecisionsSchema } from '../../../src/pipelines/toc/decisions';
 import { AmbiqaError } from '../../../src/errors';
 import {
   calibrationPairs,
@@ -11,7 +12,7 @@ import { divaOptionsSchema } from '../../../src/pipelines/diva/options';
 import { TocPipeline } from '../../../src/pipelines/toc';
 import { tocOptionsSchema } from '../../../src/pipelines/toc/options';
 import type { Demo, PipelineContext } from '../../../src/pipelines/types';
-import type { TocDecisions } from '../../../src/trace/types';
+import type { TocDecisions } from '../../../src/pipelines/toc/decisions';
 import { asqaDemos, asqaExample, FakeEmbedder, FakeRetriever, fixedDemos, judgeField, passage, scriptedLlm } from '../fakes';
 
 // Issue 26 point 4: a judge prior read from real inputs of the same purpose (batch calibration).
@@ -141,7 +142,7 @@ describe('ToC with judgeCalibration: batch', () => {
     );
     const ctx: PipelineContext = { llm, retriever: new FakeRetriever(weasley), demos: fixedDemos(), judgePriors: priors };
     const out = await new TocPipeline(tocOptions({ minValidNodes: 0 })).answer(asqaExample('q', AQ), ctx);
-    const d = out.trace.decisions as TocDecisions;
+    const d = tocDecisionsSchema.parse(out.trace.decisions);
     const [ron, percy] = [d.nodes[1]!, d.nodes[2]!];
     expect(ron.pTrue).toBeCloseTo(0.5, 12);
     expect(ron.pruned).toBe(false);

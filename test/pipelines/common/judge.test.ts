@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { comboDecisionsSchema } from '../../../src/pipelines/combo/decisions';
+import { divaDecisionsSchema } from '../../../src/pipelines/diva/decisions';
+import { tocDecisionsSchema } from '../../../src/pipelines/toc/decisions';
 import { ComboPipeline } from '../../../src/pipelines/combo';
 import { comboOptionsSchema } from '../../../src/pipelines/combo/options';
 import { calibrateProbabilities, CONTENT_FREE } from '../../../src/pipelines/common/judge';
@@ -10,7 +13,9 @@ import { tocOptionsSchema } from '../../../src/pipelines/toc/options';
 import type { PipelineContext } from '../../../src/pipelines/types';
 import { decisionStatistics } from '../../../src/metrics/decisions';
 import type { NormalisedJudgeRequest } from '../../../src/llm/types';
-import type { ComboDecisions, DivaDecisions, TocDecisions } from '../../../src/trace/types';
+import type { ComboDecisions } from '../../../src/pipelines/combo/decisions';
+import type { DivaDecisions } from '../../../src/pipelines/diva/decisions';
+import type { TocDecisions } from '../../../src/pipelines/toc/decisions';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import YAML from 'yaml';
@@ -89,7 +94,7 @@ async function runToc(judgeCalibration: 'none' | 'content-free') {
   // switch pruning off and admit more pairs unverified).
   const opts = tocOptionsSchema.parse({ search: 'stop-when-empty', nShots: 1, poolSize: 2, nPassages: 2, reranker: 'none', maxTrials: 1, maxDepth: 1, minValidNodes: 0, judgeCalibration });
   const out = await new TocPipeline(opts).answer(asqaExample('q1', AQ), ctx);
-  return { out, d: out.trace.decisions as TocDecisions, provider };
+  return { out, d: tocDecisionsSchema.parse(out.trace.decisions), provider };
 }
 
 describe('ToC with judgeCalibration', () => {
@@ -167,7 +172,7 @@ describe('ToC with judgeCalibration', () => {
       const opts = tocOptionsSchema.parse({ nShots: 1, poolSize: 2, nPassages: 2, reranker: 'none', maxTrials: 1, maxDepth: 1, maxLlmCalls: 5, judgeCalibration });
       const out = await new TocPipeline(opts).answer(asqaExample('q1', AQ), ctx);
       expect(out.trace.llmCalls.length).toBeLessThanOrEqual(5);
-      return (out.trace.decisions as TocDecisions).nodes.filter((n) => n.verdict !== null).length;
+      return tocDecisionsSchema.parse(out.trace.decisions).nodes.filter((n) => n.verdict !== null).length;
     };
     expect(await verified('none')).toBe(3);
     // RAC, verify + prior, verify, answer: the second verification reuses the first one's prior.
@@ -184,7 +189,7 @@ describe('ToC with judgeCalibration', () => {
     const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), demos: fixedDemos() };
     const opts = tocOptionsSchema.parse({ nShots: 1, poolSize: 2, nPassages: 2, reranker: 'none', maxTrials: 1, maxDepth: 1, judgeCalibration: 'content-free' });
     const out = await new TocPipeline(opts).answer(asqaExample('q1', AQ), ctx);
-    const node = (out.trace.decisions as TocDecisions).nodes[1];
+    const node = tocDecisionsSchema.parse(out.trace.decisions).nodes[1];
     expect(node).toMatchObject({ pTrue: 1, pTrueRaw: 1, pTruePrior: 0, verdict: true });
     expect(out.trace.llmCalls.find((c) => c.purpose === 'toc.verify')!.judge!.calibration!.applied).toBe(false);
   });
@@ -232,7 +237,7 @@ describe('Diva with judgeCalibration', () => {
     );
     const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), embedder: new FakeEmbedder(), demos: fixedDemos() };
     const out = await new DivaPipeline(divaOptionsSchema.parse({ nShots: 1, nPassages: 2, judgeCalibration })).answer(asqaExample('q', AQ), ctx);
-    return { d: out.trace.decisions as DivaDecisions, provider };
+    return { d: divaDecisionsSchema.parse(out.trace.decisions), provider };
   };
 
   it("routes everything closed-book uncalibrated, and to RAG (PartialUseful) once the prior is divided out", async () => {
@@ -270,7 +275,7 @@ describe('COMBO with judgeCalibration', () => {
       asqaExample('q', 'Who played Ron?'),
       ctx,
     );
-    const d = out.trace.decisions as ComboDecisions;
+    const d = comboDecisionsSchema.parse(out.trace.decisions);
     expect(d.retrievedPassageIds).toContain('r-ron');
     d.retrievedPassageIds.forEach((id, i) => expect(d.evidentiality[i]).toBeCloseTo(twoLabel(id === 'r-ron' ? 0.4 : 0.1, 0.2), 12));
     // 0.4 against a prior of 0.2 is evidence (≈ 0.73), though the raw P was below 0.5.

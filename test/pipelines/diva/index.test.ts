@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { divaDecisionsSchema } from '../../../src/pipelines/diva/decisions';
 import { DivaPipeline, usefulness } from '../../../src/pipelines/diva';
 import { divaOptionsSchema } from '../../../src/pipelines/diva/options';
 import type { PipelineContext } from '../../../src/pipelines/types';
-import type { DivaDecisions } from '../../../src/trace/types';
+import type { DivaDecisions } from '../../../src/pipelines/diva/decisions';
 import {
   asqaExample,
   FakeEmbedder,
@@ -43,7 +44,7 @@ async function run(
   );
   const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), embedder: new FakeEmbedder(), demos: fixedDemos(), ...extra };
   const out = await new DivaPipeline(divaOptionsSchema.parse({ nShots: 1, nPassages: 2, ...options })).answer(asqaExample('q', AQ), ctx);
-  return { out, d: out.trace.decisions as DivaDecisions };
+  return { out, d: divaDecisionsSchema.parse(out.trace.decisions) };
 }
 
 describe('Diva', () => {
@@ -101,7 +102,7 @@ describe('Diva', () => {
     const { llm } = scriptedLlm({ 'diva.diversify': 'Hello!', 'diva.verify': 'yes', 'diva.generate.rag': 'An answer.' });
     const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), embedder: new FakeEmbedder(), demos: fixedDemos() };
     const out = await new DivaPipeline(divaOptionsSchema.parse({ nShots: 1 })).answer(asqaExample('q', AQ), ctx);
-    const d = out.trace.decisions as DivaDecisions;
+    const d = divaDecisionsSchema.parse(out.trace.decisions);
     expect(d.interpretations).toEqual([AQ]);
     expect(d.ambiguityType).toBe('none');
     expect(out.trace.parseFailures.map((f) => f.fallback)).toEqual(["ambiguity type 'none'", 'the question itself as the only interpretation']);
@@ -132,7 +133,7 @@ describe('Diva', () => {
     });
     const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), embedder: new FakeEmbedder(), demos: fixedDemos() };
     const out = await new DivaPipeline(divaOptionsSchema.parse({ nShots: 0 })).answer(asqaExample('q', AQ), ctx);
-    expect((out.trace.decisions as DivaDecisions).interpretations).toEqual(['Who played Ron Weasley?']);
+    expect(divaDecisionsSchema.parse(out.trace.decisions).interpretations).toEqual(['Who played Ron Weasley?']);
     expect(out.trace.warnings!.some((w) => /truncated/.test(w.message))).toBe(true);
   });
 

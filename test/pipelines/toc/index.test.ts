@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { tocDecisionsSchema } from '../../../src/pipelines/toc/decisions';
 import { TocPipeline } from '../../../src/pipelines/toc';
 import { tocOptionsSchema, type TocOptions } from '../../../src/pipelines/toc/options';
 import type { PipelineContext } from '../../../src/pipelines/types';
-import type { TocDecisions } from '../../../src/trace/types';
+import type { TocDecisions } from '../../../src/pipelines/toc/decisions';
 import { AmbiqaError } from '../../../src/errors';
 import {
   asqaExample,
@@ -53,7 +54,7 @@ function ctxWith(routes: Record<string, Responder | string>, extra: Partial<Pipe
 async function run(opts: TocOptions, routes: Record<string, Responder | string>, extra: Partial<PipelineContext> = {}, judges?: Judges) {
   const { ctx, provider } = ctxWith(routes, extra, judges);
   const out = await new TocPipeline(opts).answer(asqaExample('q1', AQ), ctx);
-  return { out, d: out.trace.decisions as TocDecisions, provider };
+  return { out, d: tocDecisionsSchema.parse(out.trace.decisions), provider };
 }
 
 describe('ToC tree search', () => {

@@ -5,6 +5,7 @@
  * steps (expand, verify, un-prune, answer) one at a time, each with a scripted model.
  */
 import { describe, expect, it } from 'vitest';
+import { tocDecisionsSchema } from '../../../src/pipelines/toc/decisions';
 import { TocPipeline } from '../../../src/pipelines/toc';
 import { answerTree } from '../../../src/pipelines/toc/answer';
 import { expand } from '../../../src/pipelines/toc/expand';
@@ -14,10 +15,10 @@ import { switchesPruningOff, restorePruned } from '../../../src/pipelines/toc/un
 import { admitPairs } from '../../../src/pipelines/toc/verify';
 import { EmbedderReranker } from '../../../src/pipelines/common/retrieval';
 import { tocAnalysis } from '../../../src/pipelines/toc/analysis';
-import { pruningEffect, pruningEffectFigure } from '../../../src/plots/pruning';
-import { clarificationTreeFigure, nodesAfterRestart } from '../../../src/plots/tree';
+import { pruningEffect, pruningEffectFigure } from '../../../src/pipelines/toc/pruning-figure';
+import { clarificationTreeFigure, nodesAfterRestart } from '../../../src/pipelines/toc/tree-figure';
 import type { DemoQuestion, DemoSelector, PipelineContext } from '../../../src/pipelines/types';
-import type { TocDecisions } from '../../../src/trace/types';
+import type { TocDecisions } from '../../../src/pipelines/toc/decisions';
 import { asqaDemos, asqaExample, callText, FakeEmbedder, FakeRetriever, fixedDemos, lastField, scriptedLlm, weasleyCorpus, WEASLEY_AQ, type Responder } from '../fakes';
 
 const corpus = weasleyCorpus;
@@ -56,7 +57,7 @@ function context(routes: Record<string, Responder | string>, extra: Partial<Pipe
 async function run(o: TocOptions, routes: Record<string, Responder | string>, extra: Partial<PipelineContext> = {}) {
   const { ctx, provider, retriever } = context(routes, extra);
   const out = await new TocPipeline(o).answer(asqaExample('q1', AQ), ctx);
-  const d = out.trace.decisions as TocDecisions;
+  const d = tocDecisionsSchema.parse(out.trace.decisions);
   const calls = (purpose: string) => out.trace.llmCalls.filter((c) => c.purpose === purpose);
   return { out, d, provider, retriever, calls };
 }
@@ -361,7 +362,7 @@ describe('ToC released search: the other options keep working', () => {
     const { llm, provider } = scriptedLlm({ 'toc.rac': fresh(2), 'toc.answer': 'Answer: x' }, { 'toc.verify': 0.4, 'toc.verify.prior': 0.3 });
     const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), demos: fixedDemos() };
     const out = await new TocPipeline(options({ judgeCalibration: 'content-free', maxNodes: 4 })).answer(asqaExample('q1', AQ), ctx);
-    const d = out.trace.decisions as TocDecisions;
+    const d = tocDecisionsSchema.parse(out.trace.decisions);
     expect(provider.judged.filter((r) => r.purpose === 'toc.verify.prior')).toHaveLength(1);
     // Raw 0.4 below the papers' 0.5; against the prior 0.3 it is (0.4/0.3)/(0.4/0.3 + 0.6/0.7) ≈ 0.61: kept.
     const verified = d.nodes.filter((n) => n.verdict !== null);

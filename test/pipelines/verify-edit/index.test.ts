@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { veDecisionsSchema } from '../../../src/pipelines/verify-edit/decisions';
 import { VerifyEditPipeline } from '../../../src/pipelines/verify-edit';
 import { verifyEditOptionsSchema } from '../../../src/pipelines/verify-edit/options';
 import type { PipelineContext } from '../../../src/pipelines/types';
-import type { VeDecisions } from '../../../src/trace/types';
+import type { VeDecisions } from '../../../src/pipelines/verify-edit/decisions';
 import { AmbiqaError } from '../../../src/errors';
 import {
   asqaExample,
@@ -52,7 +53,7 @@ function ctxFor(routes: Record<string, Responder | string>, extra: Partial<Pipel
 async function run(options: Record<string, unknown>, routes: Record<string, Responder | string>, extra: Partial<PipelineContext> = {}) {
   const { ctx, provider } = ctxFor(routes, extra);
   const out = await new VerifyEditPipeline(verifyEditOptionsSchema.parse({ nShots: 2, ...options })).answer(hotpotExample('h', Q), ctx);
-  return { out, d: out.trace.decisions as VeDecisions, provider };
+  return { out, d: veDecisionsSchema.parse(out.trace.decisions), provider };
 }
 
 describe('Verify-and-Edit', () => {
@@ -165,7 +166,7 @@ describe('Verify-and-Edit', () => {
       { id: 'f', dataset: 'fever', question: 'Reg Watson is a producer.', answers: [], qaPairs: [], longAnswers: [], passages: [] },
       ctx,
     );
-    const d = out.trace.decisions as VeDecisions;
+    const d = veDecisionsSchema.parse(out.trace.decisions);
     expect(d.votes).toEqual({ supports: 3, refutes: 1, 'not enough info': 1 });
     expect(out.answer).toBe('SUPPORTS');
   });

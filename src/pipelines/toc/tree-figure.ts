@@ -7,10 +7,11 @@
  * names the restarts and the step pruning was switched off. Hovering shows the question, the
  * answer, the verdict and the evidence passage.
  */
-import { AmbiqaError } from '../errors';
-import type { TocDecisions, TocNode, Trace } from '../trace/types';
-import { plotlyText, truncate, wrapForHover } from './text';
-import { baseLayout, colors, type Figure, type PlotlyTrace } from './types';
+import { AmbiqaError } from '../../errors';
+import type { Trace } from '../../trace/types';
+import { tocDecisionsOf, type TocDecisions, type TocNode } from './decisions';
+import { plotlyText, truncate, wrapForHover } from '../../plots/text';
+import { baseLayout, colors, type Figure, type PlotlyTrace } from '../../plots/types';
 
 export type NodeStatus = 'root' | 'used in answer' | 'kept' | 'restored' | 'admitted, pruning off' | 'pruned' | 'duplicate';
 
@@ -102,10 +103,11 @@ export function searchSummary(decisions: TocDecisions): string {
 }
 
 export function tocTrace(trace: Trace): TocDecisions {
-  if (trace.decisions.kind !== 'toc') {
+  const decisions = tocDecisionsOf(trace);
+  if (!decisions) {
     throw new AmbiqaError(`trace of ${trace.questionId} is a ${trace.pipeline} trace, not a ToC one`, 'pick a trace from a run of the `toc` pipeline');
   }
-  return trace.decisions;
+  return decisions;
 }
 
 export function clarificationTreeFigure(trace: Trace, options: { title?: string; labelChars?: number } = {}): Figure {

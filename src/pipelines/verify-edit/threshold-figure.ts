@@ -14,12 +14,13 @@
  *   no recorded edited answer: accuracy and AUC are left out (null) at that threshold. Record one
  *   run with threshold n + 1 (edit everything) and pass `scoreAnswer` to make every threshold exact.
  */
-import type { ExampleResult } from '../run-files';
-import type { Trace, VeDecisions } from '../trace/types';
-import { accuracyCoverageAuc } from '../metrics/calibration';
-import { correctness, type CorrectnessOptions } from './correctness';
-import { noDataAnnotation } from './consistency';
-import { baseLayout, colors, type Figure, type PlotlyTrace, type RunData } from './types';
+import type { ExampleResult } from '../../run-files';
+import type { Trace } from '../../trace/types';
+import { veDecisionsOf, type VeDecisions } from './decisions';
+import { accuracyCoverageAuc } from '../../metrics/calibration';
+import { correctness, type CorrectnessOptions } from '../../plots/correctness';
+import { noDataAnnotation } from '../../plots/consistency';
+import { baseLayout, colors, type Figure, type PlotlyTrace, type RunData } from '../../plots/types';
 
 export interface ThresholdPoint {
   threshold: number;
@@ -38,7 +39,10 @@ export interface ThresholdPoint {
 
 function veTraces(traces: readonly Trace[]): Array<{ trace: Trace; d: VeDecisions }> {
   const out: Array<{ trace: Trace; d: VeDecisions }> = [];
-  for (const trace of traces) if (trace.decisions.kind === 'verify-edit') out.push({ trace, d: trace.decisions });
+  for (const trace of traces) {
+    const d = veDecisionsOf(trace);
+    if (d) out.push({ trace, d });
+  }
   return out;
 }
 

@@ -16,12 +16,13 @@
  *  - `budget-skipped`: never verified because the node cap or the call budget ended the search.
  * The paper: 40.9 F1 over 12,838 nodes → 59.3 over 4,239 kept.
  */
-import type { Example, QaPair } from '../datasets/types';
-import { answerF1 } from '../metrics/answer-f1';
-import type { TocNode, Trace } from '../trace/types';
-import { noDataAnnotation } from './consistency';
-import { nodesAfterRestart } from './tree';
-import { baseLayout, colors, type Figure } from './types';
+import type { Example, QaPair } from '../../datasets/types';
+import { answerF1 } from '../../metrics/answer-f1';
+import type { Trace } from '../../trace/types';
+import { tocDecisionsOf, type TocNode } from './decisions';
+import { noDataAnnotation } from '../../plots/consistency';
+import { nodesAfterRestart } from './tree-figure';
+import { baseLayout, colors, type Figure } from '../../plots/types';
 
 export type PruningStage = 'no pruning' | 'dedup only' | 'self-verification' | 'pruned' | 'un-pruned' | 'kept after a restart' | 'pruning off' | 'budget-skipped';
 export const PRUNING_STAGES: readonly PruningStage[] = [
@@ -39,8 +40,8 @@ const VERIFICATION_STAGES: ReadonlySet<PruningStage> = new Set(['self-verificati
 /** Groups drawn only when they hold nodes (most runs un-prune or skip nothing). */
 const OPTIONAL_GROUPS: ReadonlySet<PruningStage> = new Set(['pruned', 'un-pruned', 'kept after a restart', 'pruning off', 'budget-skipped']);
 
-/** questionId → the gold disambiguations (DQs with their short answers). */
-export type GoldDqs = ReadonlyMap<string, readonly QaPair[]>;
+export type { GoldDqs } from '../../plots/methods';
+import type { GoldDqs } from '../../plots/methods';
 
 export function goldDqsFromExamples(examples: readonly Example[]): Map<string, QaPair[]> {
   return new Map(examples.filter((e) => e.qaPairs.length > 0).map((e) => [e.id, e.qaPairs]));
@@ -74,11 +75,12 @@ export function pruningEffect(traces: readonly Trace[], gold: GoldDqs): PruningS
     PRUNING_STAGES.map((s) => [s, { n: 0, f1: 0, questions: 0 }]),
   );
   for (const trace of traces) {
-    if (trace.decisions.kind !== 'toc') continue;
+    const decisions = tocDecisionsOf(trace);
+    if (!decisions) continue;
     const dqs = gold.get(trace.questionId);
     if (!dqs || dqs.length === 0) continue;
-    const nodes = trace.decisions.nodes;
-    const afterRestart = nodesAfterRestart(trace.decisions);
+    const nodes = decisions.nodes;
+    const afterRestart = nodesAfterRestart(decisions);
     const verified = nodes.some((n) => n.verdict !== null);
     for (const stage of PRUNING_STAGES) {
       // A run with pruning off recorded no verdicts: it says nothing about self-verification.
