@@ -72,6 +72,14 @@ module.exports = {
   forbidden: [
     ...layerRules,
     {
+      name: 'no-circular',
+      comment:
+        'an import cycle means a contract takes a type from an implementation: move the type into the contract (types.ts, score.ts) so the implementation imports it, never the other way',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { circular: true },
+    },
+    {
       name: 'src-not-to-tests',
       comment: 'library code must not import tests, benchmarks or scripts',
       severity: 'error',

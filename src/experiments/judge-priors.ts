@@ -11,7 +11,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AmbiqaError } from '../errors';
-import { judgePriorsSchema, type JudgePriors } from '../pipelines/common/batch-prior';
+import { judgePriorsSchema, type JudgePriors } from '../pipelines/types';
 import { normaliseQuestion } from '../pipelines/common/text';
 import type { Demo } from '../pipelines/types';
 import type { LanguageModel } from '../llm/types';

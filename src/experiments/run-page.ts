@@ -3,7 +3,7 @@ import { createReadStream, existsSync, statSync } from 'node:fs';
 import type { Example } from '../datasets/types';
 import { defaultCatalog } from '../config/catalog';
 import type { Trace } from '../trace/types';
-import type { DatasetInput } from '../tracking/client';
+import type { DatasetInput } from '../tracking/types';
 import type { RunTracker } from '../tracking/types';
 import type { ExperimentConfig } from './config';
 

@@ -1,20 +1,9 @@
 import { AmbiqaError } from '../errors';
 import { formatUsd } from './pricing';
+import type { SpendGuard } from './types';
 
-/**
- * A spending cap for a run (`llm.maxCostUsd`, `--max-cost`). The client asks it before every
- * live call (cache hits cost nothing and are never refused) and tells it what the call cost.
- *
- * "Would pass the cap": before a call, the spend so far plus what the calls in flight are
- * expected to cost plus one more call (each estimated at the mean cost of this session's live
- * calls) must stay within the cap. The first calls of a session have no estimate yet, so a cap
- * can be passed by at most the calls that start before the first one returns; after that it holds
- * up to the error of the estimate.
- */
-export interface SpendGuard {
-  /** Before a live call: throws `CostLimitError` when it would pass the cap; else returns the settle function. */
-  open(): (costUsd: number | undefined) => void;
-}
+// The guard's contract is in types.ts (the client takes one); re-exported for callers of the cap.
+export type { SpendGuard } from './types';
 
 export class CostLimitError extends AmbiqaError {
   constructor(
@@ -29,6 +18,15 @@ export class CostLimitError extends AmbiqaError {
   }
 }
 
+/**
+ * A run's spending cap (`llm.maxCostUsd`, `--max-cost`).
+ *
+ * "Would pass the cap": before a call, the spend so far plus what the calls in flight are
+ * expected to cost plus one more call (each estimated at the mean cost of this session's live
+ * calls) must stay within the cap. The first calls of a session have no estimate yet, so a cap
+ * can be passed by at most the calls that start before the first one returns; after that it holds
+ * up to the error of the estimate.
+ */
 export class CostCap implements SpendGuard {
   /** Live spend of this session (settled calls). */
   private spent = 0;

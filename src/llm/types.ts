@@ -1,4 +1,3 @@
-import type { SpendGuard } from './budget';
 /**
  * The language-model contract. Providers implement `LanguageModelProvider.doGenerate` (one
  * sample, no caching, no retries); everything else goes through `LanguageModel.generate`, which
@@ -49,6 +48,16 @@ export interface GenerateRequest extends SamplingOptions {
   signal?: AbortSignal;
   /** A run's spending cap, asked before each live call (not part of the cache key). */
   budget?: SpendGuard;
+}
+
+/**
+ * What a run may spend (`llm.maxCostUsd`, `--max-cost`; `CostCap` in budget.ts implements it).
+ * The client asks it before every live call (cache hits cost nothing and are never refused) and
+ * tells it what the call cost.
+ */
+export interface SpendGuard {
+  /** Before a live call: throws `CostLimitError` when it would pass the cap; else returns the settle function. */
+  open(): (costUsd: number | undefined) => void;
 }
 
 export interface TokenUsage {

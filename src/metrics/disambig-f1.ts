@@ -21,16 +21,10 @@ import type { QaPair } from '../datasets/types';
 import { AmbiqaError } from '../errors';
 import type { ChatMessage, LanguageModel } from '../llm/types';
 import { normalizeAnswer, tokenF1 } from './squad';
-import type { MetricFamily, Score } from './score';
+import type { DisambigReader, MetricFamily, Score } from './score';
 
-export interface DisambigReader {
-  /** Reported beside every D-F1 value, e.g. `llm:llama-cpp/smollm2` or `qa-onnx:roberta-squad2`. */
-  readonly name: string;
-  /** The span of `context` that answers `question`, or '' when it has none. */
-  read(question: string, context: string): Promise<string>;
-  /** Release models. */
-  dispose?(): Promise<void>;
-}
+// The reader's contract lives in score.ts (what a scorer is given); re-exported for its users.
+export type { DisambigReader } from './score';
 
 export interface DisambigF1Result {
   /** 0–100; null when the question has no DQs. */

@@ -9,7 +9,6 @@
 import type { DatasetName, Example } from '../datasets/types';
 import type { MetricAggregate } from '../run-files';
 import type { BootstrapOptions } from './bootstrap';
-import type { DisambigReader } from './disambig-f1';
 import type { SentenceSplitter } from './sentences';
 
 export interface Score {
@@ -37,6 +36,16 @@ export function meanOrNull(values: readonly number[]): number | null {
 }
 
 // ------------------------------------------------------------------------ the registry entry
+
+/** The D-F1 reader (disambig-f1.ts): extracts the span of a long answer that answers a question. */
+export interface DisambigReader {
+  /** Reported beside every D-F1 value, e.g. `llm:llama-cpp/smollm2` or `qa-onnx:roberta-squad2`. */
+  readonly name: string;
+  /** The span of `context` that answers `question`, or '' when it has none. */
+  read(question: string, context: string): Promise<string>;
+  /** Release models. */
+  dispose?(): Promise<void>;
+}
 
 /**
  * What a family's scorer is given for one example. `text` is the text scored: the long answer

@@ -1,9 +1,9 @@
 /** The pipeline contract: `answer(example, ctx) → { output, trace }`. */
+import { z } from 'zod';
 import type { Example } from '../datasets/types';
 import type { Embedder, Reranker, Retriever } from '../retrieval/types';
 import type { LanguageModel } from '../llm/types';
-import type { PipelineName, Trace } from '../trace/types';
-import type { JudgePriors } from './common/batch-prior';
+import type { LlmCallRecord, PipelineName, Trace } from '../trace/types';
 
 /** A few-shot demo: a question with what the method's prompt shows for it. */
 export interface Demo {
@@ -43,6 +43,32 @@ export interface DemoSelector {
   /** Best match first; never the question itself; may return fewer than `k` when the pool runs out. */
   select(question: DemoQuestion, k: number, options?: DemoSelectOptions): Promise<Demo[]>;
 }
+
+/** The prior of one purpose: mean label probabilities over the calibration judgments. */
+export const purposePriorSchema = z.object({
+  labels: z.array(z.string()).min(2),
+  prior: z.array(z.number().min(0).max(1)).min(2),
+  /** Calibration judgments averaged (those read as probabilities). */
+  judgments: z.int().min(1),
+});
+
+/**
+ * `judge-priors.json`: what a run with `judgeCalibration: batch` divides by, and how it was made
+ * (common/batch-prior.ts estimates it; the runner stores it before the first question).
+ */
+export const judgePriorsSchema = z.object({
+  method: z.literal('batch'),
+  pipeline: z.string(),
+  seed: z.int(),
+  /** The demo-pool questions of the calibration sample, in sample order. */
+  sampleIds: z.array(z.string()),
+  purposes: z.record(z.string(), purposePriorSchema),
+  /** Every calibration call, as in a trace (purpose `<purpose>.calibration`). */
+  calls: z.array(z.custom<LlmCallRecord>((v) => typeof v === 'object' && v !== null)),
+  usage: z.object({ llmCalls: z.int(), promptTokens: z.int(), completionTokens: z.int(), cacheHits: z.int() }),
+});
+
+export type JudgePriors = z.infer<typeof judgePriorsSchema>;
 
 export interface PipelineContext {
   llm: LanguageModel;

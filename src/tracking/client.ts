@@ -12,7 +12,10 @@ import {
   type MetricRecord,
 } from './batch';
 import { MLFLOW_LIMITS, assertValidKey, truncateValue } from './limits';
-import type { RunStatus } from './types';
+import type { DatasetInput, RunStatus } from './types';
+
+// The tracking contract (types.ts) owns the dataset shape; re-exported for this client's callers.
+export type { DatasetInput } from './types';
 
 /**
  * A typed client for MLflow's REST API (`/api/2.0/mlflow/…`) and its artifact proxy
@@ -90,22 +93,6 @@ export interface MlflowClientOptions {
   /** Extra headers; `MLFLOW_TRACKING_TOKEN` or `MLFLOW_TRACKING_USERNAME/PASSWORD` add auth. */
   headers?: Record<string, string>;
   batchLimits?: BatchLimits;
-}
-
-/** A dataset as MLflow's log-inputs takes it (the run page's Datasets box). */
-export interface DatasetInput {
-  name: string;
-  digest: string;
-  /** e.g. `local`. */
-  sourceType: string;
-  /** JSON, e.g. `{"uri": "data/asqa/dev.jsonl"}`. */
-  source: string;
-  schema?: string;
-  /** JSON, e.g. `{"num_rows": 20, "split": "dev"}`. */
-  profile?: string;
-  /** `mlflow.data.context`: training, eval, … */
-  context?: string;
-  tags?: Record<string, string>;
 }
 
 export interface TraceInfo {

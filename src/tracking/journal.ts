@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { appendFileSync, closeSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync, readSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { decodeMetricValue, encodeMetricValue, type MetricRecord } from './batch';
-import type { DatasetInput } from './client';
+import type { DatasetInput } from './types';
 import type { RunStatus } from './types';
 
 /**

@@ -18,7 +18,7 @@ import { DEFAULT_FIELD_LIMITS, TracesUnsupportedError, traceIdFor, type TraceExp
 import { knownSecrets, redactBytes, redactDeep, redactSecrets, redactText } from './redact';
 import { resolvedPendingRun, syncDirectory } from './sync';
 import { sendTraceSpans } from './trace-upload';
-import type { DatasetInput } from './client';
+import type { DatasetInput } from './types';
 import type { ParamValue, QuestionTrace, RunStatus, RunTracker, StartRunOptions, Tracking } from './types';
 
 /**

@@ -5,7 +5,6 @@
  */
 
 import type { Trace } from '../trace/types';
-import type { DatasetInput } from './client';
 
 export type RunStatus = 'RUNNING' | 'FINISHED' | 'FAILED' | 'KILLED';
 export type ParamValue = string | number | boolean;
@@ -46,6 +45,23 @@ export interface RunTracker {
   /** Datasets the run evaluated, for the run page's Datasets box. */
   logInputs?(datasets: DatasetInput[]): Promise<void>;
 }
+
+/** A dataset as MLflow's log-inputs takes it (the run page's Datasets box). */
+export interface DatasetInput {
+  name: string;
+  digest: string;
+  /** e.g. `local`. */
+  sourceType: string;
+  /** JSON, e.g. `{"uri": "data/asqa/dev.jsonl"}`. */
+  source: string;
+  schema?: string;
+  /** JSON, e.g. `{"num_rows": 20, "split": "dev"}`. */
+  profile?: string;
+  /** `mlflow.data.context`: training, eval, … */
+  context?: string;
+  tags?: Record<string, string>;
+}
+
 
 /** A question's trace with its per-question metric values (attached to the MLflow trace as feedback). */
 export interface QuestionTrace {

@@ -29,7 +29,7 @@ import type { LlmCallRecord } from '../../trace/types';
 import { checkAborted } from './context';
 import { judgeLlm } from './llm';
 import { normaliseAnswer } from './text';
-import type { Demo, PipelineContext } from '../types';
+import type { Demo, JudgePriors, PipelineContext } from '../types';
 
 /** The pipeline options every batch-calibrating pipeline shares (spread into its schema). */
 export const batchCalibrationOptions = {
@@ -42,28 +42,9 @@ export const batchCalibrationOptions = {
   calibrationSeed: z.int().default(0).describe('judgeCalibration batch: seed of the calibration sample'),
 };
 
-/** The prior of one purpose: mean label probabilities over the calibration judgments. */
-export const purposePriorSchema = z.object({
-  labels: z.array(z.string()).min(2),
-  prior: z.array(z.number().min(0).max(1)).min(2),
-  /** Calibration judgments averaged (those read as probabilities). */
-  judgments: z.int().min(1),
-});
-
-/** `judge-priors.json`: what a run with `judgeCalibration: batch` divides by, and how it was made. */
-export const judgePriorsSchema = z.object({
-  method: z.literal('batch'),
-  pipeline: z.string(),
-  seed: z.int(),
-  /** The demo-pool questions of the calibration sample, in sample order. */
-  sampleIds: z.array(z.string()),
-  purposes: z.record(z.string(), purposePriorSchema),
-  /** Every calibration call, as in a trace (purpose `<purpose>.calibration`). */
-  calls: z.array(z.custom<LlmCallRecord>((v) => typeof v === 'object' && v !== null)),
-  usage: z.object({ llmCalls: z.int(), promptTokens: z.int(), completionTokens: z.int(), cacheHits: z.int() }),
-});
-
-export type JudgePriors = z.infer<typeof judgePriorsSchema>;
+// The stored priors' schema is part of the pipeline contract (types.ts), which PipelineContext
+// and Pipeline.calibrate name; re-exported here for the pipelines that calibrate.
+export { judgePriorsSchema, purposePriorSchema, type JudgePriors } from '../types';
 
 /** One calibration input: a prompt of the pipeline's own judge. */
 export interface CalibrationItem {
