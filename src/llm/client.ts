@@ -153,9 +153,9 @@ export class LlmClient implements LanguageModel {
   /** Run-level usage: every `generate` of this client. */
   readonly meter = new UsageMeter();
   private readonly ownsCache: boolean;
-  /** Samples being computed now, by cache key: identical concurrent requests share one call. */
-  private readonly inflight = new Map<string, Promise<Completion>>();
-  private readonly inflightJudgements = new Map<string, Promise<ProviderJudgement & { latencySeconds: number }>>();
+  /** Samples by cache key: stored ones replay, identical concurrent requests share one call. */
+  private readonly samples: SingleFlight<CachedSample, Completion>;
+  private readonly judgements: SingleFlight<ProviderJudgement & { latencySeconds: number }, ProviderJudgement & { latencySeconds: number }>;
   private warnedCacheWrite = false;
 
   constructor(
@@ -170,6 +170,14 @@ export class LlmClient implements LanguageModel {
       this.ownsCache = this.cache !== null;
     }
     this.limiter = options.limiter instanceof Limiter ? options.limiter : new Limiter(options.limiter ?? {});
+    this.samples = new SingleFlight(
+      (key) => this.cache?.get(key),
+      (key, c) => this.writeCache(() => this.cache!.put(key, { provider: this.provider, model: this.model, sampleIndex: c.sampleIndex }, c)),
+    );
+    this.judgements = new SingleFlight(
+      (key) => this.cache?.getJudgement(key),
+      (key, j) => this.writeCache(() => this.cache!.putJudgement(key, { provider: this.provider, model: this.model }, j)),
+    );
   }
 
   get provider(): string {
@@ -248,27 +256,14 @@ export class LlmClient implements LanguageModel {
     let cacheHit = false;
     const textOnly = this.options.judgeMode === 'text';
     const key = this.cache && options.cache !== false ? judgeCacheKey({ ...this.keyIdentity(), request: normalised, ...(textOnly ? { judgeMode: 'text' as const } : {}) }) : null;
-    const stored = key ? this.cache!.getJudgement(key) : undefined;
-    if (stored) {
-      judgement = { ...stored, ...(stored.text !== undefined ? { text: redactText(stored.text) } : {}) };
+    const live = () => this.guarded(request.budget, () => this.liveJudge(normalised, request.signal), (j) => this.costOf(j.usage));
+    const got = await this.judgements.get(key, live);
+    if ('stored' in got) {
+      judgement = { ...got.stored, ...(got.stored.text !== undefined ? { text: redactText(got.stored.text) } : {}) };
       cacheHit = true;
     } else {
-      const pending = key ? this.inflightJudgements.get(key) : undefined;
-      if (pending) {
-        judgement = await pending;
-        cacheHit = true;
-      } else {
-        const flight = this.guarded(request.budget, () => this.liveJudge(normalised, request.signal), (j) => this.costOf(j.usage)).then((j) => {
-          if (key) this.writeCache(() => this.cache!.putJudgement(key, { provider: this.provider, model: this.model }, j));
-          return j;
-        });
-        if (key) this.inflightJudgements.set(key, flight);
-        try {
-          judgement = await flight;
-        } finally {
-          if (key) this.inflightJudgements.delete(key);
-        }
-      }
+      judgement = got.value;
+      cacheHit = got.shared;
     }
     const probabilities = [...judgement.probabilities];
     let top = -1;
@@ -329,23 +324,10 @@ export class LlmClient implements LanguageModel {
 
   private async sample(request: NormalisedRequest, sampleIndex: number, signal?: AbortSignal, budget?: SpendGuard): Promise<Completion> {
     const live = () => this.guarded(budget, () => this.live(request, sampleIndex, signal), (c) => c.costUsd);
-    if (!this.cache) return live();
-    const keyInput = { ...this.keyIdentity(), request, sampleIndex };
-    const key = cacheKey(keyInput);
-    const stored = this.cache.get(key);
-    if (stored) return replayed(stored, sampleIndex, this.pricing !== null);
-    const pending = this.inflight.get(key);
-    if (pending) return shared(await pending, sampleIndex);
-    const flight = live().then((completion) => {
-      this.store(key, keyInput, completion);
-      return completion;
-    });
-    this.inflight.set(key, flight);
-    try {
-      return await flight;
-    } finally {
-      this.inflight.delete(key);
-    }
+    const key = this.cache ? cacheKey({ ...this.keyIdentity(), request, sampleIndex }) : null;
+    const got = await this.samples.get(key, live);
+    if ('stored' in got) return replayed(got.stored, sampleIndex, this.pricing !== null);
+    return got.shared ? shared(got.value, sampleIndex) : got.value;
   }
 
   /**
@@ -361,17 +343,14 @@ export class LlmClient implements LanguageModel {
     for (const i of sampleIndices(request)) {
       const key = this.cache ? cacheKey({ ...this.keyIdentity(), request, sampleIndex: i }) : null;
       keys.push(key);
-      if (key) {
-        const stored = this.cache!.get(key);
-        if (stored) {
-          results.push(replayed(stored, i, this.pricing !== null));
-          continue;
-        }
-        const pending = this.inflight.get(key);
-        if (pending) {
-          results.push(pending.then((c) => shared(c, i)));
-          continue;
-        }
+      const found = key ? this.samples.find(key) : undefined;
+      if (found && 'stored' in found) {
+        results.push(replayed(found.stored, i, this.pricing !== null));
+        continue;
+      }
+      if (found) {
+        results.push(found.pending.then((c) => shared(c, i)));
+        continue;
       }
       results.push(null as unknown as Completion); // filled below
       missing.push(i);
@@ -387,19 +366,8 @@ export class LlmClient implements LanguageModel {
       );
       for (const [j, i] of missing.entries()) {
         const key = keys[i - first];
-        const flight = batch.then((b) => {
-          const completion = b.completions[j]!;
-          if (key) this.store(key, { provider: this.provider, model: this.model, sampleIndex: i }, completion);
-          return completion;
-        });
-        if (key) {
-          this.inflight.set(key, flight);
-          flight.then(
-            () => this.inflight.delete(key),
-            () => this.inflight.delete(key),
-          );
-        }
-        results[i - first] = flight;
+        const sample = batch.then((b) => b.completions[j]!);
+        results[i - first] = key ? this.samples.start(key, sample) : sample;
       }
       batch.then(
         (b) => warnings.push(...(b.warnings ?? [])),
@@ -527,10 +495,6 @@ export class LlmClient implements LanguageModel {
     );
   }
 
-  private store(key: string, keyInput: { provider: string; model: string; sampleIndex: number }, c: Completion): void {
-    this.writeCache(() => this.cache!.put(key, keyInput, c));
-  }
-
   /** A cache that cannot be written must not throw away a reply already paid for: warn once, go on. */
   private writeCache(write: () => void): void {
     try {
@@ -541,6 +505,53 @@ export class LlmClient implements LanguageModel {
         process.emitWarning(`LLM cache write to ${this.cache!.path} failed: ${(error as Error).message}`, 'AmbiqaCacheWarning');
       }
     }
+  }
+}
+
+/**
+ * The cache → in-flight → call → store sequence, written once for samples and judgments: a
+ * stored value replays; a value an identical call is computing now is shared (identical
+ * concurrent requests make one call); otherwise the call runs, and its value is stored before
+ * anyone waiting on it sees it. Without a key (no cache, or a probe that bypasses it) the call
+ * just runs.
+ */
+class SingleFlight<Stored, Value> {
+  private readonly inflight = new Map<string, Promise<Value>>();
+
+  constructor(
+    private readonly read: (key: string) => Stored | undefined,
+    private readonly write: (key: string, value: Value) => void,
+  ) {}
+
+  /** What `key` has now: its stored value, the call in flight for it, or nothing. */
+  find(key: string): { stored: Stored } | { pending: Promise<Value> } | undefined {
+    const stored = this.read(key);
+    if (stored !== undefined) return { stored };
+    const pending = this.inflight.get(key);
+    return pending ? { pending } : undefined;
+  }
+
+  /** Share `call` under `key` until it settles; its value is stored first. */
+  start(key: string, call: Promise<Value>): Promise<Value> {
+    const flight = call.then((value) => {
+      this.write(key, value);
+      return value;
+    });
+    this.inflight.set(key, flight);
+    const done = () => {
+      if (this.inflight.get(key) === flight) this.inflight.delete(key);
+    };
+    flight.then(done, done);
+    return flight;
+  }
+
+  /** The stored value, or the value of the call in flight (`shared`), or of `call` run now. */
+  async get(key: string | null, call: () => Promise<Value>): Promise<{ stored: Stored } | { value: Value; shared: boolean }> {
+    if (key === null) return { value: await call(), shared: false };
+    const found = this.find(key);
+    if (found && 'stored' in found) return found;
+    if (found) return { value: await found.pending, shared: true };
+    return { value: await this.start(key, call()), shared: false };
   }
 }
 
