@@ -1,9 +1,10 @@
 import { AmbiqaError } from '../errors';
 
 /**
- * Why a model call failed, in the terms the limiter decides on. Providers translate their own
- * errors into `LlmRequestError` so that the limiter never has to know an SDK; errors that reach
- * the limiter untranslated (plain fetch failures, SDK errors) are classified in limiter.ts.
+ * Why a model call failed, in the terms the limiter decides on. Each provider classifies its own
+ * failures (its SDK's error classes, its engine's) and throws them as `LlmRequestError`, so the
+ * limiter decides on the kind alone and never knows an SDK; anything else that reaches it is
+ * `other` and is not retried (limiter.ts).
  */
 export type LlmErrorKind =
   | 'rate-limit' // 429: retry after the server's Retry-After or a backoff
@@ -38,6 +39,67 @@ export class LlmRequestError extends AmbiqaError {
 
 export function isRetryableKind(kind: LlmErrorKind): boolean {
   return kind === 'rate-limit' || kind === 'server' || kind === 'timeout' || kind === 'connection';
+}
+
+/** A failure as the limiter decides on it: what went wrong, whether another attempt may help, and when. */
+export interface ErrorClassification {
+  kind: LlmErrorKind;
+  retryable: boolean;
+  status?: number;
+  /** The server's Retry-After, in milliseconds. */
+  retryAfterMs?: number;
+}
+
+/** What an `LlmRequestError` says about itself. */
+export function classificationOf(error: LlmRequestError): ErrorClassification {
+  return {
+    kind: error.kind,
+    retryable: error.retryable,
+    ...(error.status !== undefined ? { status: error.status } : {}),
+    ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}),
+  };
+}
+
+// ------------------------------------------------------------------ for providers that speak HTTP
+
+/** The kind of an HTTP status: 429 rate limit, 408 timeout, 5xx server, 401/403 auth, other 4xx client. */
+export function classifyStatus(status: number): { kind: LlmErrorKind; retryable: boolean } {
+  let kind: LlmErrorKind;
+  if (status === 429) kind = 'rate-limit';
+  else if (status === 408) kind = 'timeout';
+  else if (status >= 500) kind = 'server';
+  else if (status === 401 || status === 403) kind = 'auth';
+  else if (status >= 400) kind = 'client';
+  else kind = 'other';
+  return { kind, retryable: isRetryableKind(kind) };
+}
+
+/** Socket and DNS failures (Node's and undici's codes) that another attempt may get past. */
+export const RETRYABLE_CONNECTION_CODES: ReadonlySet<string> = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EAI_AGAIN',
+  'ENETUNREACH',
+  'EHOSTUNREACH',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_CLOSED',
+]);
+
+/** The first `code` along an error's cause chain (fetch wraps socket errors in `cause`). */
+export function errorCode(error: unknown): string | undefined {
+  let e: unknown = error;
+  for (let depth = 0; depth < 5 && e && typeof e === 'object'; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
 }
 
 // Shapes that look like API keys even when we were not told the key (a server echoing a

@@ -1,7 +1,6 @@
-import { APIConnectionError, APIConnectionTimeoutError, APIUserAbortError } from 'openai';
 import { onAbort, sleep, throwIfAborted } from '../common/abort';
 import { RetryPolicy, parseRetryAfter, withRetries } from '../common/retry';
-import { LlmRequestError, isRetryableKind, type LlmErrorKind } from './errors';
+import { LlmRequestError, classificationOf, classifyStatus, errorCode, type ErrorClassification, type LlmErrorKind } from './errors';
 
 /**
  * The one place that decides concurrency, retries and timeouts for model calls. Every call of
@@ -44,12 +43,8 @@ export interface RetryEvent {
   message: string;
 }
 
-export interface Classified {
-  kind: LlmErrorKind;
-  retryable: boolean;
-  status?: number;
-  retryAfterMs?: number;
-}
+/** How the limiter sees a failure (errors.ts). */
+export type Classified = ErrorClassification;
 
 export class LlmTimeoutError extends LlmRequestError {
   constructor(timeoutMs: number) {
@@ -178,78 +173,22 @@ export class Limiter {
 
 // ------------------------------------------------------------------ error classification
 
-const RETRYABLE_CODES = new Set([
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'ECONNABORTED',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EAI_AGAIN',
-  'ENETUNREACH',
-  'EHOSTUNREACH',
-  'UND_ERR_SOCKET',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_HEADERS_TIMEOUT',
-  'UND_ERR_BODY_TIMEOUT',
-  'UND_ERR_CLOSED',
-]);
-
 /**
- * Decide whether an error is worth retrying. Understands `LlmRequestError`, the openai package's
- * errors (duck-typed: `status` and `headers`, and its connection/timeout error names) and plain
- * fetch failures (`TypeError: fetch failed` with a `cause.code`).
+ * Decide whether an error is worth retrying. Providers throw their failures as `LlmRequestError`
+ * with the kind they classified (errors.ts); besides those the limiter knows only the standard
+ * abort and timeout errors (`AbortError`, `TimeoutError`). Anything else is a bug or a failure no
+ * provider understood: `other`, never retried.
  */
 export function classifyError(error: unknown): Classified {
-  if (error instanceof LlmRequestError) {
-    return {
-      kind: error.kind,
-      retryable: error.retryable,
-      ...(error.status !== undefined ? { status: error.status } : {}),
-      ...(error.retryAfterMs !== undefined ? { retryAfterMs: error.retryAfterMs } : {}),
-    };
-  }
-  // The openai package's errors all have name "Error"; tell them apart by class.
-  if (error instanceof APIUserAbortError) return { kind: 'aborted', retryable: false };
-  if (error instanceof APIConnectionTimeoutError) return { kind: 'timeout', retryable: true };
-  const e = error as { name?: string; status?: unknown; headers?: unknown } | null;
-  if (e && typeof e === 'object') {
-    if (e.name === 'AbortError') return { kind: 'aborted', retryable: false };
-    if (e.name === 'TimeoutError') return { kind: 'timeout', retryable: true };
-    // Any HTTP error that carries its status (openai's APIError and look-alikes).
-    if (typeof e.status === 'number') {
-      const retryAfterMs = parseRetryAfter(e.headers);
-      return { ...classifyStatus(e.status), status: e.status, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
-    }
-  }
-  const code = errorCode(error);
-  if (code === 'ENOTFOUND') return { kind: 'connection', retryable: false };
-  if (code && RETRYABLE_CODES.has(code)) return { kind: 'connection', retryable: true };
-  // openai wraps socket failures; without a code it is still a connection problem.
-  if (error instanceof APIConnectionError) return { kind: 'connection', retryable: true };
+  if (error instanceof LlmRequestError) return classificationOf(error);
+  const name = (error as { name?: unknown } | null)?.name;
+  if (name === 'AbortError') return { kind: 'aborted', retryable: false };
+  if (name === 'TimeoutError') return { kind: 'timeout', retryable: true };
   return { kind: 'other', retryable: false };
 }
 
-export function classifyStatus(status: number): { kind: LlmErrorKind; retryable: boolean } {
-  let kind: LlmErrorKind;
-  if (status === 429) kind = 'rate-limit';
-  else if (status === 408) kind = 'timeout';
-  else if (status >= 500) kind = 'server';
-  else if (status === 401 || status === 403) kind = 'auth';
-  else if (status >= 400) kind = 'client';
-  else kind = 'other';
-  return { kind, retryable: isRetryableKind(kind) };
-}
-
-/** The first `code` along an error's cause chain (fetch wraps socket errors in `cause`). */
-export function errorCode(error: unknown): string | undefined {
-  let e: unknown = error;
-  for (let depth = 0; depth < 5 && e && typeof e === 'object'; depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string') return code;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
+/** Moved to errors.ts (the kinds' vocabulary, for providers); re-exported for older imports. */
+export { classifyStatus, errorCode };
 
 /** Retry-After parsing lives in the retry core; re-exported for the provider and tests. */
 export { parseRetryAfter };

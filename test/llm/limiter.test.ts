@@ -2,8 +2,9 @@ import { APIConnectionError, APIError } from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LlmClient } from '../../src/llm/client';
 import { LlmRequestError } from '../../src/llm/errors';
-import { Limiter, classifyError, parseRetryAfter, type RetryEvent } from '../../src/llm/limiter';
-import { OpenAICompatibleProvider } from '../../src/llm/providers/openai-compatible';
+import { Limiter, parseRetryAfter, type RetryEvent } from '../../src/llm/limiter';
+// The provider classifies its own SDK's and fetch's failures; the limiter decides on the kind.
+import { OpenAICompatibleProvider, classifyOpenAIError as classifyError } from '../../src/llm/providers/openai-compatible';
 import { startFaultServer, type FaultServer } from './fault-server';
 
 describe('Retry-After parsing', () => {

@@ -1,8 +1,17 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIUserAbortError } from 'openai';
 import { registerSecret } from '../../common/secrets';
 import { AmbiqaError } from '../../errors';
-import { LlmRequestError, redactSecrets, safeUrl } from '../errors';
-import { classifyStatus, errorCode, parseRetryAfter } from '../limiter';
+import { parseRetryAfter } from '../../common/retry';
+import {
+  LlmRequestError,
+  RETRYABLE_CONNECTION_CODES,
+  classificationOf,
+  classifyStatus,
+  errorCode,
+  redactSecrets,
+  safeUrl,
+  type ErrorClassification,
+} from '../errors';
 import type {
   FinishReason,
   JudgeFallback,
@@ -340,39 +349,37 @@ export class OpenAICompatibleProvider implements LanguageModelProvider {
     return reply!;
   }
 
-  /** A person-readable, key-free error that still carries what the limiter needs. */
+  /**
+   * A person-readable, key-free error that still carries what the limiter needs: the kind from
+   * `classifyOpenAIError`, the message and hint from what failed.
+   */
   private translate(error: unknown): unknown {
     const e = error as { name?: string; status?: unknown; headers?: unknown; message?: string; error?: unknown };
     const url = safeUrl(this.baseUrl);
     const scrub = (s: string) => redactSecrets(s, [this.#apiKey]);
     // Aborts are the limiter's (timeout) or the caller's business; pass them through untouched.
     if (error instanceof APIUserAbortError || e?.name === 'AbortError') return error;
+    const { kind, retryable, status, retryAfterMs } = classifyOpenAIError(error);
     if (error instanceof APIConnectionTimeoutError) {
-      return new LlmRequestError(`the server at ${url} did not answer in time`, { kind: 'timeout' });
+      return new LlmRequestError(`the server at ${url} did not answer in time`, { kind, retryable });
     }
     if (error instanceof APIConnectionError) {
       const code = errorCode(error);
       // A reset or a closed socket means the server was reached and dropped the request; saying
       // "cannot reach" would send the user to check a URL that is fine.
       if (code && /^(ECONNRESET|EPIPE|UND_ERR_SOCKET|UND_ERR_CLOSED)$/.test(code)) {
-        return new LlmRequestError(`the server at ${url} closed the connection before replying (${code})`, {
-          kind: 'connection',
-          retryable: true,
-        });
+        return new LlmRequestError(`the server at ${url} closed the connection before replying (${code})`, { kind, retryable });
       }
       return new LlmRequestError(
         `cannot reach the OpenAI-compatible server at ${url}${code ? ` (${code})` : ''}`,
         {
-          kind: 'connection',
-          retryable: code !== 'ENOTFOUND',
+          kind,
+          retryable,
           hint: 'check `baseUrl` in the llm config (or OPENAI_BASE_URL) and that the server is running',
         },
       );
     }
-    if (typeof e?.status === 'number') {
-      const status = e.status;
-      const { kind, retryable } = classifyStatus(status);
-      const retryAfterMs = parseRetryAfter(e.headers);
+    if (status !== undefined) {
       const detail = scrub(serverMessage(e) ?? '');
       const base = `HTTP ${status} from ${url}/chat/completions${detail ? `: ${detail}` : ''}`;
       let hint: string | undefined;
@@ -398,14 +405,44 @@ export class OpenAICompatibleProvider implements LanguageModelProvider {
     // A socket that dropped while a body was read (undici's "terminated") is a reset too.
     const code = errorCode(error);
     if (code && /^(ECONNRESET|EPIPE|UND_ERR_SOCKET|UND_ERR_CLOSED)$/.test(code)) {
-      return new LlmRequestError(`the connection to ${url} broke while reading a reply (${code})`, { kind: 'connection', retryable: true });
+      return new LlmRequestError(`the connection to ${url} broke while reading a reply (${code})`, { kind, retryable });
     }
     const message = scrub(error instanceof Error ? error.message : String(error));
     return new LlmRequestError(`request to ${url} failed: ${message}`, {
-      kind: 'other',
+      kind,
+      retryable,
       hint: 'check that `baseUrl` points at an OpenAI-compatible API root (usually …/v1)',
     });
   }
+}
+
+/**
+ * The openai package's failures, and fetch's, in the limiter's terms (errors.ts): this provider
+ * classifies its own errors, so that the limiter never has to know the SDK. HTTP statuses by
+ * `classifyStatus` (with the server's Retry-After), the SDK's timeout and connection classes,
+ * socket codes along the cause chain (an unknown host is not retried: a typo stays a typo).
+ */
+export function classifyOpenAIError(error: unknown): ErrorClassification {
+  if (error instanceof LlmRequestError) return classificationOf(error);
+  // The openai package's errors all have name "Error"; tell them apart by class.
+  if (error instanceof APIUserAbortError) return { kind: 'aborted', retryable: false };
+  if (error instanceof APIConnectionTimeoutError) return { kind: 'timeout', retryable: true };
+  const e = error as { name?: string; status?: unknown; headers?: unknown } | null;
+  if (e && typeof e === 'object') {
+    if (e.name === 'AbortError') return { kind: 'aborted', retryable: false };
+    if (e.name === 'TimeoutError') return { kind: 'timeout', retryable: true };
+    // Any HTTP error that carries its status (the SDK's APIError and look-alikes).
+    if (typeof e.status === 'number') {
+      const retryAfterMs = parseRetryAfter(e.headers);
+      return { ...classifyStatus(e.status), status: e.status, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
+    }
+  }
+  const code = errorCode(error);
+  if (code === 'ENOTFOUND') return { kind: 'connection', retryable: false };
+  if (code && RETRYABLE_CONNECTION_CODES.has(code)) return { kind: 'connection', retryable: true };
+  // The SDK wraps socket failures; without a code it is still a connection problem.
+  if (error instanceof APIConnectionError) return { kind: 'connection', retryable: true };
+  return { kind: 'other', retryable: false };
 }
 
 /**

@@ -7,7 +7,7 @@ import { pathToFileURL } from 'node:url';
 import type { ChatWrapper, Llama, LlamaContext, LlamaContextSequence, LlamaModel } from 'node-llama-cpp';
 import { packageRoot } from '../../../config/paths';
 import { readModelManifest } from '../../../config/models';
-import { AmbiqaError } from '../../../errors';
+import { LlmRequestError } from '../../errors';
 
 /**
  * The engine and the model registry: node-llama-cpp loaded once per process, one loaded model per
@@ -124,10 +124,11 @@ export function loadModel(path: string): Promise<ModelEntry> {
       try {
         model = await llama.loadModel({ modelPath: path });
       } catch (error) {
-        throw new AmbiqaError(
-          `cannot load the embedded model ${path}: ${(error as Error).message}`,
-          'the file may be truncated or not a GGUF model; run `npx ambiqa setup` again to re-fetch it',
-        );
+        // A file that does not load will not load on a retry: a config error.
+        throw new LlmRequestError(`cannot load the embedded model ${path}: ${(error as Error).message}`, {
+          kind: 'config',
+          hint: 'the file may be truncated or not a GGUF model; run `npx ambiqa setup` again to re-fetch it',
+        });
       }
       const metadata = model.fileInfo.metadata as unknown as {
         tokenizer?: { chat_template?: unknown };
@@ -192,9 +193,9 @@ export function getContext(
             /* report the original failure below */
           }
         }
-        throw new AmbiqaError(
+        throw new LlmRequestError(
           `cannot create a ${size}-token context with ${sequences} sequence(s)${flashAttention ? ' and flash attention' : ''} for ${path}: ${reason}`,
-          'lower `contextSize` or `sequences` in the llm config',
+          { kind: 'config', hint: 'lower `contextSize` or `sequences` in the llm config' },
         );
       }
     })();

@@ -31,7 +31,12 @@ import {
 import { labelProbabilities } from './judge';
 import { chooseSlots, clearSlot, primeSlots } from './slots';
 
-/** The embedded provider: options, and `LlamaCppProvider` putting the folder's parts together (index.ts says how). */
+/**
+ * The embedded provider: options, and `LlamaCppProvider` putting the folder's parts together
+ * (index.ts says how). It classifies its own failures for the limiter (errors.ts): a model file
+ * or context that cannot be loaded is `config`, a prompt longer than the context `client`, neither
+ * retried; an abort passes through as the caller's.
+ */
 export interface LlamaCppOptions {
   /** The .gguf file. Default: the embedded model of `ambiqa setup` (its manifest). */
   modelPath?: string;
