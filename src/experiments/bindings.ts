@@ -4,9 +4,9 @@ import {
   defaultMetrics as metricDefaults,
   metricNames as allMetricNames,
   metricsFor,
+  planMetrics,
   readerMetricNames,
   scoreExample,
-  splitterMetricNames,
   type DisambigReader,
   type ScoreOptions,
 } from '../metrics/index';
@@ -47,6 +47,9 @@ export const allowedMetrics = (dataset: DatasetName): string[] => metricsFor(dat
 /** Metrics that need a reading-comprehension model (config `reader:`), from the metric registry. */
 export const readerMetrics: ReadonlySet<string> = readerMetricNames;
 
+/** Which of a run's metrics need the D-F1 reader (metrics/registry.ts decides). */
+export const metricsNeedingReader = (dataset: DatasetName, names: readonly string[]): string[] => planMetrics(dataset, { metrics: names }).needReader;
+
 /**
  * The confidence a prediction is ranked by for the accuracy–coverage AUC (e.g. a self-consistency
  * method's majority votes / n), as its method's registered analysis defines it.
@@ -62,11 +65,10 @@ export interface RunScorer {
 }
 
 export function createScorer(dataset: DatasetName, names: string[], options: { reader?: DisambigReader; splitter?: SentenceSplitter } = {}): RunScorer {
-  const usesSplitter = names.some((n) => splitterMetricNames.has(n));
-  const usesReader = names.some((n) => readerMetrics.has(n));
-  const splitter = usesSplitter ? (options.splitter ?? defaultSentenceSplitter()) : undefined;
+  const plan = planMetrics(dataset, { metrics: names });
+  const splitter = plan.usesSplitter ? (options.splitter ?? defaultSentenceSplitter()) : undefined;
   const settings: Record<string, string> = {};
-  if (usesReader && options.reader) settings['metric.reader'] = options.reader.name;
+  if (plan.needReader.length > 0 && options.reader) settings['metric.reader'] = options.reader.name;
   if (splitter) settings['metric.sentence_splitter'] = splitter.name;
   return {
     settings,

@@ -24,6 +24,7 @@ import {
   createScorer,
   defaultMetrics,
   metricNames,
+  metricsNeedingReader,
   pipelineNames,
   pipelineOptionsSchema,
   readerMetrics,
@@ -189,7 +190,7 @@ export function createComposer(options: { notify?: (message: string) => void } =
 
       // The D-F1 reader: one per spec for the whole composer (a sweep scores every point with the
       // same reader), never the run's own LLM client.
-      const wantsReader = config.metrics.some((m) => readerMetrics.has(m));
+      const wantsReader = metricsNeedingReader(name, config.metrics).length > 0;
       let reader: ReaderHandle | undefined;
       if (wantsReader && config.reader) {
         let handle = readers.get(config.reader);

@@ -7,6 +7,7 @@ import { dataDir, projectRoot } from '../config/paths';
 import { asqaQuestionKinds, datasetNames, defaultDatasetFiles } from '../datasets/index';
 import type { DatasetName } from '../datasets/types';
 import { AmbiqaError } from '../errors';
+import { decideMetrics } from '../metrics/plan';
 import { listedLlmProviders, llmProviderOf, llmProviderSchemas, type LlmSectionConfig, type LlmSectionInput } from '../llm/provider-registry';
 import type { BuiltinPipelineName, PipelineOptionsInput, RegisteredPipelineOptions } from '../pipelines/registry';
 import { rerankerConfigSchema, retrieverConfigSchema, type RerankerConfigInput, type RetrieverConfigInput } from '../retrieval/factory';
@@ -299,8 +300,11 @@ function fieldsValid(...fields: string[]): (payload: z.core.ParsePayload) => boo
  */
 export function experimentConfigSchema(registry: ConfigRegistry, options: SchemaOptions): z.ZodType<ExperimentConfig, unknown> {
   const { checkFiles } = options;
-  const readerMetrics = registry.readerMetrics ?? new Set<string>();
   const readerSpecOf = (reader: string | undefined, llm: LlmSectionConfig) => reader ?? registry.defaultReader?.(llm.provider);
+  // Which metrics run and which need a reader: decided in metrics/plan.ts, from this registry's
+  // lists (`reader: none` turns the reader metrics off where they are only defaults).
+  const metricPlan = (file: { dataset: { name: DatasetName }; metrics?: string[] | undefined; reader?: string | undefined; llm: LlmSectionConfig }) =>
+    decideMetrics(file.dataset.name, { metrics: file.metrics, readerOff: readerSpecOf(file.reader, file.llm) === 'none' }, registry);
   const fileSchema = z.strictObject({
     name: z.string().regex(runNamePattern, RUN_NAME_RULE).optional(),
     description: commonFields.description,
@@ -392,7 +396,7 @@ export function experimentConfigSchema(registry: ConfigRegistry, options: Schema
     .superRefine(
       (file, ctx) => {
         const readerSpec = readerSpecOf(file.reader, file.llm);
-        const needReader = (file.metrics ?? defaultMetrics(file.dataset.name, readerSpec)).filter((m) => readerMetrics.has(m));
+        const needReader = metricPlan(file).needReader;
         if (needReader.length > 0 && (readerSpec === undefined || readerSpec === 'none')) {
           ctx.addIssue({
             code: 'custom',
@@ -445,9 +449,10 @@ export function experimentConfigSchema(registry: ConfigRegistry, options: Schema
       }
       const shard = file.shard !== undefined ? parseShard(file.shard) : undefined;
       const readerSpec = readerSpecOf(file.reader, file.llm);
-      const metrics = file.metrics ?? defaultMetrics(file.dataset.name, readerSpec);
+      const plan = metricPlan(file);
+      const metrics = plan.metrics;
       // The default reader is recorded only where a metric reads with it.
-      const reader = metrics.some((m) => readerMetrics.has(m)) ? readerSpec : file.reader;
+      const reader = plan.needReader.length > 0 ? readerSpec : file.reader;
       const { name: datasetName, path, demos, ids, ...dataset } = file.dataset;
       const retriever = file.retriever;
       return {
@@ -473,11 +478,6 @@ export function experimentConfigSchema(registry: ConfigRegistry, options: Schema
         ...(shard ? { shard: formatShard(shard) } : {}),
       };
     });
-
-  /** `reader: none` turns the reader metrics off where they are only defaults. */
-  function defaultMetrics(dataset: DatasetName, readerSpec: string | undefined): string[] {
-    return registry.defaultMetrics(dataset).filter((m) => readerSpec !== 'none' || !readerMetrics.has(m));
-  }
 }
 
 export interface LoadOptions {

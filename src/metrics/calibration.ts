@@ -107,7 +107,7 @@ export function accuracyCoverageAuc(confidence: readonly number[], correct: read
 }
 
 /** Registry entry: the accuracy–coverage AUC, from per-prediction consistency and correctness. */
-export const calibrationFamily: MetricFamily = {
+export const calibrationFamily: MetricFamily<'auc'> = {
   family: 'calibration',
   reference: 'Verify-and-Edit (Zhao et al. 2023) f1auc_score, after Ye & Durrett 2022',
   metrics: ['auc'],

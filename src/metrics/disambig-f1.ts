@@ -58,7 +58,7 @@ export async function DisambigF1(args: { output: string; expected: readonly QaPa
 }
 
 /** Registry entry: D-F1 of ASQA long answers, read by the run's fixed reader. */
-export const disambigF1Family: MetricFamily = {
+export const disambigF1Family: MetricFamily<'d_f1'> = {
   family: 'disambig-f1',
   reference: 'ASQA (Stelmakh et al. 2022) Disambig-F1, SQuAD token F1 of a reader’s span per DQ',
   metrics: ['d_f1'],

@@ -17,7 +17,7 @@ export function drScore(disambigF1: number, rougeL: number): number {
 }
 
 /** Registry entry: per question sqrt(D-F1 × ROUGE-Lsum); the run-level value from the run-level means. */
-export const drFamily: MetricFamily = {
+export const drFamily: MetricFamily<'dr'> = {
   family: 'dr',
   reference: 'ASQA (Stelmakh et al. 2022) DR score',
   metrics: ['dr'],

@@ -121,7 +121,7 @@ export function aggregate(perExample: readonly Row[], options: BootstrapOptions 
   const names = new Set<string>();
   for (const r of perExample) for (const k of Object.keys(r.metrics)) names.add(k);
   const sorted = [...names].sort((a, b) => (ORDER.indexOf(a) + 1 || 99) - (ORDER.indexOf(b) + 1 || 99) || a.localeCompare(b));
-  const own = new Set(metricFamilies.filter((f) => f.aggregate).flatMap((f) => f.metrics));
+  const own = new Set<string>(metricFamilies.filter((f) => f.aggregate).flatMap((f) => f.metrics));
   const computed: Record<string, MetricAggregate> = {};
   for (const name of sorted) {
     if (own.has(name)) continue;

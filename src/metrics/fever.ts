@@ -41,7 +41,7 @@ export const FeverAccuracy: SyncScorer<string, FeverLabel> = ({ output, expected
 };
 
 /** Registry entry: FEVER label accuracy. */
-export const feverFamily: MetricFamily = {
+export const feverFamily: MetricFamily<'accuracy'> = {
   family: 'fever',
   reference: 'FEVER label accuracy (Thorne et al. 2018), as Verify-and-Edit reports it',
   metrics: ['accuracy'],

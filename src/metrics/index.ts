@@ -15,11 +15,13 @@ export {
   metricFamilies,
   metricNames,
   metricsFor,
+  planMetrics,
   readerMetricNames,
   splitterMetricNames,
   withRequirements,
   type MetricName,
 } from './registry';
+export { decideMetrics, type MetricCatalog, type MetricPlan } from './plan';
 export { ExactMatch, F1, squadFamily, answerTokens, exactMatch, maxOverGolds, normalizeAnswer, tokenF1 } from './squad';
 export { StrEm, StrHit, strEmFamily, dqHits, exactPresence, strEm, strHit } from './str-em';
 export { porterStem } from '../text/porter';

@@ -202,7 +202,7 @@ export const RougeLsum: SyncScorer<string, readonly string[], { splitter?: Sente
 };
 
 /** Registry entry: ROUGE-L and ROUGE-Lsum of ASQA long answers against the reference long answers. */
-export const rougeFamily: MetricFamily = {
+export const rougeFamily: MetricFamily<'rougeL' | 'rougeLsum'> = {
   family: 'rouge',
   reference: "Lin 2004; Google rouge_score (use_stemmer=True) with ASQA/ALCE's Punkt preprocessing for rougeLsum",
   metrics: ['rougeL', 'rougeLsum'],

@@ -72,22 +72,24 @@ export interface MetricRow {
  * One metric family's registry entry (src/metrics/registry.ts lists them): which metrics it
  * produces, on which datasets, which are computed when a run names none, what it needs, and its
  * scorer. Scoring an example, config validation, `ambiqa score` and its help all derive from these
- * entries, so a new family is its file plus one registry line.
+ * entries, so a new family is its file plus one registry line. `Name` is the union of the metric
+ * names it produces, written in its declaration (`MetricFamily<'em' | 'f1'>`): the registry's
+ * `MetricName` is the union over families.
  */
-export interface MetricFamily {
+export interface MetricFamily<Name extends string = string> {
   /** e.g. `squad`, `str-em`. */
   family: string;
   /** The definition followed (paper, script), as the family file's comment gives it in full. */
   reference: string;
   /** Metric names it produces, in report order. */
-  metrics: readonly string[];
+  metrics: readonly Name[];
   datasets: readonly DatasetName[];
   /** Its metrics computed by default on its datasets, in default order. */
-  defaults: readonly string[];
+  defaults: readonly Name[];
   /** Needs a D-F1 reader (`ScoringInput.reader`). */
   needsReader?: boolean;
   /** Its metrics that split sentences (`ScoringInput.splitter`, recorded as `metric.sentence_splitter`). */
-  splitsSentences?: readonly string[];
+  splitsSentences?: readonly Name[];
   /** Metrics of other families that must be computed first (and are kept in the example's scores). */
   requires?: readonly string[];
   /**

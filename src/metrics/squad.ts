@@ -80,7 +80,7 @@ export const F1: SyncScorer<string, readonly string[]> = ({ output, expected }):
 });
 
 /** Registry entry: EM and F1 of the short answer on the short-answer QA datasets. */
-export const squadFamily: MetricFamily = {
+export const squadFamily: MetricFamily<'em' | 'f1'> = {
   family: 'squad',
   reference: 'SQuAD v2.0 evaluate-v2.0.py (normalize_answer, compute_exact, compute_f1)',
   metrics: ['em', 'f1'],

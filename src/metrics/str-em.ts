@@ -50,7 +50,7 @@ export const StrHit: SyncScorer<string, readonly QaPair[]> = ({ output, expected
 });
 
 /** Registry entry: STR-EM and STR-HIT of ASQA long answers. */
-export const strEmFamily: MetricFamily = {
+export const strEmFamily: MetricFamily<'str_em' | 'str_hit'> = {
   family: 'str-em',
   reference: 'ALCE eval.py compute_str_em (Gao et al. 2023)',
   metrics: ['str_em', 'str_hit'],

@@ -5,7 +5,7 @@ import { dataDir } from '../../config/paths';
 import { datasetNames, defaultDatasetFiles, describeFormat, detectDataset, isDatasetName, loadDataset, type AsqaQuestionKind, type DatasetName, type Example } from '../../datasets/index';
 import { readJsonFile, readJsonlFile } from '../../datasets/read';
 import { AmbiqaError } from '../../errors';
-import { aggregate, checkMetrics, defaultMetrics, metricsFor, readerMetricNames, scoreExample, splitterMetricNames, type Prediction } from '../../metrics';
+import { aggregate, checkMetrics, defaultMetrics, metricsFor, planMetrics, scoreExample, type Prediction } from '../../metrics';
 import { createReader, parseReaderSpec, READER_SPEC_HELP } from '../../experiments/reader';
 import { ExitStatus } from '../../experiments/exit-status';
 import { defaultSentenceSplitter } from '../../metrics/sentences';
@@ -184,15 +184,11 @@ export async function run(argv: string[]): Promise<number> {
   const dataset = values.dataset;
   if (!values.predictions) throw new AmbiqaError('--predictions is required', 'a JSONL file with one {"id", "output"} (asqa) or {"id", "answer"} object per line');
   const readerSpec = parseReaderSpec(values.reader ?? 'embedded', '--reader');
-  const readerMetrics = [...readerMetricNames];
-  const metricNames = checkMetrics(
-    dataset,
-    values.metrics
-      ? values.metrics.split(',').map((m) => m.trim()).filter(Boolean)
-      : defaultMetrics(dataset).filter((m) => readerSpec.kind !== 'none' || !readerMetrics.includes(m)),
-  );
+  const named = values.metrics ? checkMetrics(dataset, values.metrics.split(',').map((m) => m.trim()).filter(Boolean)) : undefined;
+  const plan = planMetrics(dataset, { metrics: named, readerOff: readerSpec.kind === 'none' });
+  const metricNames = plan.metrics;
   if (metricNames.length === 0) throw new AmbiqaError('--metrics is empty', `use some of: ${metricsFor(dataset).join(', ')}`);
-  const needsReader = metricNames.some((m) => readerMetrics.includes(m));
+  const needsReader = plan.needReader.length > 0;
   if (needsReader && readerSpec.kind === 'none') throw new AmbiqaError('--reader none: d_f1 and dr need a reader', `use one of: ${READER_SPEC_HELP}, or leave d_f1 and dr out of --metrics`);
   const bootstrap = { resamples: positiveInt(values.resamples, '--resamples', 1000), seed: positiveInt(values.seed, '--seed', 0) };
 
@@ -234,7 +230,7 @@ export async function run(argv: string[]): Promise<number> {
     );
   }
 
-  const splitter = metricNames.some((m) => splitterMetricNames.has(m)) ? defaultSentenceSplitter() : undefined;
+  const splitter = plan.usesSplitter ? defaultSentenceSplitter() : undefined;
   const readerHandle = needsReader ? await createReader(readerSpec, '--reader') : null;
   const missingIds: string[] = [];
   const emptyIds: string[] = [];
