@@ -1,7 +1,7 @@
 import type { Example } from '../datasets/types';
 import type { UsageTotals } from '../llm/types';
 import { addUsage, meteredModel } from '../llm/usage';
-import { CostCap, CostLimitError } from '../llm/budget';
+import { CostLimitError } from '../llm/budget';
 import type { PriceSource } from '../llm/pricing';
 import type { Pipeline, PipelineContext, PipelineOutput } from '../pipelines/types';
 import { questionKey } from '../retrieval/types';
@@ -16,7 +16,7 @@ export interface RunComponents {
   /** The run's whole selection (sampling and limit applied, not the shard), in evaluation order. */
   examples: Example[];
   pipeline: Pipeline;
-  /** Shared by all examples. The runner wraps `llm` to count usage and to honour its signal. */
+  /** Shared by all examples. The runner puts `llm` under the run's cost cap and wraps it to count usage and honour its signal. */
   context: PipelineContext;
   score(example: Example, output: { output: string; answer?: string; trace?: Trace }): Promise<Record<string, number>> | Record<string, number>;
   aggregate(results: ExampleResult[]): Record<string, MetricAggregate>;
@@ -51,8 +51,6 @@ export interface AnswerRequest {
   signal?: AbortSignal;
   /** This session's usage before the first question (batch-calibration judgments): counted in the progress line and the session's spend. */
   usageBefore?: UsageTotals;
-  /** Stop before a live call would take the run's spend past `maxUsd` (earlier sessions and this one's calibration spent `priorUsd`). */
-  costCap?: { maxUsd: number; priorUsd: number; priorCalls: number };
   /** Called after each example's result line is written, with the example's trace and this session's usage so far. */
   onAnswered(result: ExampleResult, done: number, trace: Trace, usage: UsageTotals): void;
 }
@@ -80,10 +78,10 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
   const onOuterAbort = () => abort.abort(request.signal?.reason);
   if (request.signal?.aborted) abort.abort(request.signal.reason);
   request.signal?.addEventListener('abort', onOuterAbort, { once: true });
-  // The cap aborts the run like Ctrl-C: questions in flight are abandoned and answered on resume,
-  // where the cache replays their finished calls for free.
-  const cap = request.costCap ? new CostCap(request.costCap.maxUsd, request.costCap.priorUsd, request.costCap.priorCalls, (e) => abort.abort(e)) : undefined;
-  const llm = meteredModel(components.context.llm, { signal: abort.signal, ...(cap ? { budget: cap } : {}) });
+  // The run's cost cap is on `components.context.llm` already (runner.ts); when it stops a call it
+  // aborts the session's signal with its error, which stops this pool like Ctrl-C: questions in
+  // flight are abandoned and answered on resume, where the cache replays their finished calls.
+  const llm = meteredModel(components.context.llm, { signal: abort.signal });
   const context: PipelineContext = { ...components.context, llm, signal: abort.signal };
 
   const resultsOut = new JsonlAppender(request.resultsPath);

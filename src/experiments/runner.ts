@@ -12,7 +12,7 @@ import { runJudgeDiagnostics } from '../metrics/judge-quality';
 import type { Trace } from '../trace/types';
 import { readJsonl } from '../common/jsonl';
 import { judgePriorSettings, withJudgePriors } from './judge-priors';
-import { CostCap, CostLimitError } from '../llm/budget';
+import { CostCap, CostLimitError, withSpendGuard } from '../llm/budget';
 import { meteredModel } from '../llm/usage';
 
 export { checkRunDir } from './run-dir';
@@ -106,28 +106,34 @@ async function runSession(request: RunRequest, warn: (message: string) => void):
     warn,
   });
 
+  // The session's signal: Ctrl-C (the caller's signal), or the cost cap when it stops a call.
+  const session = new AbortController();
+  const onInterrupt = () => session.abort(request.signal?.reason);
+  if (request.signal?.aborted) onInterrupt();
+  request.signal?.addEventListener('abort', onInterrupt, { once: true });
   try {
+    // The run's cost cap, installed once on the run's clients for the whole session: the
+    // calibration's judgments and every question's calls count against one cap, which starts
+    // from what earlier sessions spent (run.json) and, when a call would pass it, stops the
+    // session like Ctrl-C (KILLED, resumable) with its message.
+    const cap = maxCostUsd !== undefined ? new CostCap(maxCostUsd, runState.priorCostUsd ?? 0, runState.priorLiveCalls, (e) => session.abort(e)) : undefined;
+    const capped: RunComponents = cap ? { ...components, context: { ...components.context, llm: withSpendGuard(components.context.llm, cap) } } : components;
+
     // judgeCalibration batch: the prior is judged (or read back, on resume) before any question.
     // Its judgments are live calls of the run like the questions' (often the judge's, at the
     // judge's price): metered into the session's spend, under the run's cap, stopped by Ctrl-C.
-    const calibrationCap = maxCostUsd !== undefined ? new CostCap(maxCostUsd, runState.priorCostUsd ?? 0, runState.priorLiveCalls) : undefined;
-    const calibrationLlm = meteredModel(components.context.llm, {
-      ...(request.signal ? { signal: request.signal } : {}),
-      ...(calibrationCap ? { budget: calibrationCap } : {}),
-    });
-    let calibrated: Awaited<ReturnType<typeof withJudgePriors>> = { components };
-    // Set when the cap or Ctrl-C stopped the calibration: no question starts, and the session
-    // ends as an interrupted one does (KILLED, resumable; the cap's message and exit status).
-    let stoppedEarly: AbortSignal | undefined;
+    const calibrationLlm = meteredModel(capped.context.llm, { signal: session.signal });
+    let calibrated: Awaited<ReturnType<typeof withJudgePriors>> = { components: capped };
     try {
-      calibrated = await withJudgePriors(components, runDir, calibrationLlm);
+      calibrated = await withJudgePriors(capped, runDir, calibrationLlm);
     } catch (error) {
-      if (!(error instanceof CostLimitError) && !request.signal?.aborted) throw error;
-      stoppedEarly = AbortSignal.abort(error instanceof CostLimitError ? error : request.signal?.reason);
+      // The cap or Ctrl-C stopped the calibration: the session's signal has fired, so no question
+      // starts and the session ends as an interrupted one does (the cap's message and exit status).
+      if (!(error instanceof CostLimitError) && !session.signal.aborted) throw error;
+      if (!session.signal.aborted) session.abort(error);
     }
     const calibrationUsage = calibrationLlm.usage.snapshot();
     runState.setSessionCost(calibrationUsage);
-    const signal = stoppedEarly ?? request.signal;
     const answered = await answerExamples({
       components: calibrated.components,
       todo: plan.todo,
@@ -138,19 +144,8 @@ async function runSession(request: RunRequest, warn: (message: string) => void):
       resultsPath: paths.results,
       tracesPath: paths.traces,
       progress,
-      ...(signal ? { signal } : {}),
+      signal: session.signal,
       usageBefore: calibrationUsage,
-      // The cap counts every session of the run: a resumed run has already spent what run.json
-      // says, and this session what its calibration did.
-      ...(maxCostUsd !== undefined
-        ? {
-            costCap: {
-              maxUsd: maxCostUsd,
-              priorUsd: (runState.priorCostUsd ?? 0) + (calibrationUsage.costUsd ?? 0),
-              priorCalls: runState.priorLiveCalls + calibrationUsage.samples - calibrationUsage.cacheHits,
-            },
-          }
-        : {}),
       onAnswered: (result, done, trace, usage) => {
         runState.state.done = done;
         runState.setSessionCost(usage);
@@ -202,6 +197,8 @@ async function runSession(request: RunRequest, warn: (message: string) => void):
     await tracking.fail();
     runState.fail(error instanceof Error ? error.message : String(error));
     throw error;
+  } finally {
+    request.signal?.removeEventListener('abort', onInterrupt);
   }
 }
 

@@ -1,6 +1,6 @@
 import { AmbiqaError } from '../errors';
 import { formatUsd } from './pricing';
-import type { SpendGuard } from './types';
+import type { LanguageModel, SpendGuard } from './types';
 
 // The guard's contract is in types.ts (the client takes one); re-exported for callers of the cap.
 export type { SpendGuard } from './types';
@@ -71,4 +71,13 @@ export class CostCap implements SpendGuard {
       }
     };
   }
+}
+
+/**
+ * `model` with every live call under `guard`: how a run installs its cap, once per session, on
+ * the clients behind its model (`LanguageModel.withSpendGuard`). A model without the method (a
+ * test double) makes no priced calls and is returned as it is.
+ */
+export function withSpendGuard(model: LanguageModel, guard: SpendGuard): LanguageModel {
+  return model.withSpendGuard ? model.withSpendGuard(guard) : model;
 }

@@ -10,6 +10,7 @@ import type {
   NormalisedJudgeRequest,
   NormalisedRequest,
   ProviderJudgement,
+  SpendGuard,
   TokenUsage,
   UsageTotals,
 } from './types';
@@ -18,7 +19,6 @@ import { AmbiqaError } from '../errors';
 import { LlmCache, cacheKey, judgeCacheKey, openCache, type CacheMode, type CacheOptions, type CachedSample } from './cache';
 import { Limiter, type LimiterOptions } from './limiter';
 import { UsageMeter } from './usage';
-import type { SpendGuard } from './budget';
 import { callCostUsd, type Pricing } from './pricing';
 
 /**
@@ -219,6 +219,33 @@ export class LlmClient implements LanguageModel {
   }
 
   async generate(request: GenerateRequest): Promise<GenerateResult> {
+    return this.generateUnder(request, undefined);
+  }
+
+  /**
+   * `options.cache: false` asks the endpoint itself, neither reading nor writing the cache: a
+   * preflight probe must see how the endpoint answers now, not how it answered last month.
+   */
+  async judge(request: JudgeRequest, options: { cache?: boolean } = {}): Promise<JudgeResult> {
+    return this.judgeUnder(request, options, undefined);
+  }
+
+  /**
+   * This client with every live call under `guard` (a run's cost cap, installed once per run
+   * session): the same cache, single-flight, limiter and usage meter, so calls through the view
+   * and through the client share one another's replies.
+   */
+  withSpendGuard(guard: SpendGuard): LanguageModel {
+    return {
+      provider: this.provider,
+      model: this.model,
+      generate: (request) => this.generateUnder(request, guard),
+      judge: (request) => this.judgeUnder(request, {}, guard),
+      withSpendGuard: (other) => this.withSpendGuard(other),
+    };
+  }
+
+  private async generateUnder(request: GenerateRequest, guard: SpendGuard | undefined): Promise<GenerateResult> {
     const started = performance.now();
     const normalised = normaliseRequest(request);
     this.checkPromptSize(normalised.messages, normalised.purpose);
@@ -228,8 +255,8 @@ export class LlmClient implements LanguageModel {
     // provider at once.
     const completions =
       this.backend.doGenerateBatch && normalised.n > 1
-        ? await this.sampleMany(normalised, warnings, request.signal, request.budget)
-        : await Promise.all(sampleIndices(normalised).map((i) => this.sample(normalised, i, request.signal, request.budget)));
+        ? await this.sampleMany(normalised, warnings, request.signal, guard)
+        : await Promise.all(sampleIndices(normalised).map((i) => this.sample(normalised, i, request.signal, guard)));
     const result: GenerateResult = {
       request: normalised,
       completions,
@@ -244,11 +271,7 @@ export class LlmClient implements LanguageModel {
     return result;
   }
 
-  /**
-   * `options.cache: false` asks the endpoint itself, neither reading nor writing the cache: a
-   * preflight probe must see how the endpoint answers now, not how it answered last month.
-   */
-  async judge(request: JudgeRequest, options: { cache?: boolean } = {}): Promise<JudgeResult> {
+  private async judgeUnder(request: JudgeRequest, options: { cache?: boolean }, guard: SpendGuard | undefined): Promise<JudgeResult> {
     const started = performance.now();
     const normalised = normaliseJudgeRequest(request);
     this.checkPromptSize(normalised.messages, normalised.purpose);
@@ -256,7 +279,7 @@ export class LlmClient implements LanguageModel {
     let cacheHit = false;
     const textOnly = this.options.judgeMode === 'text';
     const key = this.cache && options.cache !== false ? judgeCacheKey({ ...this.keyIdentity(), request: normalised, ...(textOnly ? { judgeMode: 'text' as const } : {}) }) : null;
-    const live = () => this.guarded(request.budget, () => this.liveJudge(normalised, request.signal), (j) => this.costOf(j.usage));
+    const live = () => this.guarded(guard, () => this.liveJudge(normalised, request.signal), (j) => this.costOf(j.usage));
     const got = await this.judgements.get(key, live);
     if ('stored' in got) {
       judgement = { ...got.stored, ...(got.stored.text !== undefined ? { text: redactText(got.stored.text) } : {}) };
@@ -309,9 +332,9 @@ export class LlmClient implements LanguageModel {
    * A live call under the run's spending cap: asked before the call (it may refuse), told the
    * call's cost after. Cache hits never come here, so replays are never refused.
    */
-  private async guarded<T>(budget: SpendGuard | undefined, call: () => Promise<T>, cost: (result: T) => number | undefined): Promise<T> {
-    if (!budget) return call();
-    const settle = budget.open();
+  private async guarded<T>(guard: SpendGuard | undefined, call: () => Promise<T>, cost: (result: T) => number | undefined): Promise<T> {
+    if (!guard) return call();
+    const settle = guard.open();
     try {
       const result = await call();
       settle(cost(result));
@@ -322,8 +345,8 @@ export class LlmClient implements LanguageModel {
     }
   }
 
-  private async sample(request: NormalisedRequest, sampleIndex: number, signal?: AbortSignal, budget?: SpendGuard): Promise<Completion> {
-    const live = () => this.guarded(budget, () => this.live(request, sampleIndex, signal), (c) => c.costUsd);
+  private async sample(request: NormalisedRequest, sampleIndex: number, signal?: AbortSignal, guard?: SpendGuard): Promise<Completion> {
+    const live = () => this.guarded(guard, () => this.live(request, sampleIndex, signal), (c) => c.costUsd);
     const key = this.cache ? cacheKey({ ...this.keyIdentity(), request, sampleIndex }) : null;
     const got = await this.samples.get(key, live);
     if ('stored' in got) return replayed(got.stored, sampleIndex, this.pricing !== null);
@@ -336,7 +359,7 @@ export class LlmClient implements LanguageModel {
    * provider in one call. Each sample is still cached under its own key (sample index), so a
    * later request replays it whether it was drawn alone or in a batch.
    */
-  private async sampleMany(request: NormalisedRequest, warnings: string[], signal?: AbortSignal, budget?: SpendGuard): Promise<Completion[]> {
+  private async sampleMany(request: NormalisedRequest, warnings: string[], signal?: AbortSignal, guard?: SpendGuard): Promise<Completion[]> {
     const results: Array<Completion | Promise<Completion>> = [];
     const missing: number[] = [];
     const keys: Array<string | null> = [];
@@ -357,10 +380,10 @@ export class LlmClient implements LanguageModel {
     }
     const first = request.firstSample ?? 0;
     if (missing.length === 1) {
-      results[missing[0]! - first] = this.sample(request, missing[0]!, signal, budget);
+      results[missing[0]! - first] = this.sample(request, missing[0]!, signal, guard);
     } else if (missing.length > 1) {
       const batch = this.guarded(
-        budget,
+        guard,
         () => this.liveBatch(request, missing, signal),
         (b) => (this.pricing ? b.completions.reduce((sum, c) => sum + (c.costUsd ?? 0), 0) : undefined),
       );

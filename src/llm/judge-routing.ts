@@ -1,3 +1,4 @@
+import { withSpendGuard } from './budget';
 import type { LanguageModel } from './types';
 
 /**
@@ -16,5 +17,7 @@ export function withJudge(llm: LanguageModel, judge: LanguageModel): LanguageMod
     judgeModel: { provider: judge.provider, model: judge.model },
     generate: (request) => llm.generate(request),
     judge: (request) => judge.judge(request),
+    // One cap on what both spend together (a run has one cap, config.ts).
+    withSpendGuard: (guard) => withJudge(withSpendGuard(llm, guard), withSpendGuard(judge, guard)),
   };
 }

@@ -46,14 +46,13 @@ export interface GenerateRequest extends SamplingOptions {
   /** What the call is for, e.g. `toc.rac` or `ve.verifying-question`; recorded in traces. */
   purpose?: string;
   signal?: AbortSignal;
-  /** A run's spending cap, asked before each live call (not part of the cache key). */
-  budget?: SpendGuard;
 }
 
 /**
  * What a run may spend (`llm.maxCostUsd`, `--max-cost`; `CostCap` in budget.ts implements it).
- * The client asks it before every live call (cache hits cost nothing and are never refused) and
- * tells it what the call cost.
+ * Installed once per run session on the run's model (`LanguageModel.withSpendGuard`), never passed
+ * per call: the client asks it before every live call (cache hits cost nothing and are never
+ * refused) and tells it what the call cost.
  */
 export interface SpendGuard {
   /** Before a live call: throws `CostLimitError` when it would pass the cap; else returns the settle function. */
@@ -149,8 +148,6 @@ export interface JudgeRequest {
   /** What the call is for, e.g. `toc.verify`; recorded in traces. */
   purpose?: string;
   signal?: AbortSignal;
-  /** A run's spending cap, asked before each live call (not part of the cache key). */
-  budget?: SpendGuard;
 }
 
 /** A judge request with every default filled in; what providers receive and the cache keys on. */
@@ -277,6 +274,12 @@ export interface LanguageModel {
   generate(request: GenerateRequest): Promise<GenerateResult>;
   /** A graded closed-label judgment (see `JudgeRequest`); cached and counted like `generate`. */
   judge(request: JudgeRequest): Promise<JudgeResult>;
+  /**
+   * This model with every live call under `guard` (a run's cost cap), sharing its cache, limiter
+   * and usage; the runner installs the run's cap this way once per session. Absent on models that
+   * make no priced calls (test doubles).
+   */
+  withSpendGuard?(guard: SpendGuard): LanguageModel;
 }
 
 /** Running totals for a run or a question. */

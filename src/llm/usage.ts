@@ -7,7 +7,6 @@ import {
   type LanguageModel,
   type UsageTotals,
 } from './types';
-import type { SpendGuard } from './budget';
 
 /**
  * Usage accounting. Every `GenerateResult` carries its own per-sample usage; a `UsageMeter`
@@ -103,14 +102,9 @@ export function diffUsage(after: UsageTotals, before: UsageTotals): UsageTotals 
  * per run session (the progress line). With `signal`, every call is tied to it, so that an
  * interrupt stops calls even where a caller does not pass a signal on.
  */
-export function meteredModel(
-  model: LanguageModel,
-  options: { signal?: AbortSignal; budget?: SpendGuard } = {},
-): LanguageModel & { readonly usage: UsageMeter } {
+export function meteredModel(model: LanguageModel, options: { signal?: AbortSignal } = {}): LanguageModel & { readonly usage: UsageMeter } {
   const usage = new UsageMeter();
-  const { signal, budget } = options;
-  // The run's cap goes with every call, as the signal does; a caller's own budget wins.
-  const withBudget = <R extends { budget?: SpendGuard }>(request: R): R => (budget && !request.budget ? { ...request, budget } : request);
+  const { signal } = options;
   return {
     provider: model.provider,
     model: model.model,
@@ -118,13 +112,13 @@ export function meteredModel(
     usage,
     async generate(request: GenerateRequest): Promise<GenerateResult> {
       signal?.throwIfAborted();
-      const result = await model.generate(withBudget(signal && !request.signal ? { ...request, signal } : request));
+      const result = await model.generate(signal && !request.signal ? { ...request, signal } : request);
       usage.add(result);
       return result;
     },
     async judge(request: JudgeRequest): Promise<JudgeResult> {
       signal?.throwIfAborted();
-      const result = await model.judge(withBudget(signal && !request.signal ? { ...request, signal } : request));
+      const result = await model.judge(signal && !request.signal ? { ...request, signal } : request);
       usage.addJudgement(result);
       return result;
     },

@@ -77,7 +77,7 @@ describe('LlmClient cost', () => {
     let stopped: CostLimitError | undefined;
     // 40 µ$: calls 1–3 spend 39 µ$; the 4th would reach 52 µ$ (3 spent + 1 estimated at 13) → refused.
     const cap = new CostCap(40e-6, 0, 0, (e) => (stopped = e));
-    const model = meteredModel(client, { budget: cap });
+    const model = client.withSpendGuard(cap);
     for (let i = 0; i < 3; i++) await model.generate({ prompt: `q${i}` });
     await expect(model.generate({ prompt: 'q3' })).rejects.toThrow('stopped by the cost cap: $0.000039 spent, and the next call would pass the cap of $0.00004');
     expect(stopped).toBeInstanceOf(CostLimitError);
