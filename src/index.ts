@@ -124,6 +124,8 @@ export {
   type GenerateResult,
   type JudgeRequest,
   type JudgeResult,
+  type TokenUsage,
+  type Usage,
   type UsageTotals,
 } from './llm/index';
 

@@ -124,7 +124,7 @@ export function describeOutcome(outcome: RunOutcome, configFile?: string): strin
   }
   lines.push(...judgeLines(m));
   lines.push(
-    `  LLM: ${m.usage.llm_calls} calls, ${m.usage.cache_hits} cache hits, ${formatCount(m.usage.prompt_tokens)} prompt + ${formatCount(m.usage.completion_tokens)} completion tokens`,
+    `  LLM: ${m.usage.llm_calls} calls, ${m.usage.cache_hits} cache hits, ${tokenCount(m.usage.prompt_tokens)} prompt + ${tokenCount(m.usage.completion_tokens)} completion tokens`,
   );
   if (m.usage.cost_usd !== undefined) {
     // A run with a judge: section pays each model at its own price: both sources are said.
@@ -188,4 +188,9 @@ export function judgeLines(m: RunMetrics): string[] {
     const brier = d.brier === null ? '' : `, Brier ${d.brier.toFixed(3)}`;
     return `  judge ${d.verdict} (${d.labelled} of ${d.judgments} judgments labelled${brier})`;
   });
+}
+
+/** A token count for a summary line; `?` when the endpoint did not report it. */
+function tokenCount(n: number | undefined): string {
+  return n === undefined ? '?' : formatCount(n);
 }

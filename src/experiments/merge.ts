@@ -166,7 +166,9 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
     writeJson(join(dir, runFiles.judgePriors), priors[0]!.priors);
     metrics.settings = { ...metrics.settings, ...judgePriorSettings(priors[0]!.priors!) };
     metrics.usage.calibration_llm_calls = priors.reduce((n, x) => n + x.priors!.usage.llmCalls, 0);
-    metrics.usage.calibration_prompt_tokens = priors.reduce((n, x) => n + x.priors!.usage.promptTokens, 0);
+    // Each shard's calibration is the same prior (checked above); unknown when a shard's tokens are.
+    const prompt = priors.map((x) => x.priors!.usage.promptTokens).reduce((n: number | undefined, t) => (n === undefined || t === undefined ? undefined : n + t), 0);
+    if (prompt !== undefined) metrics.usage.calibration_prompt_tokens = prompt;
   }
   writeRunJson(join(dir, runFiles.metrics), 'metrics', metrics);
   writeJson(join(dir, 'shards.json'), {

@@ -93,7 +93,9 @@ export class ProgressBar implements ProgressSink {
       parts.push(doneHere > 0 ? `ETA ${formatDuration((elapsed / doneHere) * (state.total - state.done))}` : 'ETA ?');
     }
     parts.push(`llm ${state.usage.calls} calls`);
-    parts.push(`tokens ${formatCount(state.usage.promptTokens)}+${formatCount(state.usage.completionTokens)}`);
+    // `?`: some call's tokens were not reported (the endpoint sent no usage).
+    const count = (n: number | undefined) => (n === undefined ? '?' : formatCount(n));
+    parts.push(`tokens ${count(state.usage.promptTokens)}+${count(state.usage.completionTokens)}`);
     parts.push(`cache hits ${state.usage.cacheHits}`);
     if (state.usage.costUsd !== undefined) parts.push(`cost ${formatUsd(state.usage.costUsd)}${state.costFree ? ' (embedded)' : ''}`);
     parts.push(`errors ${state.errors}`);

@@ -13,7 +13,9 @@ import type { Trace } from '../trace/types';
 import { readJsonl } from '../common/jsonl';
 import { judgePriorSettings, withJudgePriors } from './judge-priors';
 import { CostCap, CostLimitError, withSpendGuard } from '../llm/budget';
-import { meteredModel } from '../llm/usage';
+import { emptyUsage } from '../llm/types';
+import { addUsage, meteredModel } from '../llm/usage';
+import { summaryUsage } from '../trace/usage';
 
 export { checkRunDir } from './run-dir';
 export type { RunComponents } from './orchestrate';
@@ -170,7 +172,7 @@ async function runSession(request: RunRequest, warn: (message: string) => void):
     if (calibrated.priors) {
       metrics.settings = { ...metrics.settings, ...judgePriorSettings(calibrated.priors) };
       metrics.usage.calibration_llm_calls = calibrated.priors.usage.llmCalls;
-      metrics.usage.calibration_prompt_tokens = calibrated.priors.usage.promptTokens;
+      if (calibrated.priors.usage.promptTokens !== undefined) metrics.usage.calibration_prompt_tokens = calibrated.priors.usage.promptTokens;
     }
     addDecisions(metrics, results, readJsonl<Trace>(paths.traces));
     writeRunJson(paths.metrics, 'metrics', metrics);
@@ -208,18 +210,17 @@ export function summariseRun(
   aggregate: (results: ExampleResult[]) => Record<string, MetricAggregate>,
   info: { wallSeconds: number; total: number; status: RunMetrics['status'] },
 ): RunMetrics {
-  const usage: RunMetrics['usage'] = { llm_calls: 0, prompt_tokens: 0, completion_tokens: 0, cache_hits: 0, wall_seconds: round(info.wallSeconds, 3) };
-  let costUsd: number | undefined;
-  for (const r of results) {
-    usage.llm_calls += r.usage.llmCalls;
-    usage.prompt_tokens += r.usage.promptTokens;
-    usage.completion_tokens += r.usage.completionTokens;
-    usage.cache_hits += r.usage.cacheHits;
-    if (r.usage.costUsd !== undefined) costUsd = (costUsd ?? 0) + r.usage.costUsd;
-  }
+  const total = results.map((r) => summaryUsage(r.usage)).reduce(addUsage, emptyUsage());
+  const usage: RunMetrics['usage'] = {
+    llm_calls: total.calls,
+    ...(total.promptTokens !== undefined ? { prompt_tokens: total.promptTokens } : {}),
+    ...(total.completionTokens !== undefined ? { completion_tokens: total.completionTokens } : {}),
+    cache_hits: total.cacheHits,
+    wall_seconds: round(info.wallSeconds, 3),
+  };
   // What the answers in this file cost when their calls were made (replays count 0); calls of
   // abandoned attempts are in run.json's costUsd, the run's whole spend.
-  if (costUsd !== undefined) usage.cost_usd = round(costUsd, 6);
+  if (total.costUsd !== undefined) usage.cost_usd = round(total.costUsd, 6);
   // Metrics describe answers: a question whose pipeline failed has none, and scoring it as an
   // empty answer would mix "the method is wrong" with "the endpoint was down". Failures are
   // counted beside them (`errors`), and the closing line states both.

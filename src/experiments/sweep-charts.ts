@@ -35,8 +35,9 @@ export function sweepPointMetrics(axes: readonly GridAxis[], point: GridPoint, m
   for (const [name, a] of Object.entries(metrics.metrics)) out[name] = a.mean;
   out.llm_calls = metrics.usage.llm_calls;
   out.cache_hits = metrics.usage.cache_hits;
-  out.prompt_tokens = metrics.usage.prompt_tokens;
-  out.completion_tokens = metrics.usage.completion_tokens;
+  // Unknown token counts (not reported by the endpoint) are left out, not charted as 0.
+  if (metrics.usage.prompt_tokens !== undefined) out.prompt_tokens = metrics.usage.prompt_tokens;
+  if (metrics.usage.completion_tokens !== undefined) out.completion_tokens = metrics.usage.completion_tokens;
   out.wall_seconds = metrics.usage.wall_seconds;
   for (const axis of axes) {
     const value = point.values[axis.label];

@@ -39,6 +39,11 @@ export interface CacheKeyInput {
   sampleIndex: number;
 }
 
+/**
+ * A stored sample. Its token counts are left out when the provider did not report them (read back
+ * as undefined, unknown); rows written before issue 37 store 0 there, which may mean either a real
+ * 0 or "not reported" — they replay as 0.
+ */
 export interface CachedSample extends ProviderCompletion {
   /** Seconds the live call took when it was stored. */
   latencySeconds: number;

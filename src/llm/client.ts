@@ -18,7 +18,7 @@ import { redactText } from '../common/secrets';
 import { AmbiqaError } from '../errors';
 import { LlmCache, cacheKey, judgeCacheKey, openCache, type CacheMode, type CacheOptions, type CachedSample } from './cache';
 import { Limiter, type LimiterOptions } from './limiter';
-import { UsageMeter } from './usage';
+import { UsageMeter, addUsage } from './usage';
 import { callCostUsd, type Pricing } from './pricing';
 
 /**
@@ -200,7 +200,7 @@ export class LlmClient implements LanguageModel {
   }
 
   /** USD of a live call with this usage, or undefined without a price. */
-  private costOf(usage: { promptTokens: number; completionTokens: number; cachedPromptTokens?: number }): number | undefined {
+  private costOf(usage: TokenUsage): number | undefined {
     return this.options.pricing ? callCostUsd(usage, this.options.pricing) : undefined;
   }
 
@@ -260,10 +260,7 @@ export class LlmClient implements LanguageModel {
     const result: GenerateResult = {
       request: normalised,
       completions,
-      usage: {
-        promptTokens: completions.reduce((s, c) => s + c.usage.promptTokens, 0),
-        completionTokens: completions.reduce((s, c) => s + c.usage.completionTokens, 0),
-      },
+      usage: completions.map((c) => c.usage).reduce((a, b) => addUsage(a, b)),
       wallSeconds: (performance.now() - started) / 1000,
       ...(warnings.length > 0 ? { warnings: [...new Set(warnings)] } : {}),
     };
@@ -505,7 +502,7 @@ export class LlmClient implements LanguageModel {
             ...(index === null ? { unparsed: true } : {}),
             // A probability request that came back without usable logprobs was still sent (and
             // billed): its tokens count with the text reply's.
-            usage: judgement ? addTokens(judgement.usage, reply.usage) : reply.usage,
+            usage: judgement ? addUsage(judgement.usage, reply.usage) : reply.usage,
           };
         }
         return {
@@ -578,13 +575,8 @@ class SingleFlight<Stored, Value> {
   }
 }
 
-function addTokens(a: TokenUsage, b: TokenUsage): TokenUsage {
-  const cached = (a.cachedPromptTokens ?? 0) + (b.cachedPromptTokens ?? 0);
-  return { promptTokens: a.promptTokens + b.promptTokens, completionTokens: a.completionTokens + b.completionTokens, ...(cached ? { cachedPromptTokens: cached } : {}) };
-}
-
 /** Token counts as a provider gave them, cached prompt tokens kept where the endpoint reported them. */
-function tokenUsage(u: { promptTokens: number; completionTokens: number; cachedPromptTokens?: number }) {
+function tokenUsage(u: TokenUsage): TokenUsage {
   return { promptTokens: u.promptTokens, completionTokens: u.completionTokens, ...(u.cachedPromptTokens ? { cachedPromptTokens: u.cachedPromptTokens } : {}) };
 }
 

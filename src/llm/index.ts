@@ -8,8 +8,9 @@ export { llmConfigSchema, createLanguageModel, describeLlmConfig, resolveLlmConf
 export { LlmCache, cacheKey, defaultCachePath, type CacheMode, type CacheOptions } from './cache';
 export { Limiter, type LimiterOptions, type RetryEvent } from './limiter';
 export { withJudge } from './judge-routing';
-export { UsageMeter, meteredModel, usageOf, addUsage, diffUsage } from './usage';
-export { LlmRequestError, redactSecrets, type LlmErrorKind } from './errors';
+export { UsageMeter, meteredModel, usageOf, usageOfJudgement, addUsage, diffUsage, tokensOf } from './usage';
+export { CostCap, CostLimitError, withSpendGuard } from './budget';
+export { LlmRequestError, redactSecrets, type ErrorClassification, type LlmErrorKind } from './errors';
 export { ScriptedProvider } from './providers/scripted';
-export { OpenAICompatibleProvider } from './providers/openai-compatible';
+export { OpenAICompatibleProvider, classifyOpenAIError } from './providers/openai-compatible';
 export { LlamaCppProvider, unloadEmbeddedModels } from './providers/llama-cpp';

@@ -62,8 +62,12 @@ export interface PriceSource {
   free?: boolean;
 }
 
-/** USD of one live call's tokens. */
-export function callCostUsd(usage: TokenUsage, pricing: Pricing): number {
+/**
+ * USD of one live call's tokens; undefined when the provider did not report them, so that a call
+ * of unknown size is not counted as free.
+ */
+export function callCostUsd(usage: TokenUsage, pricing: Pricing): number | undefined {
+  if (usage.promptTokens === undefined || usage.completionTokens === undefined) return undefined;
   const cached = Math.min(usage.cachedPromptTokens ?? 0, usage.promptTokens);
   const fresh = usage.promptTokens - cached;
   const cachedRate = pricing.cachedPrompt ?? pricing.prompt;

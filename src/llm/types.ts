@@ -59,11 +59,17 @@ export interface SpendGuard {
   open(): (costUsd: number | undefined) => void;
 }
 
+/**
+ * Token counts as a provider reports them for one sample (or a call's samples together).
+ * `undefined` where the provider did not say — an OpenAI-compatible server that sends no `usage` —
+ * which is unknown, never 0. Cache rows and run files written before issue 37 stored 0 for
+ * "not reported" as well as for a real 0; read back, such a 0 may mean either.
+ */
 export interface TokenUsage {
-  promptTokens: number;
-  completionTokens: number;
+  promptTokens: number | undefined;
+  completionTokens: number | undefined;
   /** Prompt tokens the endpoint served from its own prompt cache, when it says (billed at the cached rate). */
-  cachedPromptTokens?: number;
+  cachedPromptTokens?: number | undefined;
 }
 
 export type FinishReason = 'stop' | 'length' | 'other';
@@ -282,12 +288,18 @@ export interface LanguageModel {
   withSpendGuard?(guard: SpendGuard): LanguageModel;
 }
 
-/** Running totals for a run or a question. */
-export interface UsageTotals {
+/**
+ * What model calls used: the one usage shape for a call, a question, a session and a run, added
+ * up by one function (`addUsage`, usage.ts) wherever usage is summed — the client's meter, a
+ * question's trace summary, a run's metrics. Token counts are as in `TokenUsage`: a sum is
+ * unknown (`undefined`) when any call in it did not report its tokens.
+ */
+export interface Usage extends TokenUsage {
+  /** Model calls: a `generate` (whatever its n) or a judgment is one. */
   calls: number;
+  /** Samples drawn (a judgment is one). */
   samples: number;
-  promptTokens: number;
-  completionTokens: number;
+  /** Samples replayed from the cache or shared with an identical call in flight. */
   cacheHits: number;
   /** Seconds spent in providers (cache hits cost none). */
   liveSeconds: number;
@@ -295,6 +307,10 @@ export interface UsageTotals {
   costUsd?: number;
 }
 
-export function emptyUsage(): UsageTotals {
+/** The old name of `Usage`, kept for library users. */
+export type UsageTotals = Usage;
+
+/** No calls yet: every count 0, tokens known to be 0. */
+export function emptyUsage(): Usage {
   return { calls: 0, samples: 0, promptTokens: 0, completionTokens: 0, cacheHits: 0, liveSeconds: 0 };
 }

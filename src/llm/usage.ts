@@ -1,99 +1,113 @@
 import {
   emptyUsage,
+  type Completion,
   type GenerateRequest,
   type GenerateResult,
   type JudgeRequest,
   type JudgeResult,
   type LanguageModel,
-  type UsageTotals,
+  type TokenUsage,
+  type Usage,
 } from './types';
 
 /**
  * Usage accounting. Every `GenerateResult` carries its own per-sample usage; a `UsageMeter`
  * adds results up for a run (`LlmClient.usage`) or for any narrower scope a caller wants (a
- * question, a stage) via `meteredModel`.
+ * question, a stage) via `meteredModel`. Whatever is summed — samples into a call, calls into a
+ * question, questions into a run — is summed by `addUsage`.
  *
  * Token counts include cache hits: they measure what a method costs, which must not depend on
  * whether the cache was warm. `cacheHits` and `liveSeconds` say what this run actually paid.
  */
 export class UsageMeter {
-  private totals: UsageTotals = emptyUsage();
+  private totals: Usage = emptyUsage();
 
   /** Add one `generate` result: one call, n samples. */
   add(result: GenerateResult): void {
-    addResult(this.totals, result);
+    this.totals = addUsage(this.totals, usageOf(result));
   }
 
   /** Add one judgment: one call, one sample. */
   addJudgement(result: JudgeResult): void {
-    addJudgeResult(this.totals, result);
+    this.totals = addUsage(this.totals, usageOfJudgement(result));
   }
 
   /** A copy; later calls do not change it. */
-  snapshot(): UsageTotals {
+  snapshot(): Usage {
     return { ...this.totals };
   }
 
   /** Return the totals so far and start again from zero. */
-  reset(): UsageTotals {
+  reset(): Usage {
     const before = this.totals;
     this.totals = emptyUsage();
     return before;
   }
 }
 
-export function addResult(totals: UsageTotals, result: GenerateResult): void {
-  totals.calls += 1;
-  for (const c of result.completions) {
-    totals.samples += 1;
-    totals.promptTokens += c.usage.promptTokens;
-    totals.completionTokens += c.usage.completionTokens;
-    if (c.cacheHit) totals.cacheHits += 1;
-    else totals.liveSeconds += c.latencySeconds;
-    if (c.costUsd !== undefined) totals.costUsd = (totals.costUsd ?? 0) + c.costUsd;
+/** A count that is unknown when either side's is (see `addUsage`). */
+function addKnown(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined || b === undefined ? undefined : a + b;
+}
+
+/**
+ * `a + b`, field by field: the one place usage is added up (a call's samples, a question's calls,
+ * a run's questions, a session's spend). Counts add. A token count is unknown when either side's
+ * is: a total that silently left out a call whose tokens were not reported would pass for complete
+ * (vercel/ai adds the known ones instead; here a gap stays visible). Cached prompt tokens and cost
+ * add over the sides that have them and stay absent when neither has: the endpoint did not say,
+ * or no price is known.
+ */
+export function addUsage<U extends TokenUsage & Partial<Omit<Usage, keyof TokenUsage>>>(a: U, b: U): U {
+  const out = { ...a, ...b } as U;
+  out.promptTokens = addKnown(a.promptTokens, b.promptTokens);
+  out.completionTokens = addKnown(a.completionTokens, b.completionTokens);
+  for (const key of ['calls', 'samples', 'cacheHits', 'liveSeconds'] as const) {
+    if (a[key] !== undefined || b[key] !== undefined) out[key] = ((a[key] ?? 0) + (b[key] ?? 0)) as U[typeof key];
   }
+  for (const key of ['cachedPromptTokens', 'costUsd'] as const) {
+    if (a[key] !== undefined || b[key] !== undefined) out[key] = (a[key] ?? 0) + (b[key] ?? 0);
+    else delete out[key];
+  }
+  return out;
 }
 
-export function addJudgeResult(totals: UsageTotals, result: JudgeResult): void {
-  totals.calls += 1;
-  totals.samples += 1;
-  totals.promptTokens += result.usage.promptTokens;
-  totals.completionTokens += result.usage.completionTokens;
-  if (result.cacheHit) totals.cacheHits += 1;
-  else totals.liveSeconds += result.latencySeconds;
-  if (result.costUsd !== undefined) totals.costUsd = (totals.costUsd ?? 0) + result.costUsd;
-}
-
-/** Usage of a single result, as totals. */
-export function usageOf(result: GenerateResult): UsageTotals {
-  const totals = emptyUsage();
-  addResult(totals, result);
-  return totals;
-}
-
-export function addUsage(a: UsageTotals, b: UsageTotals): UsageTotals {
-  return {
-    calls: a.calls + b.calls,
-    samples: a.samples + b.samples,
-    promptTokens: a.promptTokens + b.promptTokens,
-    completionTokens: a.completionTokens + b.completionTokens,
-    cacheHits: a.cacheHits + b.cacheHits,
-    liveSeconds: a.liveSeconds + b.liveSeconds,
-    ...(a.costUsd !== undefined || b.costUsd !== undefined ? { costUsd: (a.costUsd ?? 0) + (b.costUsd ?? 0) } : {}),
-  };
-}
-
-/** `after - before`, for the usage between two snapshots of one meter. */
-export function diffUsage(after: UsageTotals, before: UsageTotals): UsageTotals {
+/** `after - before`, for the usage between two snapshots of one meter (unknown tokens stay unknown). */
+export function diffUsage(after: Usage, before: Usage): Usage {
+  const minus = (x: number | undefined, y: number | undefined) => (x === undefined || y === undefined ? undefined : x - y);
   return {
     calls: after.calls - before.calls,
     samples: after.samples - before.samples,
-    promptTokens: after.promptTokens - before.promptTokens,
-    completionTokens: after.completionTokens - before.completionTokens,
+    promptTokens: minus(after.promptTokens, before.promptTokens),
+    completionTokens: minus(after.completionTokens, before.completionTokens),
     cacheHits: after.cacheHits - before.cacheHits,
     liveSeconds: after.liveSeconds - before.liveSeconds,
     ...(after.costUsd !== undefined ? { costUsd: after.costUsd - (before.costUsd ?? 0) } : {}),
   };
+}
+
+/** One sample as usage: no call of its own (the call counts once), a hit or live seconds, its cost. */
+export function sampleUsage(sample: { usage: TokenUsage; cacheHit: boolean; latencySeconds: number; costUsd?: number }): Usage {
+  return {
+    calls: 0,
+    samples: 1,
+    promptTokens: sample.usage.promptTokens,
+    completionTokens: sample.usage.completionTokens,
+    ...(sample.usage.cachedPromptTokens !== undefined ? { cachedPromptTokens: sample.usage.cachedPromptTokens } : {}),
+    cacheHits: sample.cacheHit ? 1 : 0,
+    liveSeconds: sample.cacheHit ? 0 : sample.latencySeconds,
+    ...(sample.costUsd !== undefined ? { costUsd: sample.costUsd } : {}),
+  };
+}
+
+/** Usage of one `generate` result: one call, its samples. */
+export function usageOf(result: GenerateResult): Usage {
+  return result.completions.map((c: Completion) => sampleUsage(c)).reduce(addUsage, { ...emptyUsage(), calls: 1 });
+}
+
+/** Usage of one judgment: one call, one sample. */
+export function usageOfJudgement(result: JudgeResult): Usage {
+  return addUsage({ ...emptyUsage(), calls: 1 }, sampleUsage(result));
 }
 
 /**
@@ -123,4 +137,9 @@ export function meteredModel(model: LanguageModel, options: { signal?: AbortSign
       return result;
     },
   };
+}
+
+/** Prompt plus completion tokens; undefined when either is unknown. */
+export function tokensOf(usage: TokenUsage): number | undefined {
+  return usage.promptTokens === undefined || usage.completionTokens === undefined ? undefined : usage.promptTokens + usage.completionTokens;
 }

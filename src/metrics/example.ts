@@ -16,12 +16,14 @@
  * computed.
  */
 import type { DatasetName, Example } from '../datasets/types';
+import { emptyUsage } from '../llm/types';
+import { addUsage } from '../llm/usage';
 import type { RunMetrics, MetricAggregate } from '../run-files';
 import type { TraceSummary } from '../trace/types';
+import { summaryUsage } from '../trace/usage';
 import { bootstrapMean, type BootstrapOptions } from './bootstrap';
-import type { DisambigReader } from './disambig-f1';
 import { checkMetrics, metricFamilies, metricNames, splitterMetricNames, withRequirements } from './registry';
-import type { Score } from './score';
+import type { DisambigReader, Score } from './score';
 import { defaultSentenceSplitter, type SentenceSplitter } from './sentences';
 
 export { checkMetrics, defaultMetrics, isMetricName, metricNames, metricsFor, type MetricName } from './registry';
@@ -132,16 +134,17 @@ export function aggregate(perExample: readonly Row[], options: BootstrapOptions 
   for (const family of metricFamilies) if (family.aggregate) Object.assign(computed, family.aggregate(perExample, options));
   const metrics: Record<string, MetricAggregate> = {};
   for (const name of [...sorted, ...Object.keys(computed)]) if (computed[name] && !metrics[name]) metrics[name] = computed[name];
-  const sum = (k: keyof TraceSummary): number => perExample.reduce((s, r) => s + (Number(r.usage?.[k]) || 0), 0);
+  // A row without usage made no recorded calls (predictions scored by `ambiqa score`).
+  const total = perExample.map((r) => (r.usage ? summaryUsage(r.usage) : emptyUsage())).reduce(addUsage, emptyUsage());
   return {
     n: perExample.length,
     metrics,
     usage: {
-      llm_calls: sum('llmCalls'),
-      prompt_tokens: sum('promptTokens'),
-      completion_tokens: sum('completionTokens'),
-      cache_hits: sum('cacheHits'),
-      wall_seconds: sum('seconds'),
+      llm_calls: total.calls,
+      ...(total.promptTokens !== undefined ? { prompt_tokens: total.promptTokens } : {}),
+      ...(total.completionTokens !== undefined ? { completion_tokens: total.completionTokens } : {}),
+      cache_hits: total.cacheHits,
+      wall_seconds: perExample.reduce((s, r) => s + (Number(r.usage?.seconds) || 0), 0),
     },
   };
 }

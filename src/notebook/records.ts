@@ -6,8 +6,10 @@
 import type { ExampleResult } from '../run-files';
 import { metricOf, perQuestionUsage, pipelineOf } from '../plots/runs';
 import type { RunData } from '../plots/types';
+import { tokensOf } from '../llm/usage';
 import type { Trace } from '../trace/types';
 import { tocDecisionsOf } from '../pipelines/toc/decisions';
+import { callUsage, summaryUsage } from '../trace/usage';
 
 export type Row = Record<string, string | number | boolean | null>;
 
@@ -22,7 +24,7 @@ export function resultRows(results: readonly ExampleResult[], options: { maxText
     const row: Row = { id: r.id, question: clip(r.question), output: clip(r.output) };
     for (const m of metricNames) row[m] = typeof r.metrics?.[m] === 'number' ? round(r.metrics[m]) : null;
     row.llm_calls = r.usage?.llmCalls ?? null;
-    row.tokens = r.usage ? r.usage.promptTokens + r.usage.completionTokens : null;
+    row.tokens = r.usage ? (tokensOf(summaryUsage(r.usage)) ?? null) : null;
     row.seconds = r.usage ? round(r.usage.seconds) : null;
     row.error = r.error ?? null;
     return row;
@@ -41,7 +43,7 @@ export function runRows(runs: readonly RunData[], metrics?: readonly string[]): 
     }
     const u = perQuestionUsage(run);
     row.llm_calls_per_q = round(u.llmCalls, 1);
-    row.tokens_per_q = round(u.tokens, 0);
+    row.tokens_per_q = u.tokens === undefined ? null : round(u.tokens, 0);
     row.seconds_per_q = round(u.seconds, 2);
     return row;
   });
@@ -54,8 +56,8 @@ export function llmCallRows(trace: Trace): Row[] {
     purpose: c.purpose,
     temperature: c.params.temperature,
     samples: c.completions.length,
-    prompt_tokens: c.completions.reduce((a, x) => a + x.promptTokens, 0),
-    completion_tokens: c.completions.reduce((a, x) => a + x.completionTokens, 0),
+    prompt_tokens: callUsage(c).promptTokens ?? null,
+    completion_tokens: callUsage(c).completionTokens ?? null,
     cache_hits: c.completions.filter((x) => x.cacheHit).length,
     seconds: round(c.wallSeconds, 3),
   }));

@@ -65,7 +65,8 @@ export const judgePriorsSchema = z.object({
   purposes: z.record(z.string(), purposePriorSchema),
   /** Every calibration call, as in a trace (purpose `<purpose>.calibration`). */
   calls: z.array(z.custom<LlmCallRecord>((v) => typeof v === 'object' && v !== null)),
-  usage: z.object({ llmCalls: z.int(), promptTokens: z.int(), completionTokens: z.int(), cacheHits: z.int() }),
+  /** The calibration calls' usage; token counts absent when some call's were not reported (unknown). */
+  usage: z.object({ llmCalls: z.int(), promptTokens: z.int().optional(), completionTokens: z.int().optional(), cacheHits: z.int() }),
 });
 
 export type JudgePriors = z.infer<typeof judgePriorsSchema>;

@@ -30,10 +30,12 @@ export function costPoints(runs: readonly RunData[], metric: string, cost: CostA
     const m = metricOf(run, metric);
     if (!m) continue;
     const usage = perQuestionUsage(run);
+    const spent = usage[cost];
+    if (spent === undefined) continue; // tokens not reported: no point to place
     points.push({
       label: run.name,
       pipeline: pipelineOf(run),
-      cost: usage[cost],
+      cost: spent,
       quality: m.mean,
       ciLow: m.ciLow,
       ciHigh: m.ciHigh,

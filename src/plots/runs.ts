@@ -4,6 +4,9 @@
  */
 import { AmbiqaError } from '../errors';
 import type { MetricAggregate } from '../run-files';
+import { emptyUsage } from '../llm/types';
+import { addUsage, tokensOf } from '../llm/usage';
+import { summaryUsage } from '../trace/usage';
 import type { RunData } from './types';
 
 const canon = (name: string) => name.toLowerCase().replace(/[-\s]/g, '_');
@@ -48,9 +51,10 @@ export function metricOf(run: RunData, name: string): MetricAggregate | undefine
 
 export interface PerQuestionUsage {
   llmCalls: number;
-  promptTokens: number;
-  completionTokens: number;
-  tokens: number;
+  /** Means of the token counts; undefined when some question's were not reported (unknown). */
+  promptTokens: number | undefined;
+  completionTokens: number | undefined;
+  tokens: number | undefined;
   /** Mean wall seconds of one question (its own trace time, not the run's, which overlaps). */
   seconds: number;
   questions: number;
@@ -59,16 +63,15 @@ export interface PerQuestionUsage {
 /** Mean usage per question, from the per-example usage (falls back to metrics.json totals). */
 export function perQuestionUsage(run: RunData): PerQuestionUsage {
   const rows = run.results.filter((r) => r.usage);
+  const per = (total: number | undefined, n: number) => (total === undefined ? undefined : total / n);
   if (rows.length > 0) {
-    const sum = (f: (r: (typeof rows)[number]) => number) => rows.reduce((a, r) => a + f(r), 0) / rows.length;
-    const promptTokens = sum((r) => r.usage.promptTokens);
-    const completionTokens = sum((r) => r.usage.completionTokens);
+    const total = rows.map((r) => summaryUsage(r.usage)).reduce(addUsage, emptyUsage());
     return {
-      llmCalls: sum((r) => r.usage.llmCalls),
-      promptTokens,
-      completionTokens,
-      tokens: promptTokens + completionTokens,
-      seconds: sum((r) => r.usage.seconds),
+      llmCalls: total.calls / rows.length,
+      promptTokens: per(total.promptTokens, rows.length),
+      completionTokens: per(total.completionTokens, rows.length),
+      tokens: per(tokensOf(total), rows.length),
+      seconds: rows.reduce((a, r) => a + r.usage.seconds, 0) / rows.length,
       questions: rows.length,
     };
   }
@@ -76,9 +79,9 @@ export function perQuestionUsage(run: RunData): PerQuestionUsage {
   if (!m || m.n === 0) return { llmCalls: 0, promptTokens: 0, completionTokens: 0, tokens: 0, seconds: 0, questions: 0 };
   return {
     llmCalls: m.usage.llm_calls / m.n,
-    promptTokens: m.usage.prompt_tokens / m.n,
-    completionTokens: m.usage.completion_tokens / m.n,
-    tokens: (m.usage.prompt_tokens + m.usage.completion_tokens) / m.n,
+    promptTokens: per(m.usage.prompt_tokens, m.n),
+    completionTokens: per(m.usage.completion_tokens, m.n),
+    tokens: per(tokensOf({ promptTokens: m.usage.prompt_tokens, completionTokens: m.usage.completion_tokens }), m.n),
     seconds: m.usage.wall_seconds / m.n,
     questions: m.n,
   };

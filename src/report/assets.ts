@@ -46,7 +46,7 @@ export const REPORT_JS = `
     var root=el('div',null,'trace-view');
     if(!t){root.appendChild(el('p','No trace recorded for this example (or traces were left out of the report).','note'));return root;}
     var s=t.summary||{};
-    root.appendChild(el('p',t.pipeline+' · '+(t.llm?t.llm.provider+'/'+t.llm.model:'')+' · '+s.llmCalls+' LLM calls, '+s.promptTokens+' prompt + '+s.completionTokens+' completion tokens, '+s.cacheHits+' cache hits, '+(s.seconds!==undefined?Number(s.seconds).toFixed(2):'?')+' s'));
+    root.appendChild(el('p',t.pipeline+' · '+(t.llm?t.llm.provider+'/'+t.llm.model:'')+' · '+s.llmCalls+' LLM calls, '+(s.promptTokens!==undefined?s.promptTokens:'?')+' prompt + '+(s.completionTokens!==undefined?s.completionTokens:'?')+' completion tokens, '+s.cacheHits+' cache hits, '+(s.seconds!==undefined?Number(s.seconds).toFixed(2):'?')+' s'));
     section(root,'Method decisions');root.appendChild(el('pre',JSON.stringify(t.decisions,null,2)));
     if(t.parseFailures&&t.parseFailures.length){section(root,'Parse failures');root.appendChild(el('pre',JSON.stringify(t.parseFailures,null,2)));}
     if(t.retrievals&&t.retrievals.length){
@@ -57,7 +57,8 @@ export const REPORT_JS = `
     if(t.llmCalls&&t.llmCalls.length){
       section(root,'LLM calls ('+t.llmCalls.length+')');
       t.llmCalls.forEach(function(c){var d=el('details');
-        var toks=(c.completions||[]).reduce(function(a,x){return a+x.promptTokens+x.completionTokens;},0);
+        // Absent counts were not reported (unknown): the call's total is unknown then.
+        var toks=(c.completions||[]).reduce(function(a,x){return x.promptTokens===undefined||x.completionTokens===undefined?'?':a==='?'?a:a+x.promptTokens+x.completionTokens;},0);
         var hits=(c.completions||[]).filter(function(x){return x.cacheHit;}).length;
         d.appendChild(el('summary','#'+c.index+' '+c.purpose+' · T='+(c.params?c.params.temperature:'?')+' · n='+(c.completions||[]).length+' · '+toks+' tokens'+(hits?' · '+hits+' cached':'')+' · '+Number(c.wallSeconds||0).toFixed(2)+' s'));
         (c.messages||[]).forEach(function(m){var p=el('pre');p.appendChild(el('span',m.role+': ','role'));p.appendChild(document.createTextNode(m.content));d.appendChild(p);});

@@ -13,6 +13,7 @@ import { dirname, resolve } from 'node:path';
 import { AmbiqaError, describeError } from '../errors';
 import type { QaPair } from '../datasets/types';
 import { compareRuns, type CompareOptions, type CompareRunInput } from '../metrics/compare';
+import { tokensOf } from '../llm/usage';
 import { comparisonFigure } from '../plots/compare';
 import { escapeHtml, figureDivHtml, jsonForScript } from '../plots/export';
 import { comparisonSchema, isComparisonValue, type Comparison, type ComparedRun } from '../run-files/comparison';
@@ -161,7 +162,7 @@ function runsTable(c: Comparison): string {
       `<tr><td>${escapeHtml(r.name)}${r.name === c.baseline ? ' <span class="note">(baseline)</span>' : ''}</td><td>${escapeHtml(r.pipeline ?? '')}</td>` +
       `<td class="num">${r.questions}</td><td class="num">${r.failed}</td>` +
       c.metrics.map((m) => `<td class="num">${fmt(r.means[m])}</td>`).join('') +
-      `<td class="num">${u ? u.llm_calls : ''}</td><td class="num">${u ? u.prompt_tokens + u.completion_tokens : ''}</td>` +
+      `<td class="num">${u ? u.llm_calls : ''}</td><td class="num">${u ? (tokensOf({ promptTokens: u.prompt_tokens, completionTokens: u.completion_tokens }) ?? '') : ''}</td>` +
       `<td class="num">${u?.cost_usd !== undefined ? u.cost_usd.toFixed(4) : ''}</td><td class="num">${u ? fmt(u.wall_seconds) : ''}</td><td>${link}</td></tr>`
     );
   });

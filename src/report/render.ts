@@ -13,8 +13,10 @@ import { metricOf, perQuestionUsage, pipelineOf } from '../plots/runs';
 import type { RunData } from '../plots/types';
 import { judgesOf } from '../plots/judges';
 import type { Trace } from '../trace/types';
+import { summaryUsage } from '../trace/usage';
 import { decisionStatistics } from '../metrics/decisions';
 import { formatUsd } from '../llm/pricing';
+import { tokensOf } from '../llm/usage';
 import { REPORT_CSS, REPORT_JS } from './assets';
 import type { FigureChoice } from './figures';
 import type { LoadedRun, LoadedSweep } from './load';
@@ -128,7 +130,7 @@ function judgesTable(run: RunData): string {
 function usageTable(run: RunData): string {
   const per = perQuestionUsage(run);
   const total = run.metrics?.usage;
-  const row = (label: string, t: number | undefined, p: number, digits = 1) =>
+  const row = (label: string, t: number | undefined, p: number | undefined, digits = 1) =>
     `<tr><td>${label}</td><td class="num">${t === undefined ? '' : fmtInt(t)}</td><td class="num">${fmt(p, digits)}</td></tr>`;
   return (
     `<table class="usage"><thead><tr><th>usage</th><th class="num">total</th><th class="num">per question</th></tr></thead><tbody>` +
@@ -199,7 +201,7 @@ export function examplesTable(run: RunData, options: ReportOptions & { tableId?:
   ].join('');
   const rows = run.results.map((r) => {
     const gold = options.gold?.get(r.id);
-    const tokens = (r.usage?.promptTokens ?? 0) + (r.usage?.completionTokens ?? 0);
+    const tokens = r.usage ? (tokensOf(summaryUsage(r.usage)) ?? '') : 0;
     const output = r.error ? `[error] ${r.error}` : r.output + (r.answer !== undefined && r.answer !== r.output ? `\n(short answer: ${r.answer})` : '');
     return (
       `<tr id="ex-${escapeHtml(prefix + r.id)}" data-id="${escapeHtml(prefix + r.id)}"${r.error ? ' class="error"' : ''}>` +

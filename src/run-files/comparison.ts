@@ -11,8 +11,9 @@ export const COMPARISON_KIND = 'ambiqa.comparison';
 
 const usageSchema = z.object({
   llm_calls: z.number(),
-  prompt_tokens: z.number(),
-  completion_tokens: z.number(),
+  /** Absent when the run's token counts are unknown (metrics.json leaves them out). */
+  prompt_tokens: z.number().optional(),
+  completion_tokens: z.number().optional(),
   cache_hits: z.number(),
   wall_seconds: z.number(),
   /** Present when the run's metrics.json has it (a price was known for its calls). */

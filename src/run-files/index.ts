@@ -46,7 +46,9 @@ export function sweepsDir(): string {
  * config.ts), `run.json`, `metrics.json` and `mlflow.json`; the JSONL files follow the
  * directory's. A file without the stamp is format 1 (written before there was one):
  *   1  `llm:` and `judge:` of config.yaml hold every provider's fields;
- *   2  each holds its provider's fields only; the JSON files are stamped.
+ *   2  each holds its provider's fields only; the JSON files are stamped; a token count a
+ *      provider did not report is left out (traces, results, metrics.json) where format 1
+ *      wrote 0.
  * Readers take every format up to this one and refuse a later one by name.
  */
 export const RUN_FORMAT = 2;
@@ -208,8 +210,12 @@ const runMetricsSchema = z.object({
   metrics: z.record(z.string(), metricAggregateSchema),
   usage: z.object({
     llm_calls: jsonNumber,
-    prompt_tokens: jsonNumber,
-    completion_tokens: jsonNumber,
+    /**
+     * Token sums over the results; absent when some call's tokens were not reported (unknown,
+     * not 0). Format-1 files always have numbers, counting such calls as 0.
+     */
+    prompt_tokens: jsonNumber.optional(),
+    completion_tokens: jsonNumber.optional(),
     cache_hits: jsonNumber,
     wall_seconds: jsonNumber,
     /** US dollars of the run's live calls (sum of `TraceSummary.costUsd`); absent when no price is known. */

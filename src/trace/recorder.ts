@@ -9,6 +9,7 @@ import type {
   Trace,
   TraceWarning,
 } from './types';
+import { callsUsage, tokenFields } from './usage';
 
 /**
  * Collects one question's trace. Pipelines call the model through `recorder.llm`, so every call
@@ -101,20 +102,7 @@ export class TraceRecorder {
   }
 
   finish<D extends Decisions>(decisions: D, output: string, answer?: string): Trace {
-    let promptTokens = 0;
-    let completionTokens = 0;
-    let cacheHits = 0;
-    let samples = 0;
-    let costUsd: number | undefined;
-    for (const call of this.llmCalls) {
-      for (const c of call.completions) {
-        samples += 1;
-        if (c.costUsd !== undefined) costUsd = (costUsd ?? 0) + c.costUsd;
-        promptTokens += c.promptTokens;
-        completionTokens += c.completionTokens;
-        if (c.cacheHit) cacheHits += 1;
-      }
-    }
+    const usage = callsUsage(this.llmCalls);
     return {
       pipeline: this.pipeline,
       questionId: this.example.id,
@@ -129,16 +117,15 @@ export class TraceRecorder {
       ...(this.options ? { options: this.options } : {}),
       decisions,
       summary: {
-        llmCalls: this.llmCalls.length,
-        promptTokens,
-        completionTokens,
-        cacheHits,
+        llmCalls: usage.calls,
+        ...tokenFields(usage),
+        cacheHits: usage.cacheHits,
         seconds: (performance.now() - this.startedAt) / 1000,
         retrievals: this.retrievals.length,
         parseFailures: this.parseFailures.length,
         warnings: this.warnings.length,
-        samples,
-        ...(costUsd !== undefined ? { costUsd } : {}),
+        samples: usage.samples,
+        ...(usage.costUsd !== undefined ? { costUsd: usage.costUsd } : {}),
       },
       output,
       ...(answer !== undefined ? { answer } : {}),
@@ -164,8 +151,7 @@ function toCallRecord(index: number, result: GenerateResult): LlmCallRecord {
     completions: result.completions.map((c) => ({
       text: c.text,
       finishReason: c.finishReason,
-      promptTokens: c.usage.promptTokens,
-      completionTokens: c.usage.completionTokens,
+      ...tokenFields(c.usage),
       latencySeconds: c.latencySeconds,
       cacheHit: c.cacheHit,
       ...(c.logprob !== undefined ? { logprob: c.logprob } : {}),
@@ -187,8 +173,7 @@ function toJudgeRecord(index: number, result: JudgeResult): LlmCallRecord {
       {
         text: result.text ?? result.label ?? '',
         finishReason: 'stop',
-        promptTokens: result.usage.promptTokens,
-        completionTokens: result.usage.completionTokens,
+        ...tokenFields(result.usage),
         latencySeconds: result.latencySeconds,
         cacheHit: result.cacheHit,
         ...(result.costUsd !== undefined ? { costUsd: result.costUsd } : {}),

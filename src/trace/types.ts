@@ -31,8 +31,12 @@ export interface LlmCallRecord {
   completions: Array<{
     text: string;
     finishReason: string;
-    promptTokens: number;
-    completionTokens: number;
+    /**
+     * Tokens as the provider reported them; absent when it did not (`TokenUsage`). Traces written
+     * before issue 37 hold 0 there instead: a 0 in an older trace may mean "not reported".
+     */
+    promptTokens?: number;
+    completionTokens?: number;
     latencySeconds: number;
     cacheHit: boolean;
     /** Sum of token log-probabilities, when asked for (`logprobs: true`). */
@@ -112,10 +116,19 @@ export interface TraceWarning {
   fallback?: string;
 }
 
+/**
+ * The question's usage (`Usage`, llm/types.ts, in the names of the trace format) and counts of
+ * what the trace holds; copied into its result line (`ExampleResult.usage`).
+ */
 export interface TraceSummary {
   llmCalls: number;
-  promptTokens: number;
-  completionTokens: number;
+  /**
+   * Token sums; absent when a call of the question did not report its tokens (unknown, not 0).
+   * Traces and results written before issue 37 always hold numbers, with 0 for calls whose
+   * tokens were not reported.
+   */
+  promptTokens?: number;
+  completionTokens?: number;
   cacheHits: number;
   /** Wall seconds for the whole question. */
   seconds: number;

@@ -5,6 +5,7 @@ import type { BasicTracerProvider, IdGenerator, ReadableSpan, SpanProcessor } fr
 import { AmbiqaError } from '../errors';
 import { MlflowHttpError, MlflowUnreachableError } from './client';
 import type { LlmCallRecord, RetrievalRecord, Trace } from '../trace/types';
+import { callUsage } from '../trace/usage';
 import { knownSecrets, redactDeep, redactText } from './redact';
 
 /**
@@ -211,8 +212,7 @@ export function planSpans(item: TraceExportItem, limits: FieldLimits = DEFAULT_F
 }
 
 function llmSpan(call: LlmCallRecord, parent: number, startMs: number, endMs: number, trace: Trace, clean: (v: unknown) => string): SpanPlan {
-  const promptTokens = call.completions.reduce((s, c) => s + c.promptTokens, 0);
-  const completionTokens = call.completions.reduce((s, c) => s + c.completionTokens, 0);
+  const { promptTokens, completionTokens } = callUsage(call);
   const attributes: Record<string, AttrValue> = {
     'mlflow.spanType': 'CHAT_MODEL',
     'mlflow.message.format': 'openai',
@@ -230,7 +230,10 @@ function llmSpan(call: LlmCallRecord, parent: number, startMs: number, endMs: nu
       choices: call.completions.map((c, index) => ({ index, message: { role: 'assistant', content: c.text }, finish_reason: c.finishReason })),
       ...(call.judge ? { judge: call.judge } : {}),
     }),
-    'mlflow.chat.tokenUsage': JSON.stringify({ input_tokens: promptTokens, output_tokens: completionTokens, total_tokens: promptTokens + completionTokens }),
+    // Left out when the provider did not report the tokens: MLflow would add a guess into the trace's count.
+    ...(promptTokens !== undefined && completionTokens !== undefined
+      ? { 'mlflow.chat.tokenUsage': JSON.stringify({ input_tokens: promptTokens, output_tokens: completionTokens, total_tokens: promptTokens + completionTokens }) }
+      : {}),
     'mlflow.llm.model': clean(trace.llm.model),
     'mlflow.llm.provider': clean(trace.llm.provider),
     'ambiqa.purpose': clean(call.purpose),

@@ -71,7 +71,7 @@ describe('runExperiment', () => {
     expect(metrics.metrics.em.mean).toBeCloseTo(expectedEm);
     expect(metrics.n).toBe(12);
     expect(metrics.usage.llm_calls).toBe(12);
-    expect(metrics.usage.prompt_tokens).toBe(traces.reduce((s, t) => s + t.summary.promptTokens, 0));
+    expect(metrics.usage.prompt_tokens).toBe(traces.reduce((s, t) => s + t.summary.promptTokens!, 0));
     expect(metrics.usage.prompt_tokens).toBeGreaterThan(0);
     expect(metrics.usage.cache_hits).toBe(0);
     expect(metrics.usage.wall_seconds).toBeGreaterThan(0);

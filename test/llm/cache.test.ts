@@ -203,7 +203,7 @@ describe('usage accounting', () => {
     expect(u.calls).toBe(2);
     expect(u.samples).toBe(5);
     expect(u.cacheHits).toBe(2);
-    expect(u.promptTokens).toBe(5 * r1.completions[0]!.usage.promptTokens);
+    expect(u.promptTokens).toBe(5 * r1.completions[0]!.usage.promptTokens!);
     expect(u.completionTokens).toBeGreaterThan(0);
     expect(u.liveSeconds).toBeGreaterThanOrEqual(0);
     expect(client.resetUsage().samples).toBe(5);

@@ -50,7 +50,7 @@ describe.skipIf(!hasModel)('embedded llama.cpp provider (real model)', () => {
     expect(c.usage.promptTokens).toBeGreaterThan(12);
     // A longer prompt has more prompt tokens (counted by the tokenizer, not guessed).
     const longer = await client.generate({ messages: [{ role: 'system', content: 'You are careful. ' + question[0]!.content }, question[1]!], maxTokens: 1 });
-    expect(longer.completions[0]!.usage.promptTokens).toBeGreaterThan(c.usage.promptTokens);
+    expect(longer.completions[0]!.usage.promptTokens).toBeGreaterThan(c.usage.promptTokens!);
     expect(longer.completions[0]!.usage.completionTokens).toBe(1);
     expect(longer.completions[0]!.finishReason).toBe('length');
   });
@@ -144,7 +144,7 @@ describe.skipIf(!hasModel)('embedded llama.cpp provider (real model)', () => {
     expect(c.logprob).toBeLessThan(0);
     expect(Number.isFinite(c.logprob)).toBe(true);
     // Greedy tokens of a one-word answer are likely: the mean token log-prob is not tiny.
-    expect(c.logprob! / c.usage.completionTokens).toBeGreaterThan(-5);
+    expect(c.logprob! / c.usage.completionTokens!).toBeGreaterThan(-5);
   });
 
   it('prefix reuse gives the same greedy replies as re-reading every prompt, and evaluates far fewer tokens', async () => {

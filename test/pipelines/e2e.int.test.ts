@@ -88,8 +88,8 @@ function expectCompleteTrace(trace: Trace, pipeline: PipelineName, example: Exam
   });
   const sum = (f: (c: Trace['llmCalls'][number]['completions'][number]) => number) =>
     trace.llmCalls.reduce((s, call) => s + call.completions.reduce((t, c) => t + f(c), 0), 0);
-  expect(trace.summary.promptTokens).toBe(sum((c) => c.promptTokens));
-  expect(trace.summary.completionTokens).toBe(sum((c) => c.completionTokens));
+  expect(trace.summary.promptTokens).toBe(sum((c) => c.promptTokens!));
+  expect(trace.summary.completionTokens).toBe(sum((c) => c.completionTokens!));
   expect(trace.summary.cacheHits).toBe(sum((c) => (c.cacheHit ? 1 : 0)));
   expect(trace.summary.seconds).toBeGreaterThan(0);
   if (RETRIEVAL.has(pipeline)) {

@@ -105,8 +105,8 @@ export function metricsOf(results: ExampleResult[], ci = 5): RunMetrics {
     metrics,
     usage: {
       llm_calls: sum((r) => r.usage.llmCalls),
-      prompt_tokens: sum((r) => r.usage.promptTokens),
-      completion_tokens: sum((r) => r.usage.completionTokens),
+      prompt_tokens: sum((r) => r.usage.promptTokens!),
+      completion_tokens: sum((r) => r.usage.completionTokens!),
       cache_hits: sum((r) => r.usage.cacheHits),
       wall_seconds: sum((r) => r.usage.seconds),
     },

@@ -4,6 +4,7 @@ import { AmbiqaError } from '../../errors';
 import { artifactsDir } from '../../config/paths';
 import { describeExitStatus, parsePositiveInt } from '../../experiments/cli-support';
 import { ExitStatus } from '../../experiments/exit-status';
+import { tokensOf } from '../../llm/usage';
 import type { Comparison } from '../../run-files/comparison';
 // Registers every built-in method's analysis and figures (judges, decision statistics, figures),
 // which the report and metrics layers find through their registries.
@@ -63,7 +64,8 @@ function usageLines(c: Comparison): string[] {
     const u = r.usage;
     if (!u) return `  ${r.name}: no metrics.json usage`;
     const cost = u.cost_usd !== undefined ? `, $${u.cost_usd.toFixed(4)}` : '';
-    return `  ${r.name}: ${r.questions} questions (${r.failed} failed), ${u.llm_calls} LLM calls, ${u.prompt_tokens + u.completion_tokens} tokens${cost}, ${u.wall_seconds.toFixed(0)} s`;
+    const tokens = tokensOf({ promptTokens: u.prompt_tokens, completionTokens: u.completion_tokens }) ?? '?';
+    return `  ${r.name}: ${r.questions} questions (${r.failed} failed), ${u.llm_calls} LLM calls, ${tokens} tokens${cost}, ${u.wall_seconds.toFixed(0)} s`;
   });
 }
 

@@ -20,6 +20,7 @@ import type {
   NormalisedRequest,
   ProviderCompletion,
   ProviderJudgement,
+  TokenUsage,
 } from '../types';
 
 /**
@@ -265,7 +266,8 @@ export class OpenAICompatibleProvider implements LanguageModelProvider {
     request: NormalisedJudgeRequest,
     options: { signal?: AbortSignal; timeoutMs?: number },
   ): Promise<ProviderJudgement> {
-    const text = (fallback: JudgeFallback, usage = { promptTokens: 0, completionTokens: 0 }): ProviderJudgement => {
+    // Without a reply (no request sent, or one refused) nothing was used: a known 0.
+    const text = (fallback: JudgeFallback, usage: TokenUsage = { promptTokens: 0, completionTokens: 0 }): ProviderJudgement => {
       this.judgeTextFallbacks += 1;
       return { probabilities: request.labels.map(() => 0), labelMass: 0, mode: 'text', fallback, usage };
     };
@@ -497,12 +499,14 @@ export function modelNameMatches(listed: string, wanted: string): boolean {
 /** Top alternatives asked for per judgment: enough for a label's case and spacing variants. */
 export const JUDGE_TOP_LOGPROBS = 20;
 
-function usageOf(response: ChatReply) {
-  // Servers that do not report usage get 0, not a guess: the trace then shows the gap.
+function usageOf(response: ChatReply): TokenUsage {
+  // A count the server does not report is unknown (undefined), neither 0 nor a guess: sums that
+  // include it stay unknown, and the trace shows the gap. (Until issue 37 it was stored as 0.)
   const cached = response?.usage?.prompt_tokens_details?.cached_tokens;
+  const count = (n: unknown) => (typeof n === 'number' && Number.isFinite(n) ? n : undefined);
   return {
-    promptTokens: response?.usage?.prompt_tokens ?? 0,
-    completionTokens: response?.usage?.completion_tokens ?? 0,
+    promptTokens: count(response?.usage?.prompt_tokens),
+    completionTokens: count(response?.usage?.completion_tokens),
     // Billed at the cached rate where the endpoint has one (llm.pricing.cachedPrompt).
     ...(typeof cached === 'number' && cached > 0 ? { cachedPromptTokens: cached } : {}),
   };

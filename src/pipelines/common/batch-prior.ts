@@ -25,7 +25,7 @@ import { mulberry32 } from '../../common/random';
 import { AmbiqaError } from '../../errors';
 import type { ChatMessage } from '../../llm/types';
 import { TraceRecorder } from '../../trace/recorder';
-import type { LlmCallRecord } from '../../trace/types';
+import { callsUsage, tokenFields } from '../../trace/usage';
 import { checkAborted } from './context';
 import { judgeLlm } from './llm';
 import { normaliseAnswer } from './text';
@@ -146,13 +146,7 @@ export async function estimateBatchPriors(
     // Normalised: the labels' mass may fall short of 1 (other tokens), the prior is over the labels.
     purposes[purpose] = { labels, prior: sum.map((x) => x / total), judgments: n };
   }
-  const usage = { llmCalls: rec.llmCalls.length, promptTokens: 0, completionTokens: 0, cacheHits: 0 };
-  for (const call of rec.llmCalls) {
-    for (const c of call.completions) {
-      usage.promptTokens += c.promptTokens;
-      usage.completionTokens += c.completionTokens;
-      if (c.cacheHit) usage.cacheHits += 1;
-    }
-  }
+  const total = callsUsage(rec.llmCalls);
+  const usage = { llmCalls: total.calls, ...tokenFields(total), cacheHits: total.cacheHits };
   return { method: 'batch', pipeline, seed, sampleIds: sample.map((d) => d.id), purposes, calls: rec.llmCalls, usage };
 }
