@@ -1,6 +1,8 @@
 import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { AmbiqaError } from '../errors';
+import { emptyUsage, type Usage } from '../llm/types';
+import { addUsage } from '../llm/usage';
 import type { Trace } from '../trace/types';
 import type { RunTracker } from '../tracking/types';
 import { configFingerprint, configToYaml, diffConfigs, readResolvedConfig, type ExperimentConfig } from './config';
@@ -165,10 +167,12 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
     }
     writeJson(join(dir, runFiles.judgePriors), priors[0]!.priors);
     metrics.settings = { ...metrics.settings, ...judgePriorSettings(priors[0]!.priors!) };
-    metrics.usage.calibration_llm_calls = priors.reduce((n, x) => n + x.priors!.usage.llmCalls, 0);
-    // Each shard's calibration is the same prior (checked above); unknown when a shard's tokens are.
-    const prompt = priors.map((x) => x.priors!.usage.promptTokens).reduce((n: number | undefined, t) => (n === undefined || t === undefined ? undefined : n + t), 0);
-    if (prompt !== undefined) metrics.usage.calibration_prompt_tokens = prompt;
+    // Every shard judged its calibration (the same prior, checked above): their calls add up.
+    const calibration = priors
+      .map(({ priors: p }): Usage => ({ ...emptyUsage(), calls: p!.usage.llmCalls, promptTokens: p!.usage.promptTokens, completionTokens: p!.usage.completionTokens, cacheHits: p!.usage.cacheHits }))
+      .reduce(addUsage, emptyUsage());
+    metrics.usage.calibration_llm_calls = calibration.calls;
+    if (calibration.promptTokens !== undefined) metrics.usage.calibration_prompt_tokens = calibration.promptTokens;
   }
   writeRunJson(join(dir, runFiles.metrics), 'metrics', metrics);
   writeJson(join(dir, 'shards.json'), {
