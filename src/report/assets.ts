@@ -57,7 +57,6 @@ export const REPORT_JS = `
     if(t.llmCalls&&t.llmCalls.length){
       section(root,'LLM calls ('+t.llmCalls.length+')');
       t.llmCalls.forEach(function(c){var d=el('details');
-        // Absent counts were not reported (unknown): the call's total is unknown then.
         var toks=(c.completions||[]).reduce(function(a,x){return x.promptTokens===undefined||x.completionTokens===undefined?'?':a==='?'?a:a+x.promptTokens+x.completionTokens;},0);
         var hits=(c.completions||[]).filter(function(x){return x.cacheHit;}).length;
         d.appendChild(el('summary','#'+c.index+' '+c.purpose+' · T='+(c.params?c.params.temperature:'?')+' · n='+(c.completions||[]).length+' · '+toks+' tokens'+(hits?' · '+hits+' cached':'')+' · '+Number(c.wallSeconds||0).toFixed(2)+' s'));
