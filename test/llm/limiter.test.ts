@@ -2,7 +2,7 @@ import { APIConnectionError, APIError } from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { LlmClient } from '../../src/llm/client';
 import { LlmRequestError } from '../../src/llm/errors';
-import { Limiter, parseRetryAfter, type RetryEvent } from '../../src/llm/limiter';
+import { Limiter, classifyError as limiterClassification, parseRetryAfter, type RetryEvent } from '../../src/llm/limiter';
 // The provider classifies its own SDK's and fetch's failures; the limiter decides on the kind.
 import { OpenAICompatibleProvider, classifyOpenAIError as classifyError } from '../../src/llm/providers/openai-compatible';
 import { startFaultServer, type FaultServer } from './fault-server';
@@ -38,6 +38,13 @@ describe('error classification', () => {
     expect(classifyError(fetchError('ENOTFOUND')).retryable).toBe(false);
     expect(classifyError(new TypeError('x is not a function')).retryable).toBe(false);
     expect(classifyError(new LlmRequestError('m', { kind: 'rate-limit', retryAfterMs: 5 }))).toMatchObject({ retryable: true, retryAfterMs: 5 });
+  });
+
+  it('the limiter decides on the kind a provider gave; an untranslated error is other and not retried', () => {
+    expect(limiterClassification(new LlmRequestError('m', { kind: 'server', status: 503 }))).toEqual({ kind: 'server', retryable: true, status: 503 });
+    // An SDK-looking error nobody translated: the limiter does not guess from its status.
+    expect(limiterClassification(Object.assign(new Error('HTTP 503'), { status: 503 }))).toEqual({ kind: 'other', retryable: false });
+    expect(limiterClassification(Object.assign(new Error('aborted'), { name: 'AbortError' }))).toMatchObject({ kind: 'aborted', retryable: false });
   });
 });
 
