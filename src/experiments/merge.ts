@@ -6,8 +6,8 @@ import { addUsage } from '../llm/usage';
 import type { Trace } from '../trace/types';
 import type { RunTracker } from '../tracking/types';
 import { configFingerprint, configToYaml, diffConfigs, readResolvedConfig, type ExperimentConfig } from './config';
-import { readJsonl, writeFileAtomic, writeJsonlAtomic } from '../common/jsonl';
-import type { ExampleResult, MetricAggregate, RunMetrics } from '../run-files';
+import { writeFileAtomic, writeJsonlAtomic } from '../common/jsonl';
+import { type ExampleResult, type MetricAggregate, type RunMetrics, readResults, readTraces } from '../run-files';
 import { readRunJson, runFiles, writeJson, writeRunJson, type MlflowRecord, type RunState } from '../run-files';
 import { judgePriorSettings, readJudgePriors } from './judge-priors';
 import { runStarted } from './run-dir';
@@ -63,7 +63,7 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
     return {
       dir,
       config,
-      results: readJsonl<ExampleResult>(join(dir, runFiles.results)),
+      results: readResults(join(dir, runFiles.results)),
       state: readRunJson(join(dir, runFiles.state), 'state'),
       mlflow: readRunJson(join(dir, runFiles.mlflow), 'mlflow'),
     };
@@ -119,7 +119,7 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
     .map(({ _dir, ...r }: ExampleResult & { _dir?: string }) => r)
     .sort((a, b) => (a.index ?? 0) - (b.index ?? 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const traces = new Map<string, Trace>();
-  for (const f of traceFiles) for (const t of readJsonl<Trace>(f)) traces.set(t.questionId, t);
+  for (const f of traceFiles) for (const t of readTraces(f)) traces.set(t.questionId, t);
 
   const baseName = first.config.name.replace(/\.shard-\d+of\d+$/, '');
   const name = request.name ?? baseName;

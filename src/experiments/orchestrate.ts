@@ -6,9 +6,9 @@ import type { PriceSource } from '../llm/pricing';
 import type { Pipeline, PipelineContext, PipelineOutput } from '../pipelines/types';
 import { questionKey } from '../retrieval/types';
 import type { Trace, TraceSummary } from '../trace/types';
-import { JsonlAppender, readJsonl, writeJsonlAtomic } from '../common/jsonl';
+import { JsonlAppender, writeJsonlAtomic } from '../common/jsonl';
 import type { ProgressSink, ProgressState } from './progress';
-import type { ExampleResult, LabelledJudgment, MetricAggregate } from '../run-files';
+import { type ExampleResult, type LabelledJudgment, type MetricAggregate, readResults, readTraces } from '../run-files';
 import type { IndexedExample } from './run-state';
 
 /** What a run is made of; built from a config by `compose.ts`, or by hand in tests. */
@@ -197,12 +197,12 @@ function emptySummary(): TraceSummary {
  */
 export function collectResults(selection: IndexedExample[], resultsPath: string, tracesPath: string, rewrite: boolean): ExampleResult[] {
   const latest = new Map<string, ExampleResult>();
-  for (const r of readJsonl<ExampleResult>(resultsPath)) latest.set(r.id, r);
+  for (const r of readResults(resultsPath)) latest.set(r.id, r);
   const ordered = selection.map((x) => latest.get(x.example.id)).filter((r): r is ExampleResult => r !== undefined);
   if (rewrite) {
     writeJsonlAtomic(resultsPath, ordered);
     const traces = new Map<string, Trace>();
-    for (const t of readJsonl<Trace>(tracesPath)) traces.set(t.questionId, t);
+    for (const t of readTraces(tracesPath)) traces.set(t.questionId, t);
     writeJsonlAtomic(
       tracesPath,
       ordered.map((r) => traces.get(r.id)).filter((t): t is Trace => t !== undefined),

@@ -2,8 +2,7 @@ import type { Example } from '../datasets/types';
 import { AmbiqaError } from '../errors';
 import type { ExperimentConfig } from './config';
 import type { UsageTotals } from '../llm/types';
-import { readJsonl } from '../common/jsonl';
-import type { ExampleResult } from '../run-files';
+import { type ExampleResult, readResults } from '../run-files';
 import { readRunJson, writeRunJson, type RunState } from '../run-files';
 import { parseShard, selectShard } from './shard';
 
@@ -37,7 +36,7 @@ export function planWork(config: ExperimentConfig, examples: Example[], resultsP
     shard,
   );
   const previous = new Map<string, ExampleResult>();
-  for (const r of readJsonl<ExampleResult>(resultsPath)) previous.set(r.id, r);
+  for (const r of readResults(resultsPath)) previous.set(r.id, r);
   // Failed examples are tried again on resume; finished ones are kept as they are.
   const finished = new Map([...previous].filter(([id, r]) => r.error === undefined && ids.has(id)));
   const todo = selection.filter((x) => !finished.has(x.example.id));

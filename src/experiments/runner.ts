@@ -1,7 +1,7 @@
 import type { ExperimentConfig } from './config';
 import { answerExamples, collectResults, type RunComponents } from './orchestrate';
 import { silentProgress, type ProgressSink } from './progress';
-import type { ExampleResult, MetricAggregate, RunMetrics } from '../run-files';
+import { type ExampleResult, type MetricAggregate, type RunMetrics, readTraces } from '../run-files';
 import { openRunDir } from './run-dir';
 import { acquireDirLock } from './run-lock';
 import { planWork, RunStateFile } from './run-state';
@@ -10,7 +10,6 @@ import { writeRunJson, type MlflowRecord } from '../run-files';
 import { decisionStatistics } from '../metrics/decisions';
 import { runJudgeDiagnostics } from '../metrics/judge-quality';
 import type { Trace } from '../trace/types';
-import { readJsonl } from '../common/jsonl';
 import { judgePriorSettings, withJudgePriors } from './judge-priors';
 import { CostCap, CostLimitError, withSpendGuard } from '../llm/budget';
 import { emptyUsage } from '../llm/types';
@@ -174,7 +173,7 @@ async function runSession(request: RunRequest, warn: (message: string) => void):
       metrics.usage.calibration_llm_calls = calibrated.priors.usage.llmCalls;
       if (calibrated.priors.usage.promptTokens !== undefined) metrics.usage.calibration_prompt_tokens = calibrated.priors.usage.promptTokens;
     }
-    addDecisions(metrics, results, readJsonl<Trace>(paths.traces));
+    addDecisions(metrics, results, readTraces(paths.traces));
     writeRunJson(paths.metrics, 'metrics', metrics);
     progress.finish(
       { ...answered.progress, done: answeredCount },

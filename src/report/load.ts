@@ -9,11 +9,9 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { readYamlMapping } from '../common/yaml';
 import { AmbiqaError } from '../errors';
-import { readJsonl } from '../common/jsonl';
-import type { ExampleResult } from '../run-files';
+import { readResults, readTraces } from '../run-files';
 import { readRunJson, runFiles, type MlflowRecord, type RunState } from '../run-files';
 import type { RunData, SweepData } from '../plots/types';
-import type { Trace } from '../trace/types';
 import type { PairedRow } from '../run-files/comparison';
 
 export interface LoadedRun extends RunData {
@@ -42,14 +40,6 @@ function readJsonFile<T>(path: string): T | undefined {
     return JSON.parse(readFileSync(path, 'utf8')) as T;
   } catch (error) {
     throw new AmbiqaError(`${path}: not valid JSON (${(error as Error).message})`, 'the file may be from an interrupted run; re-run with --resume');
-  }
-}
-
-function readJsonlFile<T>(path: string): T[] {
-  try {
-    return readJsonl<T>(path);
-  } catch (error) {
-    throw new AmbiqaError((error as Error).message, 'the file may have been edited by hand; re-run with --resume to rewrite it');
   }
 }
 
@@ -84,8 +74,8 @@ export function loadRun(dir: string): LoadedRun {
   }
   const configPath = join(dir, runFiles.config);
   const config: Record<string, unknown> = existsSync(configPath) ? readYamlMapping(configPath) : {};
-  const results = lastPerId(readJsonlFile<ExampleResult>(join(dir, runFiles.results)), (r) => r.id);
-  const traces = lastPerId(readJsonlFile<Trace>(join(dir, runFiles.traces)), (t) => t.questionId);
+  const results = lastPerId(readResults(join(dir, runFiles.results)), (r) => r.id);
+  const traces = lastPerId(readTraces(join(dir, runFiles.traces)), (t) => t.questionId);
   const metrics = readRunJson(join(dir, runFiles.metrics), 'metrics');
   const mlflow = readRunJson(join(dir, runFiles.mlflow), 'mlflow');
   const state = readRunJson(join(dir, runFiles.state), 'state');

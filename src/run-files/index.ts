@@ -8,11 +8,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { writeFileAtomic } from '../common/jsonl';
+import { readJsonl, writeFileAtomic } from '../common/jsonl';
 import { formatIssues } from '../common/zod-issues';
 import { artifactsDir } from '../config/paths';
 import { AmbiqaError } from '../errors';
-import type { TraceSummary } from '../trace/types';
+import type { Trace, TraceSummary } from '../trace/types';
 
 export type { Trace, TraceSummary } from '../trace/types';
 
@@ -136,6 +136,78 @@ export interface LabelledJudgment {
   pRaw?: number;
   /** Silver label: true right / useful, false wrong / useless, null when the gold cannot say. */
   label: boolean | null;
+}
+
+// ---------------------------------------------------------------- results.jsonl and traces.jsonl
+
+const labelledJudgmentSchema = z.object({ purpose: z.string(), p: z.number(), pRaw: z.number().optional(), label: z.boolean().nullable() });
+
+/**
+ * A results.jsonl line as it is read back: the fields every reader relies on are checked, the
+ * rest pass through as written (loose: fields a later version adds are kept, not refused). Lines
+ * carry no format stamp of their own; the folder's run.json does.
+ */
+const exampleResultSchema = z.looseObject({
+  id: z.string(),
+  question: z.string(),
+  output: z.string(),
+  answer: z.string().optional(),
+  metrics: z.record(z.string(), z.number()),
+  usage: z.looseObject({ llmCalls: z.number() }),
+  error: z.string().optional(),
+  index: z.number().optional(),
+  judgments: z.array(labelledJudgmentSchema).optional(),
+});
+
+/**
+ * A traces.jsonl line as it is read back: the trace's frame (who, which question, the call and
+ * retrieval lists, the summary, the output) and its decisions' `kind`; each method's own fields
+ * are its decisions schema's business (src/pipelines/<method>/decisions.ts).
+ */
+const traceSchema = z.looseObject({
+  pipeline: z.string(),
+  questionId: z.string(),
+  question: z.string(),
+  llm: z.looseObject({ provider: z.string(), model: z.string() }),
+  demoIds: z.array(z.string()),
+  llmCalls: z.array(z.looseObject({ index: z.number(), purpose: z.string(), completions: z.array(z.looseObject({ text: z.string() })) })),
+  retrievals: z.array(z.looseObject({ purpose: z.string(), query: z.string() })),
+  parseFailures: z.array(z.looseObject({ purpose: z.string() })),
+  decisions: z.looseObject({ kind: z.string() }),
+  summary: z.looseObject({ llmCalls: z.number() }),
+  output: z.string(),
+});
+
+/** Parse JSON-lines records with a schema; a line that does not fit is an error naming the file, line and field. */
+function readJsonlWith<T>(path: string, schema: z.ZodType, what: string): T[] {
+  const out: T[] = [];
+  let records: unknown[];
+  try {
+    records = readJsonl<unknown>(path);
+  } catch (error) {
+    throw new AmbiqaError((error as Error).message, 'the file may have been edited by hand; re-run with --resume to rewrite it');
+  }
+  records.forEach((record, i) => {
+    const parsed = schema.safeParse(record);
+    if (!parsed.success) {
+      throw new AmbiqaError(
+        `${path}: record ${i + 1} is not ${what}: ${formatIssues(parsed.error.issues).join('; ')}`,
+        'the file may have been edited by hand or written by another program; re-run with --resume to rewrite it',
+      );
+    }
+    out.push(parsed.data as T);
+  });
+  return out;
+}
+
+/** The records of a results.jsonl (a torn last line is dropped, as readJsonl does). */
+export function readResults(path: string): ExampleResult[] {
+  return readJsonlWith<ExampleResult>(path, exampleResultSchema, 'a question result');
+}
+
+/** The traces of a traces.jsonl. */
+export function readTraces(path: string): Trace[] {
+  return readJsonlWith<Trace>(path, traceSchema, 'a trace');
 }
 
 const metricAggregateSchema = z.object({

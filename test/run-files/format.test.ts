@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AmbiqaError } from '../../src/errors';
-import { readRunJson, RUN_FORMAT, writeRunJson, type RunMetrics, type RunState } from '../../src/run-files';
+import { readResults, readRunJson, readTraces, RUN_FORMAT, writeRunJson, type RunMetrics, type RunState } from '../../src/run-files';
 
 const dir = mkdtempSync(join(tmpdir(), 'ambiqa-run-files-'));
 
@@ -55,5 +55,45 @@ describe('the JSON files of a run directory', () => {
     const torn = join(dir, 'torn.json');
     writeFileSync(torn, '{"status": "FINI');
     expect(() => readRunJson(torn, 'state')).toThrow(`${torn}: not valid JSON`);
+  });
+});
+
+describe('the JSON-lines files of a run directory', () => {
+  const result = { id: 'q1', question: 'Who?', output: 'Bob.', metrics: { em: 100 }, usage: { llmCalls: 1, promptTokens: 10, completionTokens: 2, cacheHits: 0, seconds: 0.1, retrievals: 0, parseFailures: 0 } };
+  const trace = {
+    pipeline: 'toy',
+    questionId: 'q1',
+    question: 'Who?',
+    llm: { provider: 'scripted', model: 'm' },
+    demoIds: [],
+    llmCalls: [{ index: 0, purpose: 'toy.answer', completions: [{ text: 'Bob.' }] }],
+    retrievals: [],
+    parseFailures: [],
+    decisions: { kind: 'toy', p: 0.5 },
+    summary: { llmCalls: 1 },
+    output: 'Bob.',
+  };
+
+  it('read results and traces with their schemas, keeping fields they do not name and dropping a torn last line', () => {
+    const results = join(dir, 'results.jsonl');
+    writeFileSync(results, `${JSON.stringify({ ...result, extra: 'kept' })}\n{"id": "q2", "quest`);
+    expect(readResults(results)).toEqual([{ ...result, extra: 'kept' }]);
+    const traces = join(dir, 'traces.jsonl');
+    writeFileSync(traces, `${JSON.stringify(trace)}\n`);
+    expect(readTraces(traces)[0]!.decisions).toEqual({ kind: 'toy', p: 0.5 });
+    expect(readResults(join(dir, 'absent.jsonl'))).toEqual([]);
+  });
+
+  it('refuse a record of the wrong shape, naming the file, the record and the field', () => {
+    const results = join(dir, 'bad-results.jsonl');
+    writeFileSync(results, `${JSON.stringify(result)}\n${JSON.stringify({ ...result, id: 'q2', metrics: { em: 'high' } })}\n`);
+    expect(() => readResults(results)).toThrow(AmbiqaError);
+    expect(() => readResults(results)).toThrow(`${results}: record 2 is not a question result: metrics.em:`);
+    const traces = join(dir, 'bad-traces.jsonl');
+    const { decisions: _d, ...noDecisions } = trace;
+    writeFileSync(traces, `${JSON.stringify(noDecisions)}\n`);
+    expect(() => readTraces(traces)).toThrow(`${traces}: record 1 is not a trace: decisions:`);
+    writeFileSync(traces, `not json\n${JSON.stringify(trace)}\n`);
+    expect(() => readTraces(traces)).toThrow(`${traces}:1: not valid JSON`);
   });
 });
