@@ -1,4 +1,5 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { PROBE_MARK } from '../../src/experiments/preflight';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -140,7 +141,10 @@ describe.skipIf(!hasGenerator)('ToC with the 0.5B generator and an OpenAI-compat
     expect(trace!.judge).toEqual({ provider: 'openai-compatible', model: 'loopback-judge' });
     const verify = trace!.llmCalls.filter((c) => c.purpose === 'toc.verify');
     expect(verify.length).toBeGreaterThan(0);
-    expect(server.requests.filter((r) => r.body.logprobs === true)).toHaveLength(verify.filter((c) => !c.completions[0]!.cacheHit).length);
+    // Besides the run's judgments the server saw one: the preflight's log-probability probe.
+    const isProbe = (r: { body: unknown }) => JSON.stringify(r.body).includes(PROBE_MARK);
+    expect(server.requests.filter(isProbe)).toHaveLength(1);
+    expect(server.requests.filter((r) => r.body.logprobs === true && !isProbe(r))).toHaveLength(verify.filter((c) => !c.completions[0]!.cacheHit).length);
     for (const c of verify) {
       expect(c.model).toBe('openai-compatible:loopback-judge');
       expect(c.judge!.p).toBeCloseTo(0.7, 12);
