@@ -193,6 +193,15 @@ export type { Comparison, ComparedRun, PairedRow, ComparedQuestion } from './run
 
 // ---------------------------------------------------------------- figures and reports
 
+// Each method's decisions, read from a trace: `tocDecisionsOf(trace)?.nodes` — undefined for
+// another method's trace. Trace.decisions is generic (the trace layer knows no method), so these
+// accessors are how a notebook narrows it to one method's typed record.
+export { tocDecisionsOf, type TocDecisions } from './pipelines/toc/decisions';
+export { veDecisionsOf, type VeDecisions } from './pipelines/verify-edit/decisions';
+export { divaDecisionsOf, type DivaDecisions } from './pipelines/diva/decisions';
+export { comboDecisionsOf, type ComboDecisions } from './pipelines/combo/decisions';
+export { selfConsistencyDecisionsOf, type SelfConsistencyDecisions } from './pipelines/baselines/decisions';
+
 export * from './plots/index';
 // The methods' own figure builders (each method's folder holds what its traces draw).
 export * from './pipelines/toc/tree-figure';
