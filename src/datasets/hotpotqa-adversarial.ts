@@ -4,7 +4,8 @@
  * rationale[{title, sentence}]}`. Adversarial paragraphs are titled `added`.
  *
  * Example fields: `answers = [answer]`; `passages` are the four paragraphs in file order with
- * `supporting = is_supp`; `rationale` is the gold rationale sentences joined with spaces.
+ * `supporting = is_supp`; `rationale` is the gold rationale sentences joined with spaces. With
+ * `alternatives` (alternative-answers.ts), every example gets `alternativeAnswers` (possibly empty).
  */
 import { z } from 'zod';
 import { describeIssues, readJsonFile, throwProblems } from './read';
@@ -18,7 +19,7 @@ const recordSchema = z.object({
   rationale: z.union([z.array(z.object({ title: z.string().nullish(), sentence: z.string() })), z.string()]).nullish(),
 });
 
-export function loadHotpotQaAdversarial(path: string): Example[] {
+export function loadHotpotQaAdversarial(path: string, alternatives?: ReadonlyMap<string, readonly string[]>): Example[] {
   const data = readJsonFile(path, 'adversarial HotpotQA file');
   if (!Array.isArray(data)) throwProblems(path, ['expected an array of {qas_id, question, answer, paragraphs} records (sim_dev.json)']);
   const problems: string[] = [];
@@ -43,6 +44,7 @@ export function loadHotpotQaAdversarial(path: string): Example[] {
       longAnswers: [],
       passages: d.paragraphs.map((p) => ({ title: p.title, text: p.context, supporting: p.is_supp ?? false })),
       ...(rationale !== undefined ? { rationale } : {}),
+      ...(alternatives ? { alternativeAnswers: [...(alternatives.get(d.qas_id) ?? [])] } : {}),
     });
   });
   if (problems.length > 0) throwProblems(path, problems, undefined, bad);

@@ -9,6 +9,7 @@ import { AmbiqaError } from '../errors';
 import { loadAmbigNq } from './ambignq';
 import { asqaQuestionKinds, loadAsqa, type AsqaQuestionKind } from './asqa';
 import { loadFever } from './fever';
+import { loadAlternativeAnswers } from './alternative-answers';
 import { loadHotpotQaAdversarial } from './hotpotqa-adversarial';
 import { loadQaFeedback } from './qa-feedback';
 import { assertReadableFile } from './read';
@@ -21,6 +22,7 @@ export type { DatasetName, Example, ExamplePassage, FeverLabel, QaPair } from '.
 export { loadQaFeedback };
 export { FEVER_LABELS, feverPageTitle } from './fever';
 export { sampleIndices, seededRandom } from './sample';
+export { ALTERNATIVES_FILE_NAME, defaultAlternativesPath, loadAlternativeAnswers } from './alternative-answers';
 
 export { datasetNames } from './types';
 export { asqaQuestionKinds, type AsqaQuestionKind } from './asqa';
@@ -60,6 +62,11 @@ export interface LoadOptions {
    * `DEFAULT_MAX_QUESTION_CHARS`): it would be sent as is in every prompt of the run.
    */
   maxQuestionChars?: number;
+  /**
+   * Adversarial HotpotQA: a JSONL of alternative answers (`alternative-answers.ts`) to attach as
+   * `alternativeAnswers`; a missing or malformed file throws before anything else is read.
+   */
+  alternatives?: string;
 }
 
 /**
@@ -165,6 +172,11 @@ export function loadDataset(name: DatasetName, path: string, options: LoadOption
     throw new AmbiqaError(`option questions=${options.questions} applies to dataset asqa only, not ${name}`, 'leave questions out for this dataset');
   }
   positiveInt(options.limit, 'limit');
+  if (options.alternatives !== undefined && name !== 'hotpotqa-adversarial') {
+    throw new AmbiqaError(`option alternatives applies to dataset hotpotqa-adversarial only, not ${name}`, 'leave alternatives out for this dataset');
+  }
+  // The small alternatives file first: its one-line error comes before the dataset is parsed.
+  const alternatives = options.alternatives !== undefined ? loadAlternativeAnswers(options.alternatives) : undefined;
   assertReadableFile(path, `${name} data file`);
   const detected = detectDataset(path);
   const compatible = detected === name || detected === 'unknown' || (name === 'asqa' && detected === 'qa-feedback');
@@ -174,6 +186,7 @@ export function loadDataset(name: DatasetName, path: string, options: LoadOption
   }
   let examples = LOADERS[name](path, options);
   refuseRepeatedIds(path, examples);
+  if (alternatives) examples = examples.map((e) => ({ ...e, alternativeAnswers: [...(alternatives.get(e.id) ?? [])] }));
   if (options.ids) {
     const keep = new Set(options.ids);
     examples = examples.filter((e) => keep.has(e.id));

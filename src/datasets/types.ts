@@ -47,6 +47,13 @@ export interface Example {
    * never sees its own AQ's annotation as a demo or its AQ's passages when those are excluded.
    */
   sourceId?: string;
+  /**
+   * Adversarial HotpotQA with an alternative-answers file loaded (dataset option `alternatives`):
+   * the other answers Verify-and-Edit's code counts as correct (often none). Kept apart from
+   * `answers` so that EM against the gold answer alone stays reported (`em`) beside EM counting
+   * them (`em_alt`). Absent when no such file was loaded.
+   */
+  alternativeAnswers?: string[];
   /** HotpotQA-adversarial, 2WikiMultihopQA: the gold rationale (supporting sentences); useful as a CoT demo. */
   rationale?: string;
   /**

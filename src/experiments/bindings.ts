@@ -58,6 +58,11 @@ function consistencyOf(trace: Trace | undefined): number | undefined {
   return trace ? methodAnalysis(trace.decisions.kind)?.confidence?.(trace) : undefined;
 }
 
+/** The final answer's log-probability (`auc_logprob`'s ranking), as its method's registered analysis gives it. */
+function answerLogprobOf(trace: Trace | undefined): number | undefined {
+  return trace ? methodAnalysis(trace.decisions.kind)?.answerLogprob?.(trace) : undefined;
+}
+
 export interface RunScorer {
   score(example: Example, output: { output: string; answer?: string; trace?: Trace }): Promise<Record<string, number>>;
   /** `metric.reader` and `metric.sentence_splitter` where the metrics use them (MLflow params). */
@@ -74,11 +79,17 @@ export function createScorer(dataset: DatasetName, names: string[], options: { r
     settings,
     async score(example, out) {
       const consistency = consistencyOf(out.trace);
+      const answerLogprob = answerLogprobOf(out.trace);
       const scoreOptions: ScoreOptions = { ...(splitter ? { splitter } : {}), ...(options.reader ? { reader: options.reader } : {}) };
       const scored = await scoreExample(
         dataset,
         example,
-        { output: out.output, ...(out.answer !== undefined ? { answer: out.answer } : {}), ...(consistency !== undefined ? { consistency } : {}) },
+        {
+          output: out.output,
+          ...(out.answer !== undefined ? { answer: out.answer } : {}),
+          ...(consistency !== undefined ? { consistency } : {}),
+          ...(answerLogprob !== undefined ? { answerLogprob } : {}),
+        },
         names,
         scoreOptions,
       );

@@ -138,6 +138,7 @@ export function createComposer(options: { notify?: (message: string) => void } =
       const examples = dataset(name, config.dataset.path, {
         split: config.dataset.split,
         ...(config.dataset.questions !== undefined ? { questions: config.dataset.questions } : {}),
+        ...(config.dataset.alternatives !== undefined ? { alternatives: config.dataset.alternatives } : {}),
         ...(config.dataset.sample !== undefined ? { sample: config.dataset.sample, seed: config.dataset.seed } : {}),
         ...(config.dataset.limit !== undefined ? { limit: config.dataset.limit } : {}),
         ...(ids ? { ids } : {}),

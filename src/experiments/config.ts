@@ -4,7 +4,7 @@ import { basename, extname, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import YAML from 'yaml';
 import { dataDir, projectRoot } from '../config/paths';
-import { asqaQuestionKinds, datasetNames, defaultDatasetFiles } from '../datasets/index';
+import { asqaQuestionKinds, datasetNames, defaultAlternativesPath, defaultDatasetFiles } from '../datasets/index';
 import type { DatasetName } from '../datasets/types';
 import { AmbiqaError } from '../errors';
 import { decideMetrics } from '../metrics/plan';
@@ -87,6 +87,12 @@ const datasetSchema = z.strictObject({
    * characters (default 10,000; src/datasets/index.ts). Not part of what a run's results depend on.
    */
   maxQuestionChars: z.int().min(1).optional(),
+  /**
+   * Adversarial HotpotQA: the JSONL of alternative answers (`qas_id`, `answer`) that the metrics
+   * `em_alt` and `f1_alt` count as correct (Verify-and-Edit's code does). Default, when one of
+   * those metrics is asked for: `alt_answers.jsonl` beside the dataset file.
+   */
+  alternatives: z.string().min(1).optional(),
 });
 
 const trackingSchema = z.strictObject({
@@ -295,6 +301,17 @@ function fieldsValid(...fields: string[]): (payload: z.core.ParsePayload) => boo
 }
 
 /**
+ * The alternative-answers file a run reads: only where a metric counts alternatives (em_alt,
+ * f1_alt), so a config without those metrics never needs the file; the one named, else
+ * `alt_answers.jsonl` beside the dataset file.
+ */
+function alternativesPathOf(dataset: { name: DatasetName; path?: string | undefined; alternatives?: string | undefined }, metrics: readonly string[]): string | undefined {
+  if (!metrics.some((m) => m === 'em_alt' || m === 'f1_alt')) return undefined;
+  if (dataset.alternatives !== undefined) return resolveDataPath(dataset.alternatives);
+  return defaultAlternativesPath(resolveDataPath(dataset.path ?? defaultDatasetFiles[dataset.name]));
+}
+
+/**
  * The schema of a config file (or notebook object), built from the registries as they are now:
  * its output is the resolved `ExperimentConfig`.
  */
@@ -375,6 +392,9 @@ export function experimentConfigSchema(registry: ConfigRegistry, options: Schema
         if (questions !== undefined && questions !== 'ambiguous' && file.dataset.name !== 'asqa') {
           ctx.addIssue({ code: 'custom', path: ['dataset', 'questions'], message: `${questions} applies to dataset asqa only (this config's dataset is ${file.dataset.name})` });
         }
+        if (file.dataset.alternatives !== undefined && file.dataset.name !== 'hotpotqa-adversarial') {
+          ctx.addIssue({ code: 'custom', path: ['dataset', 'alternatives'], message: `applies to dataset hotpotqa-adversarial only (this config's dataset is ${file.dataset.name})` });
+        }
       },
       { when: fieldsValid('dataset') },
     )
@@ -428,6 +448,14 @@ export function experimentConfigSchema(registry: ConfigRegistry, options: Schema
                 : ''),
           });
         }
+        const alternatives = alternativesPathOf(file.dataset, file.metrics ?? []);
+        if (alternatives !== undefined && !existsSync(alternatives)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['dataset', 'alternatives'],
+            message: `alternative-answers file not found: ${alternatives} (the metrics em_alt/f1_alt count its answers; set dataset.alternatives or leave those metrics out)`,
+          });
+        }
         for (const field of ['demos', 'ids'] as const) {
           const given = file.dataset[field];
           if (given !== undefined && !existsSync(resolveDataPath(given))) {
@@ -453,7 +481,8 @@ export function experimentConfigSchema(registry: ConfigRegistry, options: Schema
       const metrics = plan.metrics;
       // The default reader is recorded only where a metric reads with it.
       const reader = plan.needReader.length > 0 ? readerSpec : file.reader;
-      const { name: datasetName, path, demos, ids, ...dataset } = file.dataset;
+      const { name: datasetName, path, demos, ids, alternatives: _alternatives, ...dataset } = file.dataset;
+      const alternatives = alternativesPathOf(file.dataset, metrics);
       const retriever = file.retriever;
       return {
         name: shard ? `${name}.shard-${shard.index}of${shard.count}` : name,
@@ -464,6 +493,7 @@ export function experimentConfigSchema(registry: ConfigRegistry, options: Schema
           ...dataset,
           ...(demos !== undefined ? { demos: resolveDataPath(demos) } : {}),
           ...(ids !== undefined ? { ids: resolveDataPath(ids) } : {}),
+          ...(alternatives !== undefined ? { alternatives } : {}),
         },
         pipeline: file.pipeline,
         llm: file.llm,
@@ -610,6 +640,7 @@ export function configFingerprint(config: ExperimentConfig): Record<string, unkn
     ...(retriever ? { retriever: retriever.corpus ? { ...retriever, corpus: basename(retriever.corpus) } : retriever } : {}),
     llm: answeringFields(llm),
     ...(judge ? { judge: answeringFields(judge) } : {}),
+      ...(data.alternatives ? { alternatives: basename(data.alternatives) } : {}),
   };
 }
 

@@ -15,7 +15,7 @@
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { AmbiqaError } from '../errors';
-import { loadDataset } from '../datasets/index';
+import { defaultAlternativesPath, loadDataset } from '../datasets/index';
 import type { RunTracker } from '../tracking/types';
 import { loadRun, loadSweep, type LoadedRun, type LoadedSweep } from '../report/load';
 import { runsDir, sweepsDir, runFiles, type ExampleResult, type MetricAggregate } from '../run-files';
@@ -276,9 +276,14 @@ export async function scoreRun(nameOrDir: string, options: { metrics?: string[] 
   const config = readResolvedConfig(join(dir, runFiles.config));
   const run = loadRun(dir);
   const metrics = options.metrics ?? config.metrics;
+  // A run scored again with em_alt/f1_alt that was not run with them reads the file beside its dataset.
+  const alternatives =
+    config.dataset.alternatives ??
+    (config.dataset.name === 'hotpotqa-adversarial' && metrics.some((m) => m === 'em_alt' || m === 'f1_alt') ? defaultAlternativesPath(config.dataset.path) : undefined);
   const loaded = loadDataset(config.dataset.name, config.dataset.path, {
     split: config.dataset.split,
     ...(config.dataset.questions !== undefined ? { questions: config.dataset.questions } : {}),
+    ...(alternatives !== undefined ? { alternatives } : {}),
   });
   const examples = new Map(loaded.map((e) => [e.id, e]));
   const readerMetricWanted = metrics.some((m) => m === 'd_f1' || m === 'dr');

@@ -1,8 +1,7 @@
 /**
  * Accuracy–coverage AUC (Verify-and-Edit's calibration metric; its `f1auc_score`, inherited from
- * Ye & Durrett 2022): rank predictions from most to least confident (for VE: by consistency =
- * majority votes / samples), and average the accuracy of the top fraction over evenly spaced
- * coverage levels.
+ * Ye & Durrett 2022): rank predictions from most to least confident and average the accuracy of
+ * the top fraction over evenly spaced coverage levels.
  *
  * The exact rule, for N predictions sorted by confidence, most confident first:
  *
@@ -23,14 +22,22 @@
  *   sort happens to be stable.
  * Correctness values are in [0, 1] (booleans, EM, or F1).
  *
- * In a run (`calibrationFamily`): each prediction keeps its `consistency` (100 × votes / samples)
- * and its correctness (FEVER accuracy, else EM, computed here when not asked for), and the AUC is
- * the run-level statistic, with a bootstrap CI.
+ * Two rankings, two metrics (`calibrationFamily`); the curve and the area are the reference's in
+ * both, only the confidence differs:
+ * - `auc`: ranked by **consistency** (100 × the majority answer's votes / samples, or its
+ *   probability-weighted share), as the paper's text and figures rank;
+ * - `auc_logprob`: ranked by the final answer's **log-probability**, as the released code ranks
+ *   (`consistency.py`/`answer_again.py` pass `answer_logprob` to `f1auc_score`): for VE, the
+ *   summed token log-probability of the answer the model concludes from the rationale it answers
+ *   from (src/pipelines/verify-edit).
+ * Correctness is FEVER accuracy, else EM counting the alternative answers (`em_alt`) when every
+ * ranked prediction has it (the reference's correctness on adversarial HotpotQA), else EM.
  */
 import { bootstrapInterval } from './bootstrap';
 import { feverFamily } from './fever';
 import type { MetricAggregate } from '../run-files';
-import type { MetricFamily, Score } from './score';
+import type { BootstrapOptions } from './bootstrap';
+import type { MetricFamily, MetricRow, Score } from './score';
 import { squadFamily } from './squad';
 
 export type TieRule = 'average' | 'input-order';
@@ -106,17 +113,62 @@ export function accuracyCoverageAuc(confidence: readonly number[], correct: read
   return points.reduce((s, p) => s + p.accuracy, 0) / points.length;
 }
 
-/** Registry entry: the accuracy–coverage AUC, from per-prediction consistency and correctness. */
-export const calibrationFamily: MetricFamily<'auc'> = {
+/** The correctness an AUC ranks: FEVER accuracy, else EM with alternatives where every row has it, else EM. */
+function correctnessKey(rows: readonly MetricRow[]): string {
+  if (rows.every((r) => Number.isFinite(r.metrics.accuracy))) return 'accuracy';
+  if (rows.every((r) => Number.isFinite(r.metrics.em_alt))) return 'em_alt';
+  return 'em';
+}
+
+/** AUC of the rows that have confidence `by`, with a bootstrap CI; nothing when no row has both. */
+function aucOver(rows: readonly MetricRow[], by: string, options: BootstrapOptions): MetricAggregate | undefined {
+  const ranked = rows.filter((r) => Number.isFinite(r.metrics[by]));
+  if (ranked.length === 0) return undefined;
+  const key = correctnessKey(ranked);
+  const kept = ranked.filter((r) => Number.isFinite(r.metrics[key]));
+  if (kept.length === 0) return undefined;
+  const conf = kept.map((r) => r.metrics[by]);
+  const corr = kept.map((r) => r.metrics[key] / 100);
+  const stat = (idx: ArrayLike<number>): number =>
+    accuracyCoverageAuc(
+      Array.from(idx, (i) => conf[i]),
+      Array.from(idx, (i) => corr[i]),
+    ) ?? NaN;
+  const ci = bootstrapInterval(kept.length, stat, options);
+  return { mean: accuracyCoverageAuc(conf, corr) as number, ciLow: ci.low, ciHigh: ci.high, n: kept.length };
+}
+
+/**
+ * Registry entry: the accuracy–coverage AUC by consistency (`auc`) and by answer log-probability
+ * (`auc_logprob`). Per example they keep their confidence as a helper value (`consistency`,
+ * 100 × share; `answer_logprob`, natural log, ≤ 0) beside the correctness they rank.
+ */
+export const calibrationFamily: MetricFamily<'auc' | 'auc_logprob'> = {
   family: 'calibration',
   reference: 'Verify-and-Edit (Zhao et al. 2023) f1auc_score, after Ye & Durrett 2022',
-  metrics: ['auc'],
+  metrics: ['auc', 'auc_logprob'],
   datasets: ['ambignq', 'situatedqa', 'hotpotqa-adversarial', '2wikimultihop', 'fever'],
   defaults: [],
-  async score(input) {
-    const c = input.consistency;
-    if (c === undefined || !Number.isFinite(c) || c < 0 || c > 1) return [{ name: 'auc', score: null, reason: 'the prediction has no consistency in [0, 1]' }];
-    const out: Score[] = [{ name: 'consistency', score: 100 * c }];
+  async score(input, want) {
+    const out: Score[] = [];
+    let ranked = false;
+    if (want.has('auc')) {
+      const c = input.consistency;
+      if (c === undefined || !Number.isFinite(c) || c < 0 || c > 1) out.push({ name: 'auc', score: null, reason: 'the prediction has no consistency in [0, 1]' });
+      else {
+        out.push({ name: 'consistency', score: 100 * c });
+        ranked = true;
+      }
+    }
+    if (want.has('auc_logprob')) {
+      const lp = input.answerLogprob;
+      if (lp === undefined || !Number.isFinite(lp) || lp > 0) out.push({ name: 'auc_logprob', score: null, reason: 'the prediction has no answer log-probability' });
+      else {
+        out.push({ name: 'answer_logprob', score: lp });
+        ranked = true;
+      }
+    }
+    if (!ranked) return out;
     // The correctness the AUC ranks, computed by its own family when the run did not ask for it.
     const key = input.dataset === 'fever' ? 'accuracy' : 'em';
     if (input.scores[key] === undefined) {
@@ -126,19 +178,11 @@ export const calibrationFamily: MetricFamily<'auc'> = {
     return out;
   },
   aggregate(rows, options): Record<string, MetricAggregate> {
-    const withConsistency = rows.filter((r) => Number.isFinite(r.metrics.consistency));
-    if (withConsistency.length === 0) return {};
-    const key = withConsistency.every((r) => Number.isFinite(r.metrics.accuracy)) ? 'accuracy' : 'em';
-    const kept = withConsistency.filter((r) => Number.isFinite(r.metrics[key]));
-    if (kept.length === 0) return {};
-    const conf = kept.map((r) => r.metrics.consistency);
-    const corr = kept.map((r) => r.metrics[key] / 100);
-    const stat = (idx: ArrayLike<number>): number =>
-      accuracyCoverageAuc(
-        Array.from(idx, (i) => conf[i]),
-        Array.from(idx, (i) => corr[i]),
-      ) ?? NaN;
-    const ci = bootstrapInterval(kept.length, stat, options);
-    return { auc: { mean: accuracyCoverageAuc(conf, corr) as number, ciLow: ci.low, ciHigh: ci.high, n: kept.length } };
+    const out: Record<string, MetricAggregate> = {};
+    const byConsistency = aucOver(rows, 'consistency', options);
+    if (byConsistency) out.auc = byConsistency;
+    const byLogprob = aucOver(rows, 'answer_logprob', options);
+    if (byLogprob) out.auc_logprob = byLogprob;
+    return out;
   },
 };

@@ -10,10 +10,12 @@
  *   d_f1            Disambig-F1 with the run's fixed reader (its name is reported)
  *   dr              sqrt(D-F1 × ROUGE-Lsum); run level: from the run-level means
  *   accuracy        FEVER label accuracy
- *   auc             VE accuracy–coverage AUC (run level only; needs the prediction's consistency;
- *                   correctness = accuracy for FEVER, EM otherwise)
- * Per example, `auc` stores `consistency` (100 × votes / samples) from which the run-level AUC is
- * computed.
+ *   em_alt, f1_alt  EM / F1 counting the authors' alternative answers (adversarial HotpotQA)
+ *   auc             VE accuracy–coverage AUC ranked by consistency (run level only; correctness =
+ *                   accuracy for FEVER, em_alt where present, EM otherwise)
+ *   auc_logprob     the same AUC ranked by the final answer's log-probability (the released code's)
+ * Per example, `auc` stores `consistency` (100 × votes / samples) and `auc_logprob` stores
+ * `answer_logprob` (natural log), from which the run-level AUCs are computed.
  */
 import type { DatasetName, Example } from '../datasets/types';
 import { emptyUsage } from '../llm/types';
@@ -36,6 +38,8 @@ export interface Prediction {
   answer?: string;
   /** Majority votes / samples in [0, 1] (Verify-and-Edit); needed for `auc`. */
   consistency?: number;
+  /** The final answer's log-probability (Verify-and-Edit); needed for `auc_logprob`. */
+  answerLogprob?: number;
 }
 
 export interface ScoreOptions {
@@ -91,6 +95,7 @@ export async function scoreExample(
         example,
         text,
         ...(prediction.consistency !== undefined ? { consistency: prediction.consistency } : {}),
+        ...(prediction.answerLogprob !== undefined ? { answerLogprob: prediction.answerLogprob } : {}),
         ...(options.reader ? { reader: options.reader } : {}),
         ...(splitter ? { splitter } : {}),
         scores: out.metrics,
@@ -111,7 +116,7 @@ export async function scoreExample(
 type Row = { metrics: Record<string, number>; usage?: Partial<TraceSummary> };
 
 /** Order in which aggregated metrics are listed. */
-const ORDER: readonly string[] = [...metricNames, 'consistency'];
+const ORDER: readonly string[] = [...metricNames, 'consistency', 'answer_logprob'];
 
 /**
  * Run-level metrics: the mean of each per-example metric with a seeded bootstrap 95% CI over the

@@ -43,6 +43,8 @@ export interface MethodAnalysis {
   statistics?(traces: readonly Trace[]): Record<string, number>;
   /** A confidence the question's prediction can be ranked by (e.g. Verify-and-Edit's consistency). */
   confidence?(trace: Trace): number | undefined;
+  /** The final answer's log-probability, a second ranking (`auc_logprob`; Verify-and-Edit's code ranks by it). */
+  answerLogprob?(trace: Trace): number | undefined;
 }
 
 const analyses = new Map<string, MethodAnalysis>();

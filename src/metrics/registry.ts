@@ -7,6 +7,7 @@
  */
 import type { DatasetName } from '../datasets/types';
 import { AmbiqaError } from '../errors';
+import { alternativeAnswersFamily } from './alternative-answers';
 import { calibrationFamily } from './calibration';
 import { disambigF1Family } from './disambig-f1';
 import { drFamily } from './dr';
@@ -17,7 +18,7 @@ import type { MetricFamily } from './score';
 import { squadFamily } from './squad';
 import { strEmFamily } from './str-em';
 
-const families = [squadFamily, strEmFamily, rougeFamily, disambigF1Family, drFamily, feverFamily, calibrationFamily] as const;
+const families = [squadFamily, alternativeAnswersFamily, strEmFamily, rougeFamily, disambigF1Family, drFamily, feverFamily, calibrationFamily] as const;
 
 /** A metric's name, e.g. `str_em`: one of the names the registered families produce. */
 export type MetricName = (typeof families)[number] extends infer F ? (F extends MetricFamily<infer N> ? N : never) : never;

@@ -57,6 +57,8 @@ export interface ScoringInput {
   text: string;
   /** Majority votes / samples in [0, 1] (Verify-and-Edit, CoT-SC), for the AUC. */
   consistency?: number;
+  /** The final answer's log-probability (natural log, ≤ 0; Verify-and-Edit), for `auc_logprob`. */
+  answerLogprob?: number;
   reader?: DisambigReader;
   splitter?: SentenceSplitter;
   /** Values already computed for this example by the families before it (registry order). */

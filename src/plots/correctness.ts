@@ -6,8 +6,11 @@
 import { AmbiqaError } from '../errors';
 import type { ExampleResult } from '../run-files';
 
-/** Looked up in this order when no metric is named. */
-export const CORRECTNESS_METRICS = ['accuracy', 'em', 'exact_match', 'str_em'] as const;
+/**
+ * Looked up in this order when no metric is named. EM counting the alternative answers comes
+ * before EM: it is what Verify-and-Edit's code counts as correct, and what the AUCs rank.
+ */
+export const CORRECTNESS_METRICS = ['accuracy', 'em_alt', 'em', 'exact_match', 'str_em'] as const;
 
 export interface CorrectnessOptions {
   /** Per-example metric deciding correctness (default: the first of CORRECTNESS_METRICS present). */

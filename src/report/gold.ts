@@ -6,6 +6,7 @@
 import { existsSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { dataDir } from '../config/paths';
+import { loadAlternativeAnswers } from '../datasets/alternative-answers';
 import { loadAmbigNq } from '../datasets/ambignq';
 import { loadAsqa } from '../datasets/asqa';
 import { loadFever } from '../datasets/fever';
@@ -46,7 +47,8 @@ export function goldFromExamples(examples: readonly Example[], source: string): 
       ...(e.label ? { label: e.label } : {}),
     });
     if (e.qaPairs.length > 0) dqs.set(e.id, e.qaPairs);
-    const short = e.answers.length > 0 ? e.answers : e.label ? [e.label] : [];
+    // Alternative answers, where loaded, count as correct (as em_alt does) when figures score answers.
+    const short = e.answers.length > 0 ? [...e.answers, ...(e.alternativeAnswers ?? [])] : e.label ? [e.label] : [];
     if (short.length > 0) answers.set(e.id, short);
   }
   return { info, dqs, answers, source };
@@ -66,7 +68,13 @@ export function loadGoldForRun(config: Record<string, unknown>, dataPath?: strin
   if (!existsSync(path)) return { error: `dataset file ${path} not found (pass --data <file>)` };
   try {
     const split = typeof dataset.split === 'string' ? dataset.split : undefined;
-    return goldFromExamples(loaders[name](path, split), path);
+    let examples = loaders[name](path, split);
+    // The alternative answers the run counted (em_alt), so re-scored answers count them too.
+    if (typeof dataset.alternatives === 'string' && existsSync(dataset.alternatives)) {
+      const alternatives = loadAlternativeAnswers(dataset.alternatives);
+      examples = examples.map((e) => ({ ...e, alternativeAnswers: alternatives.get(e.id) ?? [] }));
+    }
+    return goldFromExamples(examples, path);
   } catch (error) {
     return { error: `cannot read ${path}: ${describeError(error)}` };
   }

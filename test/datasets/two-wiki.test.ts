@@ -61,7 +61,7 @@ describe('2WikiMultihopQA', () => {
   it('is a registered dataset with its official default file and the short-answer metrics', () => {
     expect(datasetNames).toContain('2wikimultihop');
     expect(defaultDatasetFiles['2wikimultihop']).toBe('2wikimultihop/dev.json');
-    expect(metricsFor('2wikimultihop')).toEqual(['em', 'f1', 'auc']);
+    expect(metricsFor('2wikimultihop')).toEqual(['em', 'f1', 'auc', 'auc_logprob']);
     expect(defaultMetrics('2wikimultihop')).toEqual(['em', 'f1']);
   });
 

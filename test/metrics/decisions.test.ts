@@ -201,6 +201,7 @@ describe('decision statistics from traces', () => {
         've.verifying-question': 'When was Jolyon Palmer born?',
         've.verifying-answer': 'Jolyon Palmer was born in 1991.',
         've.answer': 'So the answer is: 1991.',
+        've.answer-logprob': 'So the answer is: 1991.',
       });
       const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), embedder: new FakeEmbedder(), demos: fixedDemos(hotpotDemos) };
       traces.push((await new VerifyEditPipeline(verifyEditOptionsSchema.parse({ nShots: 1 })).answer(hotpotExample(answers[1], 'When?'), ctx)).trace);

@@ -52,7 +52,7 @@ describe('scoreExample', () => {
   });
   it('checks metric names per dataset', () => {
     expect(defaultMetrics('asqa')).toEqual(['str_em', 'str_hit', 'rougeLsum', 'rougeL', 'd_f1', 'dr']);
-    expect(metricsFor('fever')).toEqual(['accuracy', 'auc']);
+    expect(metricsFor('fever')).toEqual(['accuracy', 'auc', 'auc_logprob']);
     expect(() => checkMetrics('fever', ['rougeL'])).toThrow(/"rougeL" is not available for fever/);
   });
 });

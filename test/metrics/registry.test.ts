@@ -38,9 +38,9 @@ describe('the metric registry', () => {
       expect(f.reference.length).toBeGreaterThan(10);
       expect(f.datasets.length).toBeGreaterThan(0);
     }
-    expect(metricNames).toEqual(['em', 'f1', 'str_em', 'str_hit', 'rougeL', 'rougeLsum', 'd_f1', 'dr', 'accuracy', 'auc']);
+    expect(metricNames).toEqual(['em', 'f1', 'em_alt', 'f1_alt', 'str_em', 'str_hit', 'rougeL', 'rougeLsum', 'd_f1', 'dr', 'accuracy', 'auc', 'auc_logprob']);
     // Each family file both defines its scorer and exports its entry.
-    const files: Record<string, string> = { squad: 'squad.ts', 'str-em': 'str-em.ts', rouge: 'rouge.ts', 'disambig-f1': 'disambig-f1.ts', dr: 'dr.ts', fever: 'fever.ts', calibration: 'calibration.ts' };
+    const files: Record<string, string> = { squad: 'squad.ts', 'alternative-answers': 'alternative-answers.ts', 'str-em': 'str-em.ts', rouge: 'rouge.ts', 'disambig-f1': 'disambig-f1.ts', dr: 'dr.ts', fever: 'fever.ts', calibration: 'calibration.ts' };
     for (const f of metricFamilies) {
       const source = readFileSync(join(__dirname, '../../src/metrics', files[f.family]), 'utf8');
       expect(source, f.family).toMatch(/^\/\*\*/); // opens with the comment giving the definition
@@ -50,7 +50,7 @@ describe('the metric registry', () => {
 
   it('is the table of docs/metrics.md: a row per registered metric, naming its family file', () => {
     const doc = readFileSync(join(__dirname, '../../docs/metrics.md'), 'utf8');
-    const files: Record<string, string> = { squad: 'squad.ts', 'str-em': 'str-em.ts', rouge: 'rouge.ts', 'disambig-f1': 'disambig-f1.ts', dr: 'dr.ts', fever: 'fever.ts', calibration: 'calibration.ts' };
+    const files: Record<string, string> = { squad: 'squad.ts', 'alternative-answers': 'alternative-answers.ts', 'str-em': 'str-em.ts', rouge: 'rouge.ts', 'disambig-f1': 'disambig-f1.ts', dr: 'dr.ts', fever: 'fever.ts', calibration: 'calibration.ts' };
     for (const name of metricNames) {
       const row = doc.split('\n').find((l) => l.startsWith('|') && l.includes(`(\`${name}\`)`));
       expect(row, `docs/metrics.md has no row for ${name}`).toBeDefined();
@@ -61,7 +61,8 @@ describe('the metric registry', () => {
   it('derives per-dataset metrics, defaults, and what needs a reader or the splitter', () => {
     expect(defaultMetrics('asqa')).toEqual(['str_em', 'str_hit', 'rougeLsum', 'rougeL', 'd_f1', 'dr']);
     expect(defaultMetrics('fever')).toEqual(['accuracy']);
-    expect(metricsFor('hotpotqa-adversarial')).toEqual(['em', 'f1', 'auc']);
+    expect(metricsFor('hotpotqa-adversarial')).toEqual(['em', 'f1', 'em_alt', 'f1_alt', 'auc', 'auc_logprob']);
+    expect(defaultMetrics('hotpotqa-adversarial')).toEqual(['em', 'f1']);
     expect([...readerMetricNames].sort()).toEqual(['d_f1', 'dr']);
     expect([...splitterMetricNames].sort()).toEqual(['dr', 'rougeLsum']);
     expect(withRequirements(['dr'])).toEqual(['d_f1', 'rougeLsum', 'dr']);

@@ -221,8 +221,12 @@ describe.skipIf(!ready)('pipelines end to end (embedded LLM, MiniLM, BM25)', () 
         expect(d.edited).toBe(Math.round(d.consistency * 3) < 3);
         // One retrieval per verified sentence; none when the majority was kept.
         expect(out.trace.retrievals.length).toBe(d.edits.length);
+        // The kept answer's log-probability is one more call (answerLogprob, for auc_logprob).
         if (d.edited) expect(out.trace.llmCalls.at(-1)!.purpose).toBe('ve.answer');
-        else expect(out.trace.llmCalls).toHaveLength(1);
+        else expect(out.trace.llmCalls.map((c) => c.purpose)).toEqual(['ve.cot', 've.answer-logprob']);
+        // The embedded model returns log-probabilities: the edited sample is the most probable one.
+        expect(d.editSample).toBe('most-probable');
+        expect(d.answerLogprob).toBeLessThanOrEqual(0);
         expect(out.answer).toBe(d.finalAnswer);
       }
     },

@@ -114,13 +114,20 @@ export function cotPrompt(task: TaskKind, demos: Demo[], question: string): Chat
 
 /**
  * The CoT prompt with a given (edited) rationale, asking only for the conclusion. Chat models do
- * not continue a half-written turn, so the rationale is shown and the answer asked for.
+ * not continue a half-written turn, so the rationale is shown and the answer asked for. `label`
+ * introduces the rationale (Verify-and-Edit scores an unedited one as plain `Reasoning`).
  */
-export function cotWithRationalePrompt(task: TaskKind, demos: Demo[], question: string, rationale: string): ChatMessage[] {
+export function cotWithRationalePrompt(
+  task: TaskKind,
+  demos: Demo[],
+  question: string,
+  rationale: string,
+  label = 'Reasoning, checked against retrieved facts',
+): ChatMessage[] {
   return fewShot(
     COT_INSTRUCTIONS[task],
     inPromptOrder(demos).map((d) => cotShot(task, d)),
-    `${questionLabel(task)}: ${question}\n\nReasoning, checked against retrieved facts: ${rationale.trim()}\n\n` +
+    `${questionLabel(task)}: ${question}\n\n${label}: ${rationale.trim()}\n\n` +
       'Conclude from this reasoning. Reply only with "So the answer is: <answer>."',
   );
 }

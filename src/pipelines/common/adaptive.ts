@@ -48,10 +48,11 @@ export async function sampleAdaptively(
   request: GenerateRequest & { purpose: string; n: number },
   answersOf: (texts: string[], firstIndex: number) => Array<string | null>,
   threshold?: number,
-): Promise<{ texts: string[]; logprobs: Array<number | undefined>; answers: Array<string | null>; decision: AdaptiveDecision }> {
+): Promise<{ texts: string[]; logprobs: Array<number | undefined>; completionTokens: Array<number | undefined>; answers: Array<string | null>; decision: AdaptiveDecision }> {
   const budget = request.n;
   const texts: string[] = [];
   const logprobs: Array<number | undefined> = [];
+  const completionTokens: Array<number | undefined> = [];
   const answers: Array<string | null> = [];
   let round = Math.min(budget, Math.floor(budget / 2) + 1);
   while (texts.length < budget) {
@@ -59,9 +60,10 @@ export async function sampleAdaptively(
     const r = await callLlm(rec, ctx, { ...request, n: round, ...(first > 0 ? { firstSample: first } : {}) });
     texts.push(...r.texts);
     logprobs.push(...r.logprobs);
+    completionTokens.push(...r.completionTokens);
     answers.push(...answersOf(r.texts, first));
     if (majoritySettled(answers, budget - texts.length, threshold)) break;
     round = 1;
   }
-  return { texts, logprobs, answers, decision: { budget, drawn: texts.length, stoppedEarly: texts.length < budget } };
+  return { texts, logprobs, completionTokens, answers, decision: { budget, drawn: texts.length, stoppedEarly: texts.length < budget } };
 }

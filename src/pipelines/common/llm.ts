@@ -8,6 +8,8 @@ export interface LlmCallResult {
   finishReasons: FinishReason[];
   /** Per sample: the sum of its token log-probabilities, when asked for (`logprobs: true`) and known. */
   logprobs: Array<number | undefined>;
+  /** Per sample: its completion tokens (what a mean token log-probability divides by). */
+  completionTokens: Array<number | undefined>;
   /** Index of the call in the trace's `llmCalls`. */
   callIndex: number;
 }
@@ -26,6 +28,7 @@ export async function callLlm(
     texts: result.completions.map((c) => c.text),
     finishReasons: result.completions.map((c) => c.finishReason),
     logprobs: result.completions.map((c) => c.logprob),
+    completionTokens: result.completions.map((c) => c.usage.completionTokens),
     callIndex: rec.lastCallIndex,
   };
 }

@@ -91,39 +91,48 @@ export function medoidVote(answers: Array<string | null>): VoteResult {
 }
 
 export interface WeightedVoteResult extends VoteResult {
-  /** Normalised answer → probability-weighted votes, scaled so that they sum to n (abstentions included). */
+  /** Normalised answer → the sum of its samples' probabilities (on the 0…n vote scale, never rescaled). */
   weightedVotes: Record<string, number>;
 }
 
 /**
- * Self-consistency weighted by each sample's probability (Wang et al. 2022's "unnormalised
- * weighted sum", which Verify-and-Edit uses for its consistency): an answer's score is the sum of
- * exp(log P(rationale and answer)) over the samples that gave it. The scores are rescaled to sum
- * to n, so `winnerVotes` is on the vote scale and the paper's threshold ⌈n/2⌉ keeps its meaning;
- * `consistency` is the winner's share of the probability mass. Abstaining samples keep their
- * mass in the denominator, as they count in `majorityVote`'s.
+ * A sample's probability as Verify-and-Edit's released code ranks samples: exp of the *mean*
+ * token log-probability of its completion (`HotpotAdv/consistency.py`, `consistency()`:
+ * `np.exp(np.mean(token_logprobs[prompt_tokens:]))`), i.e. the per-token geometric mean, so a
+ * long rationale is not penalised for its length. Null when unknown (no log-probability, or no
+ * tokens to average).
  */
-export function weightedVote(answers: Array<string | null>, logprobs: number[]): WeightedVoteResult {
-  if (logprobs.length !== answers.length) throw new Error('weightedVote: one log-probability per answer');
-  const top = Math.max(...logprobs);
-  // Subtract the largest log-probability before exp so long samples do not underflow to 0.
-  const weights = logprobs.map((lp) => Math.exp(lp - top));
-  const total = weights.reduce((s, w) => s + w, 0);
+export function sampleProbability(logprob: number | undefined, completionTokens: number | undefined): number | null {
+  if (logprob === undefined || !Number.isFinite(logprob) || !completionTokens || completionTokens <= 0) return null;
+  return Math.exp(logprob / completionTokens);
+}
+
+/**
+ * Self-consistency scored as Verify-and-Edit's paper-era code scores it (RuochenZhao/Verify-and-Edit
+ * `HotpotAdv/consistency.py` from commit fd1d203, 2023-01-27, until b585f24, 2023-12-09, "fixed
+ * consistency", went back to votes / 5): an answer's score is the **sum of its samples'
+ * probabilities** (`sampleProbability`); the answer with the highest score wins (a tie to the answer
+ * seen first, as the code's stable sort keeps insertion order) and the score itself is compared
+ * with the threshold (its default 3 in `answer_again.py`, `verifying_answers.py` and
+ * `commands.md`). The score is not rescaled: five samples that agree but are each only 50%
+ * probable score 2.5 and are edited at threshold 3. `consistency` = score / n, in [0, 1].
+ * Abstaining samples score for nobody and count in n, as in `majorityVote`.
+ */
+export function probabilitySumVote(answers: Array<string | null>, probabilities: readonly number[]): WeightedVoteResult {
+  if (probabilities.length !== answers.length) throw new Error('probabilitySumVote: one probability per answer');
   const n = answers.length;
   const weightedVotes: Record<string, number> = {};
   const firstIndex = new Map<string, number>();
   answers.forEach((a, i) => {
     if (a === null) return;
     const key = normaliseAnswer(a);
-    weightedVotes[key] = (weightedVotes[key] ?? 0) + (n * weights[i]) / total;
+    weightedVotes[key] = (weightedVotes[key] ?? 0) + probabilities[i];
     if (!firstIndex.has(key)) firstIndex.set(key, i);
   });
   const plain = majorityVote(answers);
   let best: string | null = null;
-  // Ties go to the answer that appeared first, as in `majorityVote`.
   for (const [key, score] of Object.entries(weightedVotes)) {
-    const prev = best === null ? 0 : weightedVotes[best];
-    if (best === null || score > prev || (score === prev && firstIndex.get(key)! < firstIndex.get(best)!)) best = key;
+    if (best === null || score > weightedVotes[best] || (score === weightedVotes[best] && firstIndex.get(key)! < firstIndex.get(best)!)) best = key;
   }
   if (best === null) return { ...plain, weightedVotes };
   const winnerIndex = firstIndex.get(best)!;
@@ -132,7 +141,30 @@ export function weightedVote(answers: Array<string | null>, logprobs: number[]):
     winnerIndex,
     answer: answers[winnerIndex]!,
     winnerVotes: weightedVotes[best],
-    consistency: weightedVotes[best] / n,
+    consistency: n ? weightedVotes[best] / n : 0,
     weightedVotes,
   };
+}
+
+/**
+ * The most probable sample among those giving `winnerIndex`'s answer (normalised), as the released
+ * code picks the rationale to edit (`consistency()`: the argmax of the samples' probabilities within
+ * the majority answer's list, the first on a tie). Samples of unknown probability are never
+ * preferred; when none is known, `winnerIndex` itself.
+ */
+export function mostProbableSample(answers: Array<string | null>, probabilities: ReadonlyArray<number | null>, winnerIndex: number): number {
+  const winner = answers[winnerIndex];
+  if (winner === null || winner === undefined) return winnerIndex;
+  const key = normaliseAnswer(winner);
+  let best = winnerIndex;
+  let bestP = probabilities[winnerIndex] ?? -Infinity;
+  answers.forEach((a, i) => {
+    if (a === null || normaliseAnswer(a) !== key) return;
+    const p = probabilities[i] ?? -Infinity;
+    if (p > bestP) {
+      best = i;
+      bestP = p;
+    }
+  });
+  return best;
 }

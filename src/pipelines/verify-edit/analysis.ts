@@ -1,7 +1,8 @@
 /**
  * Verify-and-Edit's own analysis, registered with its pipeline entry (src/metrics/methods.ts):
- * the majority vote's share as a confidence (graded against the answer's correctness), the edit
- * rate and the mean consistency.
+ * the majority vote's share as a confidence (graded against the answer's correctness), the final
+ * answer's log-probability as the second ranking (`auc_logprob`), the edit rate and the mean
+ * consistency.
  */
 import type { Example } from '../../datasets/types';
 import { goldShortAnswers } from '../../metrics/judge-labels';
@@ -14,11 +15,15 @@ import type { VeDecisions } from './decisions';
 const mean = (xs: number[]): number => (xs.length === 0 ? 0 : xs.reduce((s, x) => s + x, 0) / xs.length);
 const decisionsOf = (trace: Trace): VeDecisions => trace.decisions as VeDecisions;
 
-/** `ve.consistency`: the vote share as a confidence, labelled by whether the final answer is right (exact match). */
+/**
+ * `ve.consistency`: the vote share as a confidence, labelled by whether the final answer is right
+ * (exact match with a gold answer, or with an alternative answer where they were loaded: the
+ * correctness the released code and `em_alt` use).
+ */
 function labelJudgments(trace: Trace, example: Example): LabelledJudgment[] {
   const d = decisionsOf(trace);
   const answer = trace.answer ?? d.finalAnswer;
-  const golds = example.answers.length > 0 ? example.answers : goldShortAnswers(example);
+  const golds = example.answers.length > 0 ? [...example.answers, ...(example.alternativeAnswers ?? [])] : goldShortAnswers(example);
   const label = golds.length === 0 ? null : golds.some((g) => exactMatch(answer, g) === 1);
   return [{ purpose: 've.consistency', p: d.consistency, label }];
 }
@@ -33,8 +38,9 @@ function statistics(traces: readonly Trace[]): Record<string, number> {
 }
 
 export const veAnalysis: Omit<MethodAnalysis, 'kind'> = {
-  judges: [{ purpose: 've.consistency', silverLabel: 'the final answer is right (exact match with a gold answer)' }],
+  judges: [{ purpose: 've.consistency', silverLabel: 'the final answer is right (exact match with a gold answer, or an alternative answer where the dataset has them)' }],
   labelJudgments,
   statistics,
   confidence: (trace) => decisionsOf(trace).consistency,
+  answerLogprob: (trace) => decisionsOf(trace).answerLogprob,
 };

@@ -24,20 +24,48 @@ export const veDecisionsSchema = z.object({
   votes: z.record(z.string(), z.number()),
   majorityAnswer: z.string(),
   /**
-   * The majority answer's share: votes / n (`consistency: vote`), or its share of the samples'
-   * probability mass (`consistency: logprob`).
+   * In [0, 1], the confidence the AUC and the KDE rank by: votes / n (`consistency: vote`), or
+   * `thresholdScore` / n (`consistency: logprob`).
    */
   consistency: z.number(),
+  /**
+   * What the threshold is compared with: the majority answer's votes (`vote`), or the sum of its
+   * samples' probabilities (`logprob`, on the same 0…n scale). Absent in older traces (= votes).
+   */
+  thresholdScore: z.number().optional(),
   /** How consistency was computed (absent in traces written before the option existed: vote). */
   consistencyMode: z.enum(['vote', 'logprob']).optional(),
-  /** logprob mode: answer (normalised) → probability-weighted votes, scaled to n so `threshold` applies. */
+  /**
+   * logprob mode: answer (normalised) → the sum of its samples' probabilities exp(mean token
+   * log-probability), as Verify-and-Edit's paper-era code scores (traces written before issue 34
+   * hold a share rescaled to n instead).
+   */
   weightedVotes: z.record(z.string(), z.number()).optional(),
+  /**
+   * Per sample: exp(mean token log-probability of its completion), the probability the released
+   * code ranks samples by; null where the provider returned no log-probabilities.
+   */
+  sampleProbabilities: z.array(z.number().nullable()).optional(),
+  /** Which sample's rationale is edited: `most-probable` of the majority (the code's) or `first`. */
+  editSample: z.enum(['most-probable', 'first']).optional(),
+  /** Index of the sample whose rationale was (or would be) edited. */
+  editedSampleIndex: z.number().optional(),
+  /** Where the CoT demos came from: `written` (fixed, ambiqa's own rationales) or `pool` (the dataset's demo pool). */
+  demoSource: z.enum(['written', 'pool']).optional(),
+  /**
+   * The final answer's log-probability (natural log): the summed token log-probabilities of the
+   * greedy conclusion from the rationale answered from (the edited one, or the edited sample's
+   * own); what `auc_logprob` ranks by. Absent when not asked (`answerLogprob: false`) or unknown.
+   */
+  answerLogprob: z.number().optional(),
+  /** The answer that conclusion gave, when it is not the final answer (unedited questions only). */
+  answerLogprobAnswer: z.string().optional(),
   /** `adaptive: true`: samples drawn of the budget, and whether the vote settled early. */
   adaptive: adaptiveSamplingSchema.optional(),
   threshold: z.number(),
   edited: z.boolean(),
   edits: z.array(veEditSchema),
-  /** The rationale that was edited (the first sample giving the majority answer). */
+  /** The rationale that was edited (sample `editedSampleIndex`; older traces: the first sample giving the majority answer). */
   majorityRationale: z.string().optional(),
   /** The task the prompts were written for. */
   task: z.enum(['short', 'fact']).optional(),

@@ -16,7 +16,8 @@ export function consistencyKdePlan(run: RunData): FigurePlan {
     name: 'consistency-kde',
     title: 'Consistency of correct and incorrect predictions',
     build: () => consistencyKdeFigure(run.traces, run.results),
-    caption: "Gaussian KDE (Scott bandwidth) of the majority answer's vote share, with the raw values as a rug.",
+    caption:
+      "Gaussian KDE (Scott bandwidth) of the majority answer's consistency (its vote share; with consistency: logprob, its summed sample probabilities / n), with the raw values as a rug; correct = em_alt where the run has it, else EM (FEVER: accuracy).",
   };
 }
 

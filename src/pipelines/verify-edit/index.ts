@@ -1,12 +1,13 @@
 /**
- * Verify-and-Edit (Zhao et al., ACL 2023; METHODS.md § VE).
+ * Verify-and-Edit (Zhao et al., ACL 2023; METHODS.md § VE), as the authors' released code runs it
+ * (RuochenZhao/Verify-and-Edit `HotpotAdv/`; docs/pipelines.md, "Fidelity: Verify-and-Edit").
  *
- * 1. Sample n chains of thought (self-consistency); the majority answer's votes / n is its
- *    consistency.
- * 2. votes ≥ threshold → keep the majority answer. Otherwise edit the majority answer's rationale:
- *    for each sentence, ask a verifying question, retrieve, keep the top sentences most similar
- *    to the question (sentence embedder), answer the question from them, and put that answer in
- *    place of the sentence.
+ * 1. Sample n chains of thought (self-consistency) from fixed demos; the majority answer's votes
+ *    (or, `consistency: logprob`, its samples' summed probabilities) decide.
+ * 2. Score ≥ threshold → keep the majority answer. Otherwise edit the rationale of the most
+ *    probable sample giving the majority answer: for each sentence, ask a verifying question,
+ *    retrieve, keep the top sentences most similar to the question (sentence embedder), answer
+ *    the question from them (3 demos), and put that answer in place of the sentence.
  * 3. Re-answer greedily from the edited rationale.
  */
 import type { Example } from '../../datasets/types';
@@ -20,10 +21,11 @@ import { callLlm, DEMO_STOPS } from '../common/llm';
 import { readCotSample, type CotSample } from '../common/outputs';
 import { CachingEmbedder } from '../common/retrieval';
 import { resolveTask } from '../common/task';
-import { dot, splitSentences } from '../common/text';
-import { majorityVote, weightedVote } from '../common/vote';
+import { dot, normaliseAnswer, splitSentences } from '../common/text';
+import { majorityVote, mostProbableSample, probabilitySumVote, sampleProbability } from '../common/vote';
 import { parseLongAnswer, parseQuestion } from '../parsing';
-import type { Pipeline, PipelineContext, PipelineOutput } from '../types';
+import type { Demo, Pipeline, PipelineContext, PipelineOutput } from '../types';
+import { writtenDemos } from './demos';
 import type { VerifyEditOptions } from './options';
 import { verifyingAnswerPrompt, verifyingQuestionPrompt } from './prompts';
 
@@ -51,8 +53,10 @@ export class VerifyEditPipeline implements Pipeline {
     rec.options = { ...o, threshold };
     const sampling = { topP: o.topP, ...(o.seed !== undefined ? { seed: o.seed } : {}) };
 
-    // 1. Self-consistency samples.
-    const demos = await selectDemos(rec, ctx, this.name, example, o.nShots, 've.demos');
+    // 1. Self-consistency samples. Log-probabilities are asked for whenever a sample's probability
+    // decides something: the logprob score, or which majority sample's rationale is edited.
+    const { demos, source: demoSource } = await this.cotDemos(rec, ctx, example);
+    const wantLogprobs = o.consistency === 'logprob' || o.editSample === 'most-probable';
     const request = {
       purpose: 've.cot',
       messages: cotPrompt(task, demos, example.question),
@@ -60,7 +64,7 @@ export class VerifyEditPipeline implements Pipeline {
       temperature: o.temperature,
       maxTokens: o.maxTokens,
       stop: DEMO_STOPS,
-      ...(o.consistency === 'logprob' ? { logprobs: true } : {}),
+      ...(wantLogprobs ? { logprobs: true } : {}),
       ...sampling,
     };
     // Each round's samples are read right after its call, so parse failures point at that call.
@@ -71,29 +75,42 @@ export class VerifyEditPipeline implements Pipeline {
         samples.push(sample);
         return sample.answer;
       });
-    // Adaptive stopping reasons about vote counts; probability-weighted votes draw the full budget.
+    // Adaptive stopping reasons about vote counts; probability-summed scores draw the full budget.
     const adaptive = o.adaptive && o.consistency === 'vote';
     if (o.adaptive && !adaptive) rec.warn('ve.adaptive', 'adaptive stopping needs consistency: vote', `all ${o.n} samples`);
     let logprobs: Array<number | undefined>;
+    let completionTokens: Array<number | undefined>;
     let adaptiveDecision: VeDecisions['adaptive'];
     if (adaptive) {
       const drawn = await sampleAdaptively(rec, ctx, request, read, threshold);
       logprobs = drawn.logprobs;
+      completionTokens = drawn.completionTokens;
       adaptiveDecision = drawn.decision;
     } else {
       const r = await callLlm(rec, ctx, request);
       read(r.texts, 0);
       logprobs = r.logprobs;
+      completionTokens = r.completionTokens;
     }
     const answers = samples.map((s) => s.answer);
-    const known = logprobs.filter((lp): lp is number => lp !== undefined && Number.isFinite(lp));
+    const probabilities = answers.map((_, i) => sampleProbability(logprobs[i], completionTokens[i]));
+    const known = probabilities.filter((p) => p !== null).length;
     let consistencyMode: 'vote' | 'logprob' = o.consistency;
-    if (o.consistency === 'logprob' && known.length !== answers.length) {
-      rec.warn('ve.consistency', `the provider returned log-probabilities for ${known.length} of ${answers.length} samples`, 'majority vote');
+    if (o.consistency === 'logprob' && known !== answers.length) {
+      rec.warn('ve.consistency', `the provider returned log-probabilities for ${known} of ${answers.length} samples`, 'majority vote');
       consistencyMode = 'vote';
     }
-    const weighted = consistencyMode === 'logprob' ? weightedVote(answers, known) : null;
+    const weighted = consistencyMode === 'logprob' ? probabilitySumVote(answers, probabilities as number[]) : null;
     const vote = weighted ?? majorityVote(answers);
+
+    // The rationale to edit: the most probable sample among those giving the majority answer (the
+    // released code's `consistency()`), or the first of them (option editSample: first).
+    let editSample = o.editSample;
+    if (editSample === 'most-probable' && known === 0 && vote.winnerIndex >= 0) {
+      rec.warn('ve.edit-sample', 'no sample probabilities (the provider returned no log-probabilities)', 'the first sample giving the majority answer');
+      editSample = 'first';
+    }
+    const editIndex = editSample === 'most-probable' && vote.winnerIndex >= 0 ? mostProbableSample(answers, probabilities, vote.winnerIndex) : vote.winnerIndex;
 
     const decisions: VeDecisions = {
       kind: 'verify-edit',
@@ -101,8 +118,13 @@ export class VerifyEditPipeline implements Pipeline {
       votes: vote.votes,
       majorityAnswer: vote.answer,
       consistency: vote.consistency,
+      thresholdScore: vote.winnerVotes,
       consistencyMode,
       ...(weighted ? { weightedVotes: weighted.weightedVotes } : {}),
+      ...(known > 0 ? { sampleProbabilities: probabilities } : {}),
+      editSample,
+      ...(editIndex >= 0 ? { editedSampleIndex: editIndex } : {}),
+      demoSource,
       ...(adaptiveDecision ? { adaptive: adaptiveDecision } : {}),
       threshold,
       edited: false,
@@ -110,17 +132,18 @@ export class VerifyEditPipeline implements Pipeline {
       finalAnswer: vote.answer,
       task,
     };
+    const source = editIndex >= 0 ? samples[editIndex] : samples[0];
+    const rationale = source?.rationale ?? '';
 
-    // 2. Consistent enough: keep the majority answer.
+    // 2. Consistent enough: keep the majority answer (and, for auc_logprob, score it).
     if (vote.winnerVotes >= threshold) {
       const answer = vote.answer;
+      if (o.answerLogprob && editIndex >= 0) await this.scoreAnswer(rec, ctx, task, demos, example.question, rationale, answer, decisions, sampling);
       return { output: answer, answer, trace: rec.finish(decisions, answer, answer) };
     }
 
-    // 3. Edit the majority answer's rationale sentence by sentence.
+    // 3. Edit that rationale sentence by sentence.
     decisions.edited = true;
-    const source = vote.winnerIndex >= 0 ? samples[vote.winnerIndex] : samples[0];
-    const rationale = source?.rationale ?? '';
     decisions.majorityRationale = rationale;
     const sentences = splitSentences(rationale);
     if (sentences.length === 0) rec.warn('ve.edit', 'the majority rationale has no sentences to verify', 're-answer from it as is');
@@ -142,13 +165,15 @@ export class VerifyEditPipeline implements Pipeline {
     const editedRationale = edited.join(' ');
     decisions.editedRationale = editedRationale;
 
-    // 4. Re-answer (greedy) from the edited rationale.
+    // 4. Re-answer (greedy) from the edited rationale; its log-probability ranks it for auc_logprob,
+    // as the code ranks an edited answer by its re-answer's (`answer_again.py`).
     const final = await callLlm(rec, ctx, {
       purpose: 've.answer',
       messages: cotWithRationalePrompt(task, demos, example.question, editedRationale),
       temperature: 0,
       maxTokens: o.finalMaxTokens,
       stop: DEMO_STOPS,
+      ...(o.answerLogprob ? { logprobs: true } : {}),
       ...sampling,
     });
     const reread = readCotSample(rec, task, final.texts[0], 've.answer', 0);
@@ -156,9 +181,73 @@ export class VerifyEditPipeline implements Pipeline {
     if (answer === null) {
       answer = vote.answer;
       rec.warn('ve.answer', 'no answer after editing (parse failure recorded)', `majority answer "${answer}"`);
+    } else if (o.answerLogprob && final.logprobs[0] !== undefined) {
+      decisions.answerLogprob = final.logprobs[0];
     }
     decisions.finalAnswer = answer;
     return { output: answer, answer, trace: rec.finish(decisions, answer, answer) };
+  }
+
+  /**
+   * The CoT demos: ambiqa's written ones (fixed, as the released code's) or the dataset's pool
+   * (kNN or fixed by `dataset.demoSelection`, gold supporting sentences as rationales).
+   */
+  private async cotDemos(rec: TraceRecorder, ctx: PipelineContext, example: Example): Promise<{ demos: Demo[]; source: 'written' | 'pool' }> {
+    const o = this.options;
+    const written = writtenDemos(example.dataset);
+    const useWritten = o.cotDemos === 'written' || (o.cotDemos === 'auto' && written !== undefined);
+    if (!useWritten) return { demos: await selectDemos(rec, ctx, this.name, example, o.nShots, 've.demos'), source: 'pool' };
+    if (!written) {
+      throw new AmbiqaError(
+        `pipeline verify-edit: option cotDemos: written has demos for hotpotqa-adversarial only, not ${example.dataset}`,
+        'set cotDemos: pool (or auto)',
+      );
+    }
+    if (o.nShots > written.length) {
+      throw new AmbiqaError(`pipeline verify-edit: option nShots (${o.nShots}) exceeds the ${written.length} written demos`, `set nShots ≤ ${written.length}, or cotDemos: pool`);
+    }
+    const demos = written.filter((d) => d.id !== example.id).slice(0, o.nShots);
+    rec.useDemos(demos.map((d) => d.id));
+    // The prompt lists demos in reverse (`inPromptOrder`: nearest last); reversed here, the prompt
+    // shows them in file order, as the code's prompt does.
+    return { demos: [...demos].reverse(), source: 'written' };
+  }
+
+  /**
+   * The log-probability of an unedited question's answer, for `auc_logprob`: the greedy
+   * conclusion from the edited-sample's own rationale, scored as an edited answer's re-answer is.
+   * (The code reads the answer tokens' log-probabilities inside that sample; the providers here
+   * return one sum per completion, so the conclusion is asked for on its own.) Its answer is
+   * recorded when it is not the majority answer.
+   */
+  private async scoreAnswer(
+    rec: TraceRecorder,
+    ctx: PipelineContext,
+    task: 'short' | 'fact',
+    demos: Demo[],
+    question: string,
+    rationale: string,
+    answer: string,
+    decisions: VeDecisions,
+    sampling: { topP: number; seed?: number },
+  ): Promise<void> {
+    const o = this.options;
+    const r = await callLlm(rec, ctx, {
+      purpose: 've.answer-logprob',
+      messages: cotWithRationalePrompt(task, demos, question, rationale, 'Reasoning'),
+      temperature: 0,
+      maxTokens: o.finalMaxTokens,
+      stop: DEMO_STOPS,
+      logprobs: true,
+      ...sampling,
+    });
+    const concluded = readCotSample(rec, task, r.texts[0], 've.answer-logprob', 0).answer;
+    if (r.logprobs[0] === undefined) {
+      rec.warn('ve.answer-logprob', 'the provider returned no log-probability', 'no answer log-probability (auc_logprob leaves the question out)');
+      return;
+    }
+    decisions.answerLogprob = r.logprobs[0];
+    if (concluded === null || normaliseAnswer(concluded) !== normaliseAnswer(answer)) decisions.answerLogprobAnswer = concluded ?? '';
   }
 
   private async editSentence(
@@ -205,7 +294,7 @@ export class VerifyEditPipeline implements Pipeline {
 
     const va = await callLlm(rec, ctx, {
       purpose: 've.verifying-answer',
-      messages: verifyingAnswerPrompt(verifyingQuestion, retrievedSentences, o.verifyShots),
+      messages: verifyingAnswerPrompt(verifyingQuestion, retrievedSentences, o.verifyAnswerShots),
       temperature: 0,
       maxTokens: o.answerMaxTokens,
       stop: ['\n\n', '\nQuestion:', '\nFacts:'],

@@ -2,8 +2,10 @@
  * Verify-and-Edit prompts, written for ambiqa. The chain-of-thought prompt itself is the CoT
  * baseline's (baselines/prompts.ts). Editing needs two more: a verifying question for one
  * rationale sentence (asked about what the *original question* needs, not about the sentence's
- * possibly wrong entity), and an answer to that question from retrieved sentences. Both are
- * 2-shot with examples of our own.
+ * possibly wrong entity), and an answer to that question from retrieved sentences. As in the
+ * released code, the verifying question is asked with 2 demos (`HotpotAdv/utils.py`,
+ * `QUESTION_PROMPT`) and the verifying answer with 3 (`prompt_for_manual_prediction(answer=True)`
+ * takes `shots[:3]`); the demos here are ambiqa's own.
  */
 import type { ChatMessage } from '../../llm/types';
 import { fewShot } from '../common/chat';
@@ -49,6 +51,15 @@ export const VERIFYING_ANSWER_SHOTS: VerifyingAnswerShot[] = [
     ],
     question: 'Who was the top scorer of the 2014 World Cup?',
     answer: 'The top scorer of the 2014 World Cup was James Rodríguez.',
+  },
+  {
+    facts: [
+      'Mount Kilimanjaro: It stands in northeastern Tanzania, near the border with Kenya.',
+      'Kenya: Its highest mountain is Mount Kenya, at 5,199 metres.',
+      'Mount Kilimanjaro: Its summit, Uhuru Peak, is 5,895 metres above sea level.',
+    ],
+    question: 'In which country is Mount Kilimanjaro?',
+    answer: 'Mount Kilimanjaro is in Tanzania.',
   },
 ];
 

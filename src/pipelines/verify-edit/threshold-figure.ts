@@ -46,8 +46,12 @@ function veTraces(traces: readonly Trace[]): Array<{ trace: Trace; d: VeDecision
   return out;
 }
 
-/** Votes of the majority answer, from the recorded consistency and number of samples. */
+/**
+ * What the threshold was compared with: the recorded score (votes, or summed sample
+ * probabilities with `consistency: logprob`), else the majority answer's votes.
+ */
 export function majorityVotes(d: VeDecisions): number {
+  if (typeof d.thresholdScore === 'number') return d.thresholdScore;
   const n = d.samples.length;
   const fromVotes = d.votes[d.majorityAnswer];
   return typeof fromVotes === 'number' ? fromVotes : Math.round(d.consistency * n);

@@ -147,6 +147,7 @@ describe('Verify-and-Edit with adaptive: true', () => {
       've.verifying-question': 'Where is the Louvre?',
       've.verifying-answer': 'The Louvre is in Paris.',
       've.answer': 'So the answer is: Paris.',
+      've.answer-logprob': 'So the answer is: Paris.',
     });
     const ctx = { llm, retriever: new FakeRetriever(corpus), embedder: new FakeEmbedder(), demos: fixedDemos() };
     const out = await new VerifyEditPipeline(verifyEditOptionsSchema.parse({ nShots: 0, ...options })).answer(hotpotExample('h', 'Where is the Louvre?'), ctx);
