@@ -47,32 +47,41 @@ export async function run(argv: string[]): Promise<number> {
     console.error(`note: MLFLOW_TRACKING_URI=${process.env.MLFLOW_TRACKING_URI} is set, so ambiqa commands log there; this local server shows the local store only.`);
   }
   const storeDir = values['store-dir'] ?? join(artifactsDir(), 'mlflow');
-  console.error(`starting MLflow (store: ${storeDir}) …`);
-  const server = await startLocalServer({
-    storeDir,
-    keepAlive: true,
-    ...(port !== undefined ? { port } : {}),
-    ...(values.host ? { host: values.host } : {}),
-  });
-  const unadvertise = advertiseServer(server);
-  console.log(`MLflow UI: ${server.uri}`);
-  console.log(`to log to it from another shell: export MLFLOW_TRACKING_URI=${server.uri}`);
-  console.log('press Ctrl-C to stop');
-
-  await new Promise<void>((resolve) => {
-    const done = (): void => {
-      process.off('SIGINT', done);
-      process.off('SIGTERM', done);
-      process.off('SIGHUP', done);
-      resolve();
-    };
-    process.on('SIGINT', done);
-    process.on('SIGTERM', done);
-    process.on('SIGHUP', done);
-    void server.exited.then(done);
-  });
-  console.error('stopping MLflow …');
-  unadvertise();
-  await server.stop();
-  return 0;
+  // The stop signals are taken before anything is started or printed: until a listener exists,
+  // Node leaves SIGTERM's default action in place, so a signal sent the moment the URL appears
+  // (as a script or test does) would kill this process before it stops the server.
+  let stopRequested = false;
+  let wake = (): void => {};
+  const onSignal = (): void => {
+    stopRequested = true;
+    wake();
+  };
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  for (const s of signals) process.on(s, onSignal);
+  try {
+    console.error(`starting MLflow (store: ${storeDir}) …`);
+    const server = await startLocalServer({
+      storeDir,
+      keepAlive: true,
+      ...(port !== undefined ? { port } : {}),
+      ...(values.host ? { host: values.host } : {}),
+    });
+    const unadvertise = advertiseServer(server);
+    if (!stopRequested) {
+      console.log(`MLflow UI: ${server.uri}`);
+      console.log(`to log to it from another shell: export MLFLOW_TRACKING_URI=${server.uri}`);
+      console.log('press Ctrl-C to stop');
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        if (stopRequested) resolve();
+        void server.exited.then(() => resolve());
+      });
+    }
+    console.error('stopping MLflow …');
+    unadvertise();
+    await server.stop();
+    return 0;
+  } finally {
+    for (const s of signals) process.off(s, onSignal);
+  }
 }

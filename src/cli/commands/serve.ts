@@ -87,10 +87,6 @@ export async function run(argv: string[]): Promise<number> {
     contextSize,
     ...(values.quiet ? {} : { onLog: (text: string) => process.stderr.write(text) }),
   });
-  // The URL on stdout alone, so that a script can read it: `URL=$(npx ambiqa serve … | head -1)`.
-  console.log(server.baseUrl);
-  console.error(`serving model "${server.model}" at ${server.baseUrl}; in a config:\n  llm: { provider: openai-compatible, baseUrl: ${server.baseUrl}, model: ${server.model} }\nCtrl-C stops it.`);
-
   let stopping = false;
   const onSignal = (name: NodeJS.Signals) => {
     if (stopping) return;
@@ -101,6 +97,11 @@ export async function run(argv: string[]): Promise<number> {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   process.on('SIGHUP', onSignal);
+  // Printed once the signals are taken: until a listener exists SIGTERM keeps its default action,
+  // and a script that stops the server as soon as it reads the URL would kill this process instead.
+  // The URL on stdout alone, so that a script can read it: `URL=$(npx ambiqa serve … | head -1)`.
+  console.log(server.baseUrl);
+  console.error(`serving model "${server.model}" at ${server.baseUrl}; in a config:\n  llm: { provider: openai-compatible, baseUrl: ${server.baseUrl}, model: ${server.model} }\nCtrl-C stops it.`);
   try {
     const code = await server.exited;
     if (stopping) {
