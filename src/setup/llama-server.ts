@@ -61,8 +61,31 @@ export function leanBuildCmakeArgs(includeFile: string, userArgs: string | undef
   return [`-DLLAVA_BUILD=OFF`, `-DCMAKE_PROJECT_INCLUDE=${includeFile}`, userArgs ?? ''].join(' ').trim();
 }
 
-/** The project include that `leanBuildCmakeArgs` names: switches off llama.cpp's `common` library. */
-export const LEAN_BUILD_INCLUDE = '# written by ambiqa setup --server: the Python package never loads llama.cpp\'s common library\nset(LLAMA_BUILD_COMMON OFF)\n';
+/**
+ * The project include that `leanBuildCmakeArgs` names (CMake reads it after every `project()`):
+ * switches off llama.cpp's `common` library, and compiles without AMX. ggml builds for the
+ * machine's own CPU (`-march=native`), and a CPU can report AMX while its kernel or hypervisor has
+ * not enabled the tile state for processes: the server then dies of SIGILL (`tileloadd`, invalid
+ * opcode in libggml-cpu) on its first matrix product, after loading and answering `/v1/models`
+ * (seen on a 2-core Xeon VM whose flags list amx_tile). `-mno-amx-*` turns off only ggml's AMX
+ * kernels (AVX-512 stays); `-DAMBIQA_KEEP_AMX=ON` in CMAKE_ARGS keeps them where AMX works.
+ */
+export const LEAN_BUILD_INCLUDE = [
+  '# written by ambiqa setup --server (src/setup/llama-server.ts says why)',
+  '# the Python package never loads llama.cpp\'s common library',
+  'set(LLAMA_BUILD_COMMON OFF)',
+  '# no AMX kernels: a CPU may list AMX that its OS has not enabled (SIGILL at the first matrix product)',
+  'if(NOT AMBIQA_KEEP_AMX AND NOT AMBIQA_NO_AMX_APPLIED)',
+  '  include(CheckCXXCompilerFlag)',
+  '  check_cxx_compiler_flag(-mno-amx-tile AMBIQA_COMPILER_HAS_NO_AMX)',
+  '  if(AMBIQA_COMPILER_HAS_NO_AMX)',
+  '    string(APPEND CMAKE_C_FLAGS " -mno-amx-tile -mno-amx-int8 -mno-amx-bf16")',
+  '    string(APPEND CMAKE_CXX_FLAGS " -mno-amx-tile -mno-amx-int8 -mno-amx-bf16")',
+  '  endif()',
+  '  set(AMBIQA_NO_AMX_APPLIED ON)',
+  'endif()',
+  '',
+].join('\n');
 
 /** Install the pinned `llama-cpp-python[server]` into the project venv unless it is there. */
 export async function ensureLlamaServer(options: { venvDir: string; report: Reporter; version?: string }): Promise<void> {

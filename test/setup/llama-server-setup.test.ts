@@ -70,7 +70,11 @@ describe('ambiqa setup --server', () => {
     expect(args[1]).toMatch(/^-DCMAKE_PROJECT_INCLUDE=\S+lean\.cmake$/);
     expect(args.at(-1)).toBe('-DGGML_BLAS=ON');
     // CMake reads the include as a script: a normal variable that shadows the package's FORCEd cache entry.
-    expect(readFileSync(join(venv, 'include'), 'utf8')).toMatch(/^set\(LLAMA_BUILD_COMMON OFF\)$/m);
+    const include = readFileSync(join(venv, 'include'), 'utf8');
+    expect(include).toMatch(/^set\(LLAMA_BUILD_COMMON OFF\)$/m);
+    // No AMX kernels (a CPU may list AMX its OS has not enabled: SIGILL), for C and C++, unless AMBIQA_KEEP_AMX.
+    expect(include).toMatch(/^if\(NOT AMBIQA_KEEP_AMX AND NOT AMBIQA_NO_AMX_APPLIED\)$/m);
+    for (const lang of ['C', 'CXX']) expect(include).toContain(`string(APPEND CMAKE_${lang}_FLAGS " -mno-amx-tile -mno-amx-int8 -mno-amx-bf16")`);
     // The include lives only for the build.
     expect(existsSync(readFileSync(join(venv, 'include-path'), 'utf8').trim())).toBe(false);
     expect(leanBuildCmakeArgs('/x/lean.cmake', undefined)).toBe('-DLLAVA_BUILD=OFF -DCMAKE_PROJECT_INCLUDE=/x/lean.cmake');
