@@ -16,21 +16,10 @@ function cellsAsModule(path: string): string {
 
 /** Type errors of modules compiled against the sources, `ambiqa` resolving to src/index.ts. */
 function typeErrors(files: string[]): string[] {
-  const options: ts.CompilerOptions = {
-    target: ts.ScriptTarget.ES2022,
-    module: ts.ModuleKind.ESNext,
-    moduleResolution: ts.ModuleResolutionKind.Bundler,
-    lib: ['lib.es2023.d.ts', 'lib.dom.d.ts'],
-    strict: true,
-    esModuleInterop: true,
-    skipLibCheck: true,
-    resolveJsonModule: true,
-    noEmit: true,
-    types: ['node'],
-    typeRoots: [join(root, 'node_modules/@types')],
-    baseUrl: root,
-    paths: { ambiqa: ['./src/index.ts'] },
-  };
+  // The repository's own compiler options (strict, its lib and module settings, `paths` mapping
+  // 'ambiqa' to src/index.ts), so the cells are held to what the sources are held to.
+  const read = ts.readConfigFile(join(root, 'tsconfig.json'), (path) => ts.sys.readFile(path));
+  const { options } = ts.parseJsonConfigFileContent(read.config, ts.sys, root);
   const program = ts.createProgram(files, options);
   return ts
     .getPreEmitDiagnostics(program)
