@@ -258,8 +258,13 @@ describe.skipIf(unavailable !== undefined || (!uri && !process.env.CI))('ambiqa 
     await cluster!.command('scontrol', ['requeue', `${jobId}_1`]);
     const requeuedAt = server.requests.length;
     const finishedBefore = new Set(readJsonl<ExampleResult>(join(shardDir, 'results.jsonl')).map((r) => String(Number(r.id.slice(1)))));
-    // Slurm holds a requeued job for about two minutes (its BeginTime) once its first attempt has
-    // ended (the shard writes and uploads first); release it then.
+    // Slurm holds a requeued job for about two minutes (its BeginTime): slurmd revokes the first
+    // attempt's credential, and refuses ("Job credential revoked", the task then FAILS) any
+    // credential issued up to the same second. The test releases the task early, so it waits for
+    // what Slurm's delay covers: the first attempt has ended (the shard wrote and uploaded its
+    // state, its log says so) and the clock has moved past the second of the revocation.
+    const log = join(artifacts, 'slurm', group, 'shard-1.out');
+    await waitFor(() => existsSync(log) && readFileSync(log, 'utf8').includes('exit status 130'), 'the first attempt of shard 1 to end');
     let record = '';
     const deadline = Date.now() + 60_000;
     while (!/JobState=PENDING .*Reason=BeginTime/.test(record)) {
@@ -267,6 +272,7 @@ describe.skipIf(unavailable !== undefined || (!uri && !process.env.CI))('ambiqa 
       await new Promise((r) => setTimeout(r, 200));
       record = await cluster!.command('scontrol', ['show', 'job', '-o', `${jobId}_1`]);
     }
+    await new Promise((r) => setTimeout(r, 2000));
     await cluster!.command('scontrol', ['update', `JobId=${jobId}_1`, 'StartTime=now']);
     server.okDelayMs = 0;
     const { status, output } = await launch;
