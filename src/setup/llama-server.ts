@@ -1,9 +1,12 @@
 import type { ChildProcess } from 'node:child_process';
 import { spawnSupervised } from '../common/supervise';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { availableParallelism, tmpdir } from 'node:os';
+import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { cacheDir } from '../config/paths';
 import { AmbiqaError } from '../errors';
 import type { Reporter } from './context';
 import { classifyFailure, runCommand, tail } from './fetch';
@@ -13,16 +16,86 @@ import { venvPython } from './venv';
  * A real OpenAI-compatible server for the embedded GGUF: llama.cpp's, as packaged by
  * `llama-cpp-python[server]`, pinned. PyPI serves no wheel of it for this platform, so pip builds
  * llama.cpp from the sdist — only libllama and ggml, see `leanBuildCmakeArgs` (about 3 minutes on
- * an idle 2-core machine, docs/llm.md); pip keeps the built wheel in its cache, so a second venv
- * installs it in seconds, and a second `ambiqa setup --server` finds it installed and does nothing.
+ * an idle 2-core machine, docs/llm.md). The build is for this machine's CPU (`-march=native`), so
+ * the built wheel is kept in a pip cache of ambiqa's own, one per CPU (`buildFingerprint`): a second
+ * venv on the same machine installs it in seconds, and a wheel built elsewhere is never reused.
  */
 export const LLAMA_CPP_PYTHON_VERSION = '0.3.36';
 
-/** Is `llama-cpp-python==version` installed in the venv? Looks for its dist-info: no Python start-up. */
-export function hasLlamaServer(venvDir: string, version: string = LLAMA_CPP_PYTHON_VERSION): boolean {
+/** Written into the installed package by `ensureLlamaServer`: which CPU the build is for. */
+const BUILD_MARKER = 'ambiqa-build.json';
+
+/** The venv's site-packages folder that holds `llama-cpp-python==version`, if any. */
+function installedSitePackages(venvDir: string, version: string): string | undefined {
   const lib = join(venvDir, 'lib');
-  if (!existsSync(venvPython(venvDir)) || !existsSync(lib)) return false;
-  return readdirSync(lib).some((py) => existsSync(join(lib, py, 'site-packages', `llama_cpp_python-${version}.dist-info`)));
+  if (!existsSync(venvPython(venvDir)) || !existsSync(lib)) return undefined;
+  return readdirSync(lib)
+    .map((py) => join(lib, py, 'site-packages'))
+    .find((site) => existsSync(join(site, `llama_cpp_python-${version}.dist-info`)));
+}
+
+/**
+ * The CPU a native build is for: the architecture and the instruction-set flags the kernel reports
+ * (what `-march=native` reads), hashed. Two machines with the same flags can share a build.
+ */
+export function cpuFingerprint(): string {
+  let features = cpus()[0]?.model ?? 'unknown';
+  try {
+    const flags = /^flags\s*:\s*(.*)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'));
+    if (flags) features = flags[1]!.trim().split(/\s+/).sort().join(' ');
+  } catch {
+    /* not Linux: the CPU model stands in for its flags */
+  }
+  return createHash('sha256').update(`${process.arch}\n${features}`).digest('hex').slice(0, 16);
+}
+
+/**
+ * Where a build's wheel is cached: one pip cache per CPU fingerprint and build arguments. pip's
+ * own cache keys a wheel built from an sdist by the sdist alone, so a wheel compiled for another
+ * CPU (a copied or shared home folder, a CI cache) or with other CMAKE_ARGS would be installed as
+ * is — and a wheel with AVX-512 instructions dies of SIGILL on a CPU without them, at the server's
+ * first matrix product.
+ */
+export function buildCacheDir(version: string, userCmakeArgs: string | undefined): string {
+  const key = createHash('sha256').update(`${version}\n${cpuFingerprint()}\n${LEAN_BUILD_INCLUDE}\n${userCmakeArgs ?? ''}`).digest('hex').slice(0, 16);
+  return join(cacheDir(), 'llama-cpp-python', `${version}-${key}`);
+}
+
+export type LlamaServerInstall = 'absent' | 'installed' | 'built-for-another-cpu';
+
+/**
+ * Is `llama-cpp-python==version` installed in the venv, and built for this CPU? Reads its
+ * dist-info and ambiqa's build marker: no Python start-up. A package without the marker (installed
+ * by hand) counts as installed.
+ */
+export function llamaServerInstall(venvDir: string, version: string = LLAMA_CPP_PYTHON_VERSION): LlamaServerInstall {
+  const site = installedSitePackages(venvDir, version);
+  if (!site) return 'absent';
+  const marker = join(site, 'llama_cpp', BUILD_MARKER);
+  if (!existsSync(marker)) return 'installed';
+  try {
+    const { cpu } = JSON.parse(readFileSync(marker, 'utf8')) as { cpu?: unknown };
+    return cpu === cpuFingerprint() ? 'installed' : 'built-for-another-cpu';
+  } catch {
+    return 'built-for-another-cpu';
+  }
+}
+
+/** Is `llama-cpp-python==version` installed in the venv and built for this CPU? */
+export function hasLlamaServer(venvDir: string, version: string = LLAMA_CPP_PYTHON_VERSION): boolean {
+  return llamaServerInstall(venvDir, version) === 'installed';
+}
+
+/** Why the server cannot start from this venv, with its fix, or undefined when it can. */
+export function llamaServerMissing(venvDir: string, version: string = LLAMA_CPP_PYTHON_VERSION): AmbiqaError | undefined {
+  const state = llamaServerInstall(venvDir, version);
+  if (state === 'installed') return undefined;
+  return state === 'absent'
+    ? new AmbiqaError(`llama-cpp-python ${version} is not installed in ${venvDir}`, 'run `npx ambiqa setup --server` first (it builds llama.cpp: about 3 minutes on 2 cores)')
+    : new AmbiqaError(
+        `llama-cpp-python ${version} in ${venvDir} was built on a machine with another CPU: its native code may use instructions this CPU lacks`,
+        'run `npx ambiqa setup --server`: it rebuilds llama.cpp for this CPU',
+      );
 }
 
 /** Why this machine cannot build llama.cpp (no cmake, no C++ compiler), or undefined when it can. */
@@ -91,16 +164,19 @@ export const LEAN_BUILD_INCLUDE = [
 export async function ensureLlamaServer(options: { venvDir: string; report: Reporter; version?: string }): Promise<void> {
   const version = options.version ?? LLAMA_CPP_PYTHON_VERSION;
   const { venvDir, report } = options;
-  if (hasLlamaServer(venvDir, version)) {
+  const state = llamaServerInstall(venvDir, version);
+  if (state === 'installed') {
     report.ok(`llama.cpp server: llama-cpp-python ${version} already installed (${venvDir})`);
     return;
   }
+  if (state === 'built-for-another-cpu') report.note(`llama.cpp server: the llama-cpp-python in ${venvDir} was built for another CPU; rebuilding it for this one`);
   if (!existsSync(venvPython(venvDir))) {
     throw new AmbiqaError(`the Python venv ${venvDir} does not exist`, 'run `npx ambiqa setup --server` without --skip-venv (the server goes into the project venv)');
   }
   const spec = `llama-cpp-python[server]==${version}`;
   const jobs = buildJobs();
-  report.note(`installing ${spec} into ${venvDir}: pip compiles llama.cpp from the sdist unless its cache holds the wheel (about 3 minutes on 2 idle cores, ${jobs} compile job${jobs === '1' ? '' : 's'})`);
+  const pipCache = buildCacheDir(version, process.env.CMAKE_ARGS);
+  report.note(`installing ${spec} into ${venvDir}: pip compiles llama.cpp from the sdist unless ${pipCache} holds a wheel built here (about 3 minutes on 2 idle cores, ${jobs} compile job${jobs === '1' ? '' : 's'})`);
   const started = Date.now();
   // A path without spaces: CMAKE_ARGS is split on whitespace.
   const includeDir = mkdtempSync(join(tmpdir(), 'ambiqa-llama-build-'));
@@ -108,8 +184,10 @@ export async function ensureLlamaServer(options: { venvDir: string; report: Repo
   writeFileSync(includeFile, LEAN_BUILD_INCLUDE);
   let installed: Awaited<ReturnType<typeof runCommand>>;
   try {
-    installed = await runCommand(venvPython(venvDir), ['-m', 'pip', 'install', '--disable-pip-version-check', '--progress-bar', 'off', '-q', spec], {
-      env: { ...process.env, CMAKE_BUILD_PARALLEL_LEVEL: jobs, CMAKE_ARGS: leanBuildCmakeArgs(includeFile, process.env.CMAKE_ARGS) },
+    // A reinstall over a build for another CPU replaces only llama-cpp-python, not its dependencies.
+    const reinstall = state === 'built-for-another-cpu' ? ['--force-reinstall', '--no-deps'] : [];
+    installed = await runCommand(venvPython(venvDir), ['-m', 'pip', 'install', '--disable-pip-version-check', '--progress-bar', 'off', '-q', ...reinstall, spec], {
+      env: { ...process.env, PIP_CACHE_DIR: pipCache, CMAKE_BUILD_PARALLEL_LEVEL: jobs, CMAKE_ARGS: leanBuildCmakeArgs(includeFile, process.env.CMAKE_ARGS) },
     });
   } finally {
     rmSync(includeDir, { recursive: true, force: true });
@@ -133,6 +211,8 @@ export async function ensureLlamaServer(options: { venvDir: string; report: Repo
   if (check.code !== 0 || check.stdout.trim() !== version) {
     throw new AmbiqaError(`llama-cpp-python in ${venvDir} does not import: ${tail(`${check.stdout}\n${check.stderr}`, 2)}`, `delete ${venvDir} and rerun \`npx ambiqa setup --server\``);
   }
+  const site = installedSitePackages(venvDir, version);
+  if (site) writeFileSync(join(site, 'llama_cpp', BUILD_MARKER), `${JSON.stringify({ cpu: cpuFingerprint(), builtBy: 'ambiqa setup --server' })}\n`);
   report.did(`llama.cpp server: llama-cpp-python ${version} installed in ${((Date.now() - started) / 1000).toFixed(0)} s (${venvDir})`);
 }
 
@@ -183,13 +263,27 @@ export function freePort(host = '127.0.0.1'): Promise<number> {
 }
 
 /**
- * Start `python -m llama_cpp.server` on the GGUF and wait until `/v1/models` answers. The model
- * loads once; every client (CLI runs, a notebook kernel, tests) then shares it over HTTP.
+ * What a server's exit status says, for an error message: 128 + n is signal n (src/common/supervise.ts).
+ * SIGILL is the one with a known cause here: a build for another CPU.
+ */
+export function describeServerExit(code: number | null): string {
+  if (code === 132) return 'killed by SIGILL (an illegal instruction: its llama.cpp build uses CPU instructions this machine does not run, e.g. a wheel built on another machine)';
+  if (code === 137) return 'killed by SIGKILL (out of memory?)';
+  if (code === 139) return 'killed by SIGSEGV';
+  if (code !== null && code > 128) return `killed by signal ${code - 128}`;
+  return `exit status ${code ?? 'unknown'}`;
+}
+
+/**
+ * Start `python -m llama_cpp.server` on the GGUF and wait until it is ready: `/v1/models`
+ * answers and a one-token completion comes back. The completion runs the model once, so a build
+ * that cannot run on this CPU fails here, naming the cause, rather than at a client's first
+ * request as a dropped connection. The model loads once; every client (CLI runs, a notebook
+ * kernel, tests) then shares it over HTTP.
  */
 export async function startLlamaServer(options: LlamaServerOptions): Promise<RunningLlamaServer> {
-  if (!hasLlamaServer(options.venvDir)) {
-    throw new AmbiqaError(`llama-cpp-python ${LLAMA_CPP_PYTHON_VERSION} is not installed in ${options.venvDir}`, 'run `npx ambiqa setup --server` first');
-  }
+  const missing = llamaServerMissing(options.venvDir);
+  if (missing) throw missing;
   if (!existsSync(options.modelPath)) throw new AmbiqaError(`model file ${options.modelPath} does not exist`, 'run `npx ambiqa setup` (or pass --llm with a fetched model)');
   const host = options.host ?? '127.0.0.1';
   const port = options.port ?? (await freePort(host));
@@ -240,5 +334,28 @@ export async function startLlamaServer(options: LlamaServerOptions): Promise<Run
     }
     await new Promise((r) => setTimeout(r, 250));
   }
-  return { baseUrl, model: options.alias, process: child, exited, stop };
+  // One token through the model: the first matrix product runs here.
+  const warmUp = fetch(`${baseUrl}/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: options.alias, prompt: 'Hello', max_tokens: 1, temperature: 0 }),
+    signal: AbortSignal.timeout(Math.max(1000, deadline - Date.now())),
+  }).then(
+    async (r) => (r.ok ? undefined : `it answered HTTP ${r.status}: ${(await r.text()).slice(0, 300)}`),
+    (e: unknown) => `no reply (${e instanceof Error ? e.message : String(e)})`,
+  );
+  const outcome = await Promise.race([warmUp.then((problem) => ({ problem })), exited.then((code) => ({ code }))]);
+  if ('problem' in outcome && outcome.problem === undefined) return { baseUrl, model: options.alias, process: child, exited, stop };
+  // The client sees the connection drop just before the process is reaped: give the exit a moment to explain it.
+  const code = 'code' in outcome ? outcome.code : await Promise.race([exited, delay(2000, undefined, { ref: false })]);
+  if (code === undefined) {
+    await stop();
+    throw new AmbiqaError(`the llama.cpp server did not complete a one-token prompt: ${'problem' in outcome ? outcome.problem : ''}\n    ${tail(log, 6)}`, 'see the lines above');
+  }
+  throw new AmbiqaError(
+    `the llama.cpp server died on its first completion, ${describeServerExit(code)}:\n    ${tail(log, 6)}`,
+    code === 132
+      ? `remove it (\`${join(options.venvDir, 'bin', 'pip')} uninstall -y llama-cpp-python\`) and run \`npx ambiqa setup --server\` on this machine: it builds llama.cpp for this CPU`
+      : 'see the lines above',
+  );
 }

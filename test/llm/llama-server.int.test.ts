@@ -11,7 +11,7 @@ import { createLanguageModel } from '../../src/llm/config';
 import { LlmRequestError } from '../../src/llm/errors';
 import type { RetryEvent } from '../../src/llm/limiter';
 import { LlamaCppProvider, unloadEmbeddedModels } from '../../src/llm/providers/llama-cpp';
-import { buildToolsMissing, hasLlamaServer, LLAMA_CPP_PYTHON_VERSION, startLlamaServer, type RunningLlamaServer } from '../../src/setup/llama-server';
+import { buildToolsMissing, hasLlamaServer, LLAMA_CPP_PYTHON_VERSION, llamaServerMissing, startLlamaServer, type RunningLlamaServer } from '../../src/setup/llama-server';
 
 /**
  * The openai-compatible provider against a real server: llama.cpp's, as llama-cpp-python serves
@@ -30,7 +30,7 @@ if (!installed || !hasModel) {
   const tools = await buildToolsMissing();
   skipReason = !hasModel
     ? `${manifestPath()} is absent (run \`npx ambiqa setup\`)`
-    : `llama-cpp-python ${LLAMA_CPP_PYTHON_VERSION} is not installed in ${venvDir()} (run \`npx ambiqa setup --server\`${tools ? `; it cannot be built here: ${tools}` : ''})`;
+    : `${llamaServerMissing(venvDir())?.message} (run \`npx ambiqa setup --server\`${tools ? `; it cannot be built here: ${tools}` : ''})`;
   if (process.env.CI) throw new Error(`llama.cpp server tests cannot run: ${skipReason}`);
   console.log(`skipping the llama.cpp server tests: ${skipReason}`);
 }

@@ -2,9 +2,10 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildJobs, ensureLlamaServer, leanBuildCmakeArgs, hasLlamaServer, LLAMA_CPP_PYTHON_VERSION } from '../../src/setup/llama-server';
+import { buildCacheDir, buildJobs, cpuFingerprint, ensureLlamaServer, leanBuildCmakeArgs, hasLlamaServer, llamaServerInstall, llamaServerMissing, LLAMA_CPP_PYTHON_VERSION, startLlamaServer } from '../../src/setup/llama-server';
 import { runSetup } from '../../src/setup/setup';
 import type { Reporter } from '../../src/setup/context';
+import { describeError } from '../../src/errors';
 
 function recorder(): Reporter & { lines: string[] } {
   const lines: string[] = [];
@@ -78,6 +79,75 @@ describe('ambiqa setup --server', () => {
     // The include lives only for the build.
     expect(existsSync(readFileSync(join(venv, 'include-path'), 'utf8').trim())).toBe(false);
     expect(leanBuildCmakeArgs('/x/lean.cmake', undefined)).toBe('-DLLAVA_BUILD=OFF -DCMAKE_PROJECT_INCLUDE=/x/lean.cmake');
+  });
+
+  it('a build made for another CPU is not taken as installed: setup rebuilds it, in a pip cache of its own for this CPU and these CMake arguments', async () => {
+    const venv = fakeVenv(true);
+    const pkg = join(venv, 'lib', 'python3.11', 'site-packages', 'llama_cpp');
+    mkdirSync(pkg);
+    // Installed by hand (no marker): taken as is.
+    expect(llamaServerInstall(venv)).toBe('installed');
+    writeFileSync(join(pkg, 'ambiqa-build.json'), JSON.stringify({ cpu: cpuFingerprint() }));
+    expect(llamaServerInstall(venv)).toBe('installed');
+    writeFileSync(join(pkg, 'ambiqa-build.json'), JSON.stringify({ cpu: '0123456789abcdef' }));
+    expect(llamaServerInstall(venv)).toBe('built-for-another-cpu');
+    expect(hasLlamaServer(venv)).toBe(false);
+    expect(llamaServerMissing(venv)?.message).toMatch(/built on a machine with another CPU/);
+    expect(llamaServerMissing(fakeVenv(false))?.message).toMatch(/is not installed in/);
+
+    // The fake python records what pip would be asked and where its cache is, then fails.
+    writeFileSync(join(venv, 'bin', 'python'), `#!/bin/sh\necho "$@" > ${venv}/pip-args\necho "$PIP_CACHE_DIR" > ${venv}/pip-cache\nexit 1\n`, { mode: 0o755 });
+    const report = recorder();
+    const saved = { cache: process.env.AMBIQA_CACHE_DIR, args: process.env.CMAKE_ARGS };
+    process.env.AMBIQA_CACHE_DIR = join(venv, 'cache');
+    delete process.env.CMAKE_ARGS;
+    try {
+      await expect(ensureLlamaServer({ venvDir: venv, report })).rejects.toThrow(/cannot install llama-cpp-python/);
+      expect(report.lines[0]).toMatch(/built for another CPU; rebuilding it/);
+      // Only the package is replaced, not its dependencies.
+      expect(readFileSync(join(venv, 'pip-args'), 'utf8')).toMatch(/install .*--force-reinstall --no-deps llama-cpp-python\[server\]==/);
+      const cache = readFileSync(join(venv, 'pip-cache'), 'utf8').trim();
+      expect(cache).toBe(buildCacheDir(LLAMA_CPP_PYTHON_VERSION, undefined));
+      expect(cache.startsWith(join(venv, 'cache', 'llama-cpp-python', `${LLAMA_CPP_PYTHON_VERSION}-`))).toBe(true);
+      // Other build arguments or another version: another cache, so neither wheel stands in for the other.
+      expect(buildCacheDir(LLAMA_CPP_PYTHON_VERSION, '-DGGML_BLAS=ON')).not.toBe(cache);
+      expect(buildCacheDir('0.3.35', undefined)).not.toBe(cache);
+    } finally {
+      for (const [k, v] of [['AMBIQA_CACHE_DIR', saved.cache], ['CMAKE_ARGS', saved.args]] as const) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
+  });
+
+  it('a server that dies on its first completion (SIGILL: a build for another CPU) fails its start, naming the cause, instead of dropping clients\' connections', async () => {
+    const venv = fakeVenv(true);
+    // A stand-in for llama-cpp-python that loads, answers /v1/models, and dies of SIGILL on the
+    // first completion, as a native build for another CPU does at its first matrix product.
+    const fake = join(venv, 'fake-server.cjs');
+    writeFileSync(
+      fake,
+      `const http = require('node:http');
+const arg = (name) => process.argv[process.argv.indexOf(name) + 1];
+http.createServer((req, res) => {
+  if (req.url.endsWith('/models')) { res.setHeader('content-type', 'application/json'); res.end(JSON.stringify({ data: [{ id: arg('--model_alias') }] })); return; }
+  console.error('llama_model_load: loaded; computing');
+  process.kill(process.pid, 'SIGILL');
+}).listen(Number(arg('--port')), arg('--host'));
+`,
+    );
+    writeFileSync(join(venv, 'bin', 'python'), `#!/bin/sh\nexec "${process.execPath}" "${fake}" "$@"\n`, { mode: 0o755 });
+    const model = join(venv, 'tiny.gguf');
+    writeFileSync(model, 'not a real model');
+    const started = Date.now();
+    const error = await startLlamaServer({ venvDir: venv, modelPath: model, alias: 'tiny', threads: 1, readyTimeoutMs: 30_000 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(Error);
+    const text = describeError(error);
+    expect(text).toMatch(/died on its first completion, killed by SIGILL \(an illegal instruction/);
+    expect(text).toContain('llama_model_load: loaded; computing');
+    expect(text).toContain('pip uninstall -y llama-cpp-python');
+    // Told at once, not after a client's retries and timeouts.
+    expect(Date.now() - started).toBeLessThan(20_000);
   });
 
   it('compiles with one job per core unless CMAKE_BUILD_PARALLEL_LEVEL says otherwise', () => {

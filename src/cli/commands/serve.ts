@@ -7,7 +7,7 @@ import { cacheDir, venvDir } from '../../config/paths';
 import { AmbiqaError } from '../../errors';
 import { parsePositiveInt } from '../../experiments/cli-support';
 import { defaultThreads, machineLooksIdle } from '../../llm/providers/llama-cpp';
-import { hasLlamaServer, LLAMA_CPP_PYTHON_VERSION, startLlamaServer } from '../../setup/llama-server';
+import { llamaServerMissing, startLlamaServer } from '../../setup/llama-server';
 
 export const summary = "serve the embedded GGUF over an OpenAI-compatible API (llama.cpp's server), shared by runs and notebooks";
 
@@ -72,9 +72,8 @@ export async function run(argv: string[]): Promise<number> {
   const threads = values.threads !== undefined ? parsePositiveInt(values.threads, '--threads') : defaultThreads(process.env, machineLooksIdle);
   const contextSize = values.context !== undefined ? parsePositiveInt(values.context, '--context') : 4096;
   const model = servedModel(values.llm);
-  if (!hasLlamaServer(venvDir())) {
-    throw new AmbiqaError(`llama-cpp-python ${LLAMA_CPP_PYTHON_VERSION} is not installed in ${venvDir()}`, 'run `npx ambiqa setup --server` first (it builds llama.cpp: about 3 minutes on 2 cores)');
-  }
+  const missing = llamaServerMissing(venvDir());
+  if (missing) throw missing;
   console.error(`starting llama.cpp's server on ${model.path} (${threads} thread${threads === 1 ? '' : 's'}, context ${contextSize})…`);
 
   const server = await startLlamaServer({
