@@ -17,7 +17,7 @@ import { venvPython } from './venv';
  * `llama-cpp-python[server]`, pinned. PyPI serves no wheel of it for this platform, so pip builds
  * llama.cpp from the sdist — only libllama and ggml, see `leanBuildCmakeArgs` (about 3 minutes on
  * an idle 2-core machine, docs/llm.md). The build is for this machine's CPU (`-march=native`), so
- * the built wheel is kept in a pip cache of ambiqa's own, one per CPU (`buildFingerprint`): a second
+ * the built wheel is kept in a pip cache of ambiqa's own, one per CPU (`buildCacheDir`): a second
  * venv on the same machine installs it in seconds, and a wheel built elsewhere is never reused.
  */
 export const LLAMA_CPP_PYTHON_VERSION = '0.3.36';
