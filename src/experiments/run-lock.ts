@@ -9,7 +9,7 @@
  * appears whole or not at all (no reader sees a half-written holder). A lock whose process is
  * gone (SIGKILL, a power cut) is stale: the next session on the same host sees that the PID no
  * longer runs (or now belongs to a process that started later) and takes the lock over, saying
- * so. A process on another host (a shared filesystem: a Slurm shard requeued onto another node
+ * so, by renaming its own complete lock file over the stale one. A process on another host (a shared filesystem: a Slurm shard requeued onto another node
  * after its first node died) cannot be asked, so the holder touches its lock file every
  * `HEARTBEAT_MS`, and a lock from another host not touched for `STALE_MS` is stale too; one
  * touched recently is refused with the path to remove once that process is known to be gone.
@@ -18,7 +18,7 @@
  * Within one process the lock is re-entrant: `ambiqa run` takes it before its preflight and the
  * runner takes it again around the session.
  */
-import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { AmbiqaError } from '../errors';
@@ -108,9 +108,12 @@ export function acquireDirLock(dir: string, options: { file?: string; what?: str
         );
       }
       if (attempt >= 20) throw new AmbiqaError(`${what} ${abs}: could not take over the stale lock ${key}`, `remove ${key} by hand once no ambiqa process uses the folder`);
-      // Stale (or unreadable): remove it under a short takeover lock, so that of two processes
-      // finding it stale at once, one removes it and both then race for it fairly through link().
-      if (takeOver(key, holder)) {
+      // Stale (or unreadable): replace it with this process's lock in one rename, under a short
+      // takeover lock. The process that replaces the stale holder is the one that holds the lock,
+      // so of several finding it stale at once exactly one says it took the lock over; the others
+      // then see a live holder and are refused. (Removing the stale file and racing for it through
+      // link() let a process say it took the lock over and then lose it to another.)
+      if (takeOver(key, holder, tmp)) {
         notify(
           !holder
             ? `${what} ${abs} had an unreadable lock file; taking it over`
@@ -118,6 +121,7 @@ export function acquireDirLock(dir: string, options: { file?: string; what?: str
               ? `${what} ${abs} was locked by PID ${holder.pid} on host ${holder.host} (since ${holder.startedAt}), which no longer runs; taking the lock over`
               : `${what} ${abs} was locked by PID ${holder.pid} on host ${holder.host} (since ${holder.startedAt}), whose lock was not renewed for ${Math.round(STALE_MS / 1000)} s or more; taking the lock over`,
         );
+        break;
       }
     }
   } finally {
@@ -196,8 +200,13 @@ function removeIfEmpty(dir: string, ignoring: string[] = []): void {
   }
 }
 
-/** Remove a stale lock file if it still holds `stale`; true when this process removed it. */
-function takeOver(key: string, stale: LockHolder | undefined): boolean {
+/**
+ * Replace the lock file by `ours` (a complete lock file of this process) if it still holds
+ * `stale` and that holder is still not alive; true when this process now holds the lock. With
+ * `stale` undefined, an existing file that does not parse is replaced; a missing one is not
+ * (the caller's link() takes it, and a rename there could overwrite a lock linked meanwhile).
+ */
+function takeOver(key: string, stale: LockHolder | undefined, ours: string): boolean {
   const mutex = `${key}.takeover`;
   try {
     writeFileSync(mutex, String(process.pid), { flag: 'wx' });
@@ -217,10 +226,10 @@ function takeOver(key: string, stale: LockHolder | undefined): boolean {
   }
   try {
     const now = readHolder(key);
-    const same = stale === undefined ? now === undefined : now?.nonce === stale.nonce && now.pid === stale.pid;
+    const same = stale === undefined ? now === undefined && existsSync(key) : now?.nonce === stale.nonce && now.pid === stale.pid;
     if (!same || (now && isAlive(now, key))) return false;
     try {
-      unlinkSync(key);
+      renameSync(ours, key);
     } catch {
       return false;
     }
