@@ -20,16 +20,28 @@ interface Outcome {
   stderr: string;
 }
 
-function attempt(runDir: string, startAt: number): Promise<Outcome> {
-  return new Promise((done, fail) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, runDir, String(startAt), '1500'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', fail);
-    child.on('close', () => done({ pid: child.pid!, stdout, stderr }));
-  });
+/**
+ * Six processes trying for the lock of `runDir` at `startAt`. The holder keeps it until every
+ * other has answered (printed "held" or exited), then all stdins close and the holder lets go.
+ */
+async function race(runDir: string, startAt: number): Promise<Outcome[]> {
+  const children = Array.from({ length: 6 }, () => spawn(process.execPath, ['--import', 'tsx', script, runDir, String(startAt)], { stdio: ['pipe', 'pipe', 'pipe'] }));
+  const outcomes = children.map((child) => ({ pid: child.pid!, stdout: '', stderr: '', answered: false, closed: false }));
+  const closed = children.map(
+    (child, i) =>
+      new Promise<void>((done, fail) => {
+        const o = outcomes[i]!;
+        child.stdout.on('data', (d) => ((o.stdout += d), o.stdout.startsWith('held\n') && (o.answered = true)));
+        child.stderr.on('data', (d) => (o.stderr += d));
+        child.on('error', fail);
+        child.on('close', () => ((o.answered = o.closed = true), done()));
+      }),
+  );
+  const deadline = Date.now() + 120_000;
+  while (!outcomes.every((o) => o.answered) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  for (const child of children) child.stdin.end();
+  await Promise.all(closed);
+  return outcomes.map(({ pid, stdout, stderr }) => ({ pid, stdout, stderr }));
 }
 
 describe('taking a stale lock over', () => {
@@ -41,7 +53,7 @@ describe('taking a stale lock over', () => {
       mkdirSync(runDir, { recursive: true });
       writeFileSync(join(runDir, RUN_LOCK_FILE), JSON.stringify({ pid: deadPid, host: hostname(), startedAt: new Date(0).toISOString(), nonce: `dead${round}` }) + '\n');
       const startAt = Date.now() + 4_000;
-      const outcomes = await Promise.all(Array.from({ length: 6 }, () => attempt(runDir, startAt)));
+      const outcomes = await race(runDir, startAt);
       const report = outcomes.map((o) => `PID ${o.pid}\n${o.stdout}${o.stderr}`).join('-----\n');
       const holders = outcomes.filter((o) => o.stdout === 'held\n');
       expect(holders, report).toHaveLength(1);
