@@ -9,8 +9,9 @@
  * appears whole or not at all (no reader sees a half-written holder). A lock whose process is
  * gone (SIGKILL, a power cut) is stale: the next session on the same host sees that the PID no
  * longer runs (or now belongs to a process that started later) and takes the lock over, saying
- * so, by renaming its own complete lock file over the stale one. A process on another host (a shared filesystem: a Slurm shard requeued onto another node
- * after its first node died) cannot be asked, so the holder touches its lock file every
+ * so, by renaming its own complete lock file over the stale one. A process on another host (a
+ * shared filesystem: a Slurm shard requeued onto another node after its first node died) cannot
+ * be asked, so the holder touches its lock file every
  * `HEARTBEAT_MS`, and a lock from another host not touched for `STALE_MS` is stale too; one
  * touched recently is refused with the path to remove once that process is known to be gone.
  * Shards write folders of their own, so they never share a lock.
