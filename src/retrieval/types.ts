@@ -40,6 +40,21 @@ export interface Retriever {
    * every question sees the same retriever.
    */
   forQuestion?(questionKey: string): Retriever;
+  /**
+   * For an engine outside this process (a Lucene searcher, a ColBERTv2 or Anserini server, an
+   * index file): checks it before any model call — reachable, answering in the expected shape,
+   * the index readable — and throws an AmbiqaError of one line naming the URL, file or field.
+   * Absent: nothing to check (an in-memory index).
+   */
+  preflight?(): Promise<void>;
+  /**
+   * What identifies this retriever's answers beyond its `name`: engine, index path and its
+   * checksum or segment ids, server URL, settings. Logged as MLflow params (`retriever.*`) and
+   * part of the persistent retrieval cache's key, so a rebuilt index never replays old hits.
+   */
+  describe?(): Record<string, string>;
+  /** Release what it holds (a searcher process, a memory map). Absent: nothing to release. */
+  close?(): Promise<void>;
 }
 
 export interface Reranker {
