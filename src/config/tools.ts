@@ -14,8 +14,8 @@ import { cacheDir, packageRoot } from './paths';
  * with install scripts off (onnxruntime-node's would download CUDA from GitHub) and, for the
  * engine, without the optional GPU builds but with the one CPU build of this platform. ambiqa then
  * loads them from there with `createRequire`, so they never reach the user's `.bin` or module
- * resolution. A copy of the same pinned version that ambiqa's own package resolves (a development
- * checkout's devDependencies, or a project that installed it on purpose) is used first.
+ * resolution. Where the tool folder lacks a set, a copy of the same pinned version that ambiqa's
+ * own package resolves (a development checkout's devDependencies) is used instead.
  */
 
 export const TOOL_SETS = ['engine', 'embedder', 'notebook'] as const;
@@ -128,17 +128,21 @@ export interface LocatedTool {
 }
 
 /**
- * Where a set's main package is: ambiqa's own resolution when it finds the pinned version there,
- * else the set's folder in the tool folder (checked by its stamp), else undefined.
+ * Where a set's main package is: the set's folder in the tool folder when `ambiqa setup` installed
+ * it there (checked by its stamp and the installed version; it may hold a GPU build), else
+ * ambiqa's own resolution when that finds the pinned version (a development checkout's
+ * devDependencies, or a project that installed it itself), else undefined.
  */
 export function locateTool(set: ToolSet, dir: string = toolsDir()): LocatedTool | undefined {
   const main = TOOL_MAIN[set];
+  const setDir = toolSetDir(set, dir);
+  if (readToolStamp(set, dir)?.packages[main.name] === main.version) {
+    const installed = resolvedVersion(setDir, main.name);
+    if (installed && installed.version === main.version) return { from: setDir, packageDir: installed.dir, source: 'tools' };
+  }
   const own = resolvedVersion(packageRoot, main.name);
   if (own && own.version === main.version) return { from: packageRoot, packageDir: own.dir, source: 'package' };
-  const setDir = toolSetDir(set, dir);
-  if (readToolStamp(set, dir)?.packages[main.name] !== main.version) return undefined;
-  const installed = resolvedVersion(setDir, main.name);
-  return installed && installed.version === main.version ? { from: setDir, packageDir: installed.dir, source: 'tools' } : undefined;
+  return undefined;
 }
 
 /** Like `locateTool`, but a missing set is an error that says how to install it. */

@@ -119,8 +119,15 @@ export async function ensureToolSet(set: ToolSet, options: EnsureToolOptions): P
   // Swap the new folder in; the old one (if any) is moved aside first and then deleted, so a
   // process loading from it meanwhile keeps its open files.
   const old = `${target}.old-${process.pid}`;
-  if (existsSync(target)) renameSync(target, old);
-  renameSync(staging, target);
+  try {
+    if (existsSync(target)) renameSync(target, old);
+    renameSync(staging, target);
+  } catch (error) {
+    // Another setup swapped its install in between: use that one if it holds what is wanted.
+    rmSync(staging, { recursive: true, force: true });
+    const other = readToolStamp(set, dir);
+    if (!other || !Object.entries(wanted).every(([name, version]) => other.packages[name] === version)) throw error;
+  }
   rmSync(old, { recursive: true, force: true });
   options.report.did(`${main.title}: ${main.name}@${main.version} installed into ${target} in ${((Date.now() - started) / 1000).toFixed(0)} s${gpu.length ? ` (GPU: ${gpu.join(', ')})` : ''}`);
   return true;
