@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { jupyterPath, KERNEL_NAME } from '../../src/notebook/kernel';
+import { locateTool, toolsDir } from '../../src/config/tools';
 
 const root = resolve(__dirname, '../..');
 const cli = (args: string[], env: NodeJS.ProcessEnv = {}) =>
@@ -18,7 +19,12 @@ describe('ambiqa notebook', () => {
     const kernelJson = join(prefix, 'share/jupyter/kernels', KERNEL_NAME, 'kernel.json');
     expect(res.stdout).toContain(kernelJson);
     const spec = JSON.parse(readFileSync(kernelJson, 'utf8'));
-    expect(spec.argv.slice(3)).toEqual(['{connection_file}', root, join(root, 'node_modules/.bin/tslab')]);
+    // tslab from the tool folder `ambiqa setup` fills (never the project's node_modules/.bin), and
+    // the kernel told which copy it runs, so ambiqa's display helpers use the same one.
+    const tslab = locateTool('notebook')!.packageDir;
+    expect(tslab.startsWith(toolsDir())).toBe(true);
+    expect(spec.argv.slice(3)).toEqual(['{connection_file}', root, join(tslab, 'bin', 'tslab')]);
+    expect(spec.env).toEqual({ AMBIQA_HOME: root, AMBIQA_TSLAB: tslab });
     const env = cli(['--register-only', '--print-env'], { AMBIQA_JUPYTER_PREFIX: prefix });
     expect(env.stdout).toBe(`export JUPYTER_PATH='${prefix}/share/jupyter'\nexport PYDEVD_DISABLE_FILE_VALIDATION=1\n`);
   });
