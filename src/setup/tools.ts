@@ -59,7 +59,8 @@ export const runNpm: NpmRunner = (args, cwd) =>
     const npm = npmCommand();
     // The user's npm settings (registry, cache, proxy) apply; ambiqa's own package scripts' do not.
     const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('npm_package_') && k !== 'npm_lifecycle_event' && k !== 'npm_lifecycle_script'));
-    const child = spawn(npm.cmd, [...npm.args, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // npm.cmd on Windows runs only through a shell (Node refuses to spawn a .cmd directly).
+    const child = spawn(npm.cmd, [...npm.args, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], shell: npm.cmd.endsWith('.cmd') });
     let log = '';
     child.stdout.on('data', (d) => (log += d));
     child.stderr.on('data', (d) => (log += d));
