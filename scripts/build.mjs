@@ -53,6 +53,36 @@ export function staleReason(pkg = root) {
   return undefined;
 }
 
+/**
+ * node-llama-cpp and transformers.js are not dependencies of a project that installs ambiqa (ambiqa
+ * setup puts them in its tool folder, src/config/tools.ts), so the declarations must not import
+ * their types: a user's \`tsc\` would report "Cannot find module" in ambiqa's .d.ts (with
+ * skipLibCheck off) and tslab type-checks notebook cells against them. The few engine types the
+ * declarations name (a token, a context sequence, ...) become \`unknown\` there, on the same line
+ * so the declaration maps stay right; the sources keep the real types.
+ */
+const TOOL_TYPE_PACKAGES = ['node-llama-cpp', '@huggingface/transformers'];
+
+function opaqueToolTypes(dir) {
+  const quoted = (p) => `['"]${p.replace(/[/.]/g, '\\$&')}['"]`;
+  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile() || !entry.name.endsWith('.d.ts')) continue;
+    const file = join(entry.parentPath, entry.name);
+    let text = readFileSync(file, 'utf8');
+    const before = text;
+    for (const pkg of TOOL_TYPE_PACKAGES) {
+      const q = quoted(pkg);
+      text = text
+        .replace(new RegExp(`^import type \\{([^}]*)\\} from ${q};$`, 'gm'), (_, names) =>
+          names.split(',').map((n) => n.trim()).filter(Boolean).map((n) => `type ${n} = unknown;`).join(' ') + ' // from ' + pkg + ', not installed beside ambiqa')
+        .replace(new RegExp(`typeof import\\(${q}\\)`, 'g'), 'unknown')
+        .replace(new RegExp(`import\\(${q}\\)\\.[A-Za-z_$][\\w$]*`, 'g'), 'unknown');
+      if (new RegExp(q).test(text)) throw new Error(`build: ${file} still refers to ${pkg} in a form opaqueToolTypes does not rewrite`);
+    }
+    if (text !== before) writeFileSync(file, text);
+  }
+}
+
 function build() {
   const started = Date.now();
   const dist = join(root, 'dist');
@@ -74,6 +104,7 @@ function build() {
     return;
   }
   writeFileSync(join(next.cjs, 'package.json'), '{ "type": "commonjs" }\n');
+  opaqueToolTypes(next.cjs);
 
   // The ES-module entry names every export of the compiled entry: generated here, never kept by hand.
   const entry = createRequire(import.meta.url)(join(next.cjs, 'index.js'));

@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { packageRoot, projectRoot } from '../config/paths';
+import { type ToolSet, locateTool } from '../config/tools';
 import { readModelManifest } from '../config/models';
 
 /**
@@ -29,6 +30,9 @@ const trackedPackages = [
   'yaml',
 ];
 
+/** Tracked packages that a tool set brings (not ambiqa's own dependencies). */
+const TOOL_OF: Record<string, ToolSet> = { 'node-llama-cpp': 'engine', '@huggingface/transformers': 'embedder', 'onnxruntime-node': 'embedder' };
+
 /**
  * `root` is the project whose commit is recorded (the clone, or the project that installed
  * ambiqa: the code that composed the run); versions are those of ambiqa's package and of the
@@ -38,8 +42,12 @@ export function collectProvenance(root = projectRoot, pkg = packageRoot): Proven
   const head = git(root, ['rev-parse', 'HEAD']);
   const status = head === null ? null : git(root, ['status', '--porcelain', '--untracked-files=no']);
   const packages: Record<string, string> = {};
+  // The engine and transformers.js load from the tool folder `ambiqa setup` fills when they are
+  // there (src/config/tools.ts); their versions are read where they load from.
   for (const name of trackedPackages) {
-    const version = installedVersion(pkg, name);
+    const set = TOOL_OF[name];
+    const from = set ? (locateTool(set)?.from ?? pkg) : pkg;
+    const version = installedVersion(from, name);
     if (version) packages[name] = version;
   }
   let models: Provenance['models'] = {};

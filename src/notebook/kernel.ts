@@ -17,6 +17,7 @@ import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, rmSync, s
 import { basename, delimiter, join, resolve, sep } from 'node:path';
 import { packageRoot, projectRoot, venvDir } from '../config/paths';
 import { AmbiqaError } from '../errors';
+import { requireToolSet } from '../config/tools';
 
 export const KERNEL_NAME = 'ambiqa-tslab';
 export const KERNEL_DISPLAY_NAME = 'TypeScript (ambiqa, tslab)';
@@ -65,12 +66,13 @@ export interface KernelSpec {
  * ($1, $2) rather than spliced into the script, so paths with spaces or quotes are safe; `$0` is
  * the connection file Jupyter substitutes for `{connection_file}`.
  */
-export function kernelSpec(root: string, tslab: string): KernelSpec {
+export function kernelSpec(root: string, tslab: string, tslabDir?: string): KernelSpec {
   return {
     argv: ['/bin/sh', '-c', 'cd "$1" && exec "$2" kernel --config-path "$0"', '{connection_file}', root, tslab],
     display_name: KERNEL_DISPLAY_NAME,
     language: 'typescript',
-    env: { AMBIQA_HOME: root },
+    // AMBIQA_TSLAB: the tslab package the kernel runs, whose display functions ambiqa's must use.
+    env: { AMBIQA_HOME: root, ...(tslabDir ? { AMBIQA_TSLAB: tslabDir } : {}) },
     metadata: { ambiqa: { note: 'written by ambiqa notebook / scripts/jupyter-kernel.sh; runs tslab from the repository root' } },
   };
 }
@@ -79,10 +81,11 @@ export function kernelSpec(root: string, tslab: string): KernelSpec {
 export function registerKernel(options: { prefix?: string; root?: string } = {}): KernelRegistration {
   const root = resolve(options.root ?? projectRoot);
   const prefix = resolve(options.prefix ?? jupyterPrefix(root));
-  const tslab = join(root, 'node_modules', '.bin', 'tslab');
-  if (!existsSync(tslab)) {
-    throw new AmbiqaError(`tslab not found at ${tslab}`, 'run `npm install` in the project (tslab is a dependency of ambiqa)');
-  }
+  // tslab is no dependency of the project (it would link its own TypeScript 5.0.4 as the
+  // project's `tsc`): `ambiqa setup` installs it into the tool folder (src/config/tools.ts).
+  const tslabDir = requireToolSet('notebook').packageDir;
+  const tslab = join(tslabDir, 'bin', 'tslab');
+  if (!existsSync(tslab)) throw new AmbiqaError(`tslab's command is missing: ${tslab}`, 'run `npx ambiqa setup --notebook` again');
   // In this repository, node_modules/ambiqa is a link to it; in a project that installed ambiqa
   // it is the installed package, already where tslab looks.
   if (root === packageRoot) {
@@ -92,7 +95,7 @@ export function registerKernel(options: { prefix?: string; root?: string } = {})
   const dir = join(prefix, 'share', 'jupyter', 'kernels', KERNEL_NAME);
   mkdirSync(dir, { recursive: true });
   const kernelJson = join(dir, 'kernel.json');
-  const text = JSON.stringify(kernelSpec(root, tslab), null, 2) + '\n';
+  const text = JSON.stringify(kernelSpec(root, tslab, tslabDir), null, 2) + '\n';
   if (!existsSync(kernelJson) || readFileSync(kernelJson, 'utf8') !== text) writeFileSync(kernelJson, text);
   return { name: KERNEL_NAME, prefix, jupyterPath: join(prefix, 'share', 'jupyter'), kernelJson, root };
 }

@@ -6,6 +6,7 @@
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { requireTool } from '../config/tools';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { packageRoot } from '../config/paths';
@@ -15,6 +16,19 @@ import type { Figure } from './types';
 
 // Resolve ambiqa's own dependencies from its package, whatever the working directory.
 const requireFromPackage = createRequire(join(packageRoot, 'package.json'));
+
+/**
+ * playwright-core: an optional peer of ambiqa (a development checkout has it), else the copy
+ * `ambiqa setup` installs with the notebook kernel into the tool folder (src/config/tools.ts).
+ */
+function requirePlaywright(): unknown {
+  try {
+    return requireFromPackage('playwright-core');
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'MODULE_NOT_FOUND') throw error;
+    return requireTool('notebook', 'playwright-core');
+  }
+}
 
 let plotlySource: string | undefined;
 
@@ -151,7 +165,7 @@ export class PngRenderer {
 
   static async launch(options: { executablePath?: string } = {}): Promise<PngRenderer> {
     const executablePath = options.executablePath ?? chromiumPath();
-    const { chromium } = requireFromPackage('playwright-core') as {
+    const { chromium } = requirePlaywright() as {
       chromium: { launchPersistentContext(dir: string, options: Record<string, unknown>): Promise<PlaywrightContext> };
     };
     // A fresh profile per launch: nothing carries over between runs, and parallel renderers

@@ -6,17 +6,26 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AmbiqaError } from '../errors';
+import { requireTool } from '../config/tools';
 
 type Transformers = typeof import('@huggingface/transformers');
 let loaded: Promise<Transformers> | undefined;
 
-/** transformers.js, imported once and only when a model is first needed (it is slow to load). */
+/**
+ * transformers.js, loaded once and only when a model is first needed (it is slow to load): its
+ * CommonJS build, from ambiqa's own dependencies in a development checkout or else from the
+ * embedder set `ambiqa setup` installed into the tool folder (src/config/tools.ts).
+ */
 export function transformers(): Promise<Transformers> {
-  loaded ??= import('@huggingface/transformers').then((t) => {
+  loaded ??= Promise.resolve().then(() => {
+    const t = requireTool('embedder', '@huggingface/transformers') as Transformers;
     // Never reach for the Hugging Face hub: models come from `ambiqa setup` or the user.
     t.env.allowRemoteModels = false;
     t.env.allowLocalModels = true;
     return t;
+  });
+  loaded.catch(() => {
+    loaded = undefined; // a later call (after `ambiqa setup`) tries again
   });
   return loaded;
 }

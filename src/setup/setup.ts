@@ -10,8 +10,14 @@ import { type ModelManifest, readRawModelManifest, writeModelManifest } from '..
 import { ensureSystemPackages } from './system';
 import { ensureVenv } from './venv';
 import { ensureLlamaServer } from './llama-server';
+import { type EnsureToolOptions, ensureToolSet } from './tools';
+import type { GpuBuild } from '../config/tools';
 
-export const SETUP_PARTS = ['system', 'embedder', 'llm', 'judge', 'venv'] as const;
+/**
+ * `runtime` is the engine and the embedder's runtime (node-llama-cpp's CPU build, transformers.js)
+ * and `notebook` the tslab kernel, each installed into the tool folder (src/setup/tools.ts).
+ */
+export const SETUP_PARTS = ['system', 'runtime', 'embedder', 'llm', 'judge', 'venv', 'notebook'] as const;
 export type SetupPart = (typeof SETUP_PARTS)[number];
 
 export interface SetupOptions {
@@ -42,6 +48,12 @@ export interface SetupOptions {
   server?: boolean;
   /** Injected in tests (the real one builds llama.cpp). */
   serverStep?: (report: Reporter) => Promise<void>;
+  /** GPU builds of llama.cpp to add to the engine (`--gpu`; opt-in, the CPU build is always there). */
+  gpu?: GpuBuild[];
+  /** The tool folder (default `<cache>/tools`, `AMBIQA_TOOLS_DIR`). */
+  toolsDir?: string;
+  /** Injected in tests (the real one runs npm). */
+  npm?: EnsureToolOptions['npm'];
 }
 
 export interface SetupResult {
@@ -98,6 +110,11 @@ export async function runSetup(options: SetupOptions = {}): Promise<SetupResult>
   };
 
   if (parts.has('system')) await step('system packages', () => (options.systemStep ?? ((r) => ensureSystemPackages(r)))(report));
+  const tools: EnsureToolOptions = { report, dir: options.toolsDir, npm: options.npm, gpu: options.gpu };
+  if (parts.has('runtime') || (options.gpu ?? []).length > 0) {
+    await step('embedded engine', () => ensureToolSet('engine', tools));
+    if (parts.has('runtime')) await step('embedder runtime', () => ensureToolSet('embedder', tools));
+  }
   let embedder: EmbedderManifestEntry | undefined = previous?.embedder;
   if (parts.has('embedder')) embedder = await step('embedder', () => ensureEmbedder(ctx));
   let llm: LlmManifestEntry | undefined = previous?.llm;
@@ -130,6 +147,7 @@ export async function runSetup(options: SetupOptions = {}): Promise<SetupResult>
     const dir = options.venvDir ?? venvDir();
     await step('Python venv', () => (options.venvStep ?? ((r) => ensureVenv({ venvDir: dir, report: r })))(report));
   }
+  if (parts.has('notebook')) await step('notebook kernel', () => ensureToolSet('notebook', tools));
   if (options.server) {
     const dir = options.venvDir ?? venvDir();
     await step('llama.cpp server', () => (options.serverStep ?? ((r) => ensureLlamaServer({ venvDir: dir, report: r })))(report));

