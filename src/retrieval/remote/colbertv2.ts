@@ -140,15 +140,13 @@ export class ColbertV2Retriever implements Retriever {
   /** One query of one passage, without retries: reachable, and answering in the API's shape. */
   async preflight(): Promise<void> {
     const once = new RetryPolicy({ maxRetries: 0 });
-    let hits: ColbertHit[];
+    // An empty `topk` is still the API's shape (a lexical stand-in may match nothing).
     try {
-      hits = await this.ask('preflight', 1, once);
+      await this.ask('preflight', 1, once);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      throw new AmbiqaError(message.startsWith(this.field) ? message : `${this.field} ${describeUrl(this.url)}: ${message}`, 'start the server, or set retriever.url to where it listens');
-    }
-    if (hits.length === 0) {
-      throw new AmbiqaError(`${this.field} ${describeUrl(this.url)} answered a query with no passages`, 'check that the server has an index loaded');
+      const hint = error instanceof AmbiqaError && error.hint ? error.hint : 'start the server, or set retriever.url to where it listens';
+      throw new AmbiqaError(message.startsWith(this.field) ? message : `${this.field} ${describeUrl(this.url)}: ${message}`, hint);
     }
   }
 
