@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -136,5 +136,24 @@ describe('ambiqa run with a ColBERTv2 server', () => {
     const lines = r.stderr.trimEnd().split('\n');
     expect(lines[0]).toMatch(/retriever: unknown field 'exlcude' \(allowed: type, k1, b, stopWords, stemmer, engine, index, url, indexName, corpus, exclude\)/);
     expect(lines.filter((l) => !l.includes('fix:') && !l.startsWith('  '))).toHaveLength(1);
+  }, 60_000);
+
+  it('ambiqa coverage takes the server as --retriever: the same AC@k as ambiqa BM25 over the passages it serves', async () => {
+    const corpus = join(dir, 'served.jsonl');
+    writeFileSync(corpus, passages.map((p) => JSON.stringify(p)).join('\n') + '\n');
+    colbert.requests = [];
+    const remote = await runCli(['coverage', '--data', data, '--retriever', `{type: colbertv2, url: ${colbert.url}, cache: off}`, '--exclude', 'none', '--k', '1,2', '--out', join(dir, 'remote.json')], env);
+    expect(remote.code, remote.output).toBe(ExitStatus.ok);
+    expect(colbert.requests.map((q) => q.query)).toEqual(['preflight', 'When did event 0 happen?', 'When did event 1 happen?', 'When did event 2 happen?']);
+    const local = await runCli(['coverage', '--data', data, '--corpus', corpus, '--retriever', 'bm25', '--exclude', 'none', '--k', '1,2', '--out', join(dir, 'local.json')], env);
+    expect(local.code, local.output).toBe(ExitStatus.ok);
+    const read = (f: string) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as { coverage: number[]; retriever: string; 'retriever.url'?: string };
+    expect(read('remote.json').coverage).toEqual(read('local.json').coverage);
+    expect(read('remote.json').coverage[1]).toBeGreaterThan(0);
+    expect(read('remote.json')['retriever.url']).toBe(colbert.url);
+
+    const bad = await runCli(['coverage', '--data', data, '--retriever', `{type: colbertv2, url: ${colbert.url}, kk: 1}`], env);
+    expect(bad.code).toBe(ExitStatus.error);
+    expect(bad.stderr).toMatch(/invalid --retriever: unknown field 'kk'/);
   }, 60_000);
 });
