@@ -16,6 +16,8 @@ import type { Embedder, Passage, Reranker, Retriever, ScoredPassage } from './ty
 import { validateK } from './validate';
 import { CachedRetriever, defaultRetrievalCachePath, RetrievalCache, type RetrievalCacheMode } from './remote/cache';
 import { ColbertV2Retriever } from './remote/colbertv2';
+import { indexDir } from './cache';
+import { buildUsearchIndex, importUsearchIndex, isUsearchIndex, USEARCH_QUANTIZATIONS, UsearchRetriever } from './usearch';
 import { resolve } from 'node:path';
 
 const shorthand = (value: unknown) => (typeof value === 'string' ? { type: value } : value);
@@ -45,6 +47,23 @@ const denseShape = {
   approximateAbove: z.number().int().positive().default(200_000),
   nlist: z.number().int().positive().optional(),
   nprobe: z.number().int().positive().optional(),
+  /**
+   * `memory`: the vectors in the process (exact, or IVF above `approximateAbove`). `usearch`: an
+   * HNSW index on disk, memory-mapped (src/retrieval/usearch.ts).
+   */
+  engine: z.enum(['memory', 'usearch']).default('memory'),
+  /** engine usearch: the index folder (built there from the corpus when absent; default: the index cache). */
+  path: z.string().min(1).optional(),
+  /** engine usearch: how vectors are stored. */
+  quantization: z.enum(USEARCH_QUANTIZATIONS).default('f16'),
+  /** engine usearch: import these vectors (`.npy` float32/float16, or raw f16 with `dimension`) instead of embedding the corpus. */
+  vectors: z.string().min(1).optional(),
+  /** engine usearch with `vectors`: the passage id of each row, one per line. */
+  ids: z.string().min(1).optional(),
+  /** engine usearch with raw f16 `vectors`: values per row. */
+  dimension: z.number().int().positive().optional(),
+  /** engine usearch: HNSW search breadth (ef). */
+  expansion: z.number().int().positive().optional(),
 };
 const denseSchema = z.strictObject(denseShape);
 
@@ -229,6 +248,7 @@ export async function createRetriever(config: RetrieverConfigInput | RetrieverCo
         }
         return Bm25Retriever.create(needCorpus('bm25'), { k1: c.k1, b: c.b, stopWords: c.stopWords, stemmer: c.stemmer }, cache);
       case 'dense':
+        if (c.engine === 'usearch') return openUsearch(c, needCorpus('dense (usearch)'), needEmbedder(), options);
         return DenseRetriever.create(needCorpus('dense'), needEmbedder(), {
           ...cache,
           index: c.index,
@@ -252,6 +272,25 @@ export async function createRetriever(config: RetrieverConfigInput | RetrieverCo
     }
   };
   return build(parsed);
+}
+
+/**
+ * A USearch index for `c`: opened where `path` holds a finished one; else imported from
+ * `vectors` + `ids`, or built from the corpus with the embedder (resuming an interrupted build),
+ * into `path` or the index cache. Passages come from the corpus by id.
+ */
+async function openUsearch(c: DenseConfig, corpus: Corpus, embedder: Embedder, options: FactoryOptions): Promise<Retriever> {
+  if ((c.vectors === undefined) !== (c.ids === undefined)) {
+    throw new AmbiqaError(`retriever.${c.vectors === undefined ? 'vectors' : 'ids'}: needed with retriever.${c.vectors === undefined ? 'ids' : 'vectors'}`, 'give the vectors file and its id list together');
+  }
+  const source = c.vectors ? { vectors: resolve(c.vectors), ids: resolve(c.ids!) } : { embedder: embedder.name };
+  const dir = c.path ? resolve(c.path) : indexDir('usearch', corpus.hash, { ...source, quantization: c.quantization, format: 1 }, options.cacheDir);
+  if (!isUsearchIndex(dir)) {
+    const build = { quantization: c.quantization, ...(options.onProgress ? { onProgress: (done: number, total: number) => options.onProgress!(done, total) } : {}) };
+    if (c.vectors) await importUsearchIndex(dir, { vectors: resolve(c.vectors), ids: resolve(c.ids!), ...(c.dimension ? { dimension: c.dimension } : {}) }, build);
+    else await buildUsearchIndex(dir, corpus.passages, embedder, { ...build, corpusHash: corpus.hash });
+  }
+  return UsearchRetriever.open(dir, { embedder, passage: (id) => corpus.byId(id), ...(c.expansion ? { expansion: c.expansion } : {}) });
 }
 
 let shared: RetrievalCache | undefined;
