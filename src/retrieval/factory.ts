@@ -54,8 +54,8 @@ const denseShape = {
   engine: z.enum(['memory', 'usearch']).default('memory'),
   /** engine usearch: the index folder (built there from the corpus when absent; default: the index cache). */
   path: z.string().min(1).optional(),
-  /** engine usearch: how vectors are stored. */
-  quantization: z.enum(USEARCH_QUANTIZATIONS).default('f16'),
+  /** engine usearch: how vectors are stored (default f16; absent for the in-memory engine, so its params stay as they were). */
+  quantization: z.enum(USEARCH_QUANTIZATIONS).optional(),
   /** engine usearch: import these vectors (`.npy` float32/float16, or raw f16 with `dimension`) instead of embedding the corpus. */
   vectors: z.string().min(1).optional(),
   /** engine usearch with `vectors`: the passage id of each row, one per line. */
@@ -284,9 +284,10 @@ async function openUsearch(c: DenseConfig, corpus: Corpus, embedder: Embedder, o
     throw new AmbiqaError(`retriever.${c.vectors === undefined ? 'vectors' : 'ids'}: needed with retriever.${c.vectors === undefined ? 'ids' : 'vectors'}`, 'give the vectors file and its id list together');
   }
   const source = c.vectors ? { vectors: resolve(c.vectors), ids: resolve(c.ids!) } : { embedder: embedder.name };
-  const dir = c.path ? resolve(c.path) : indexDir('usearch', corpus.hash, { ...source, quantization: c.quantization, format: 1 }, options.cacheDir);
+  const quantization = c.quantization ?? 'f16';
+  const dir = c.path ? resolve(c.path) : indexDir('usearch', corpus.hash, { ...source, quantization, format: 1 }, options.cacheDir);
   if (!isUsearchIndex(dir)) {
-    const build = { quantization: c.quantization, ...(options.onProgress ? { onProgress: (done: number, total: number) => options.onProgress!(done, total) } : {}) };
+    const build = { quantization, ...(options.onProgress ? { onProgress: (done: number, total: number) => options.onProgress!(done, total) } : {}) };
     if (c.vectors) await importUsearchIndex(dir, { vectors: resolve(c.vectors), ids: resolve(c.ids!), ...(c.dimension ? { dimension: c.dimension } : {}) }, build);
     else await buildUsearchIndex(dir, corpus.passages, embedder, { ...build, corpusHash: corpus.hash });
   }
