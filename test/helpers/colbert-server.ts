@@ -15,6 +15,8 @@ export interface ColbertRequest {
   method: string;
   query: string;
   k: number;
+  /** The Authorization header, when one came. */
+  authorization?: string;
 }
 
 export interface ColbertServer {
@@ -22,6 +24,8 @@ export interface ColbertServer {
   requests: ColbertRequest[];
   /** `ok`; `shape`: a JSON answer without `topk`; `status`: HTTP 503 on everything. */
   mode: 'ok' | 'shape' | 'status';
+  /** When set, requests without this Authorization header get HTTP 401. */
+  requiredAuthorization?: string;
   close(): Promise<void>;
 }
 
@@ -61,7 +65,9 @@ export async function startColbertServer(passages: Passage[], options: { path?: 
       k = Number(url.searchParams.get('k') ?? 10);
     }
     if (typeof query !== 'string' || typeof k !== 'number' || !Number.isInteger(k) || k < 1) return json(res, 400, { error: 'query and k required' });
-    state.requests.push({ method: req.method ?? 'GET', query, k });
+    const authorization = req.headers.authorization;
+    state.requests.push({ method: req.method ?? 'GET', query, k, ...(authorization ? { authorization } : {}) });
+    if (state.requiredAuthorization && authorization !== state.requiredAuthorization) return json(res, 401, { error: 'unauthorized' });
     if (state.mode === 'status') return json(res, 503, { error: 'unavailable' });
     if (state.mode === 'shape') return json(res, 200, { results: [] });
     if (k > 100) return json(res, 400, { error: 'Only k <= 100 is supported' });

@@ -79,6 +79,20 @@ describe('ColbertV2Retriever', () => {
     expect(() => new ColbertV2Retriever({ url: 'nowhere' })).toThrow(/^retriever\.url: "nowhere" is not a URL$/);
   });
 
+  it('credentials in the URL travel as basic auth, never in messages or the description', async () => {
+    server.requiredAuthorization = `Basic ${Buffer.from('reader:s3cret').toString('base64')}`;
+    try {
+      const url = server.url.replace('http://', 'http://reader:s3cret@');
+      const hits = await new ColbertV2Retriever({ url }).search('Paris', 2);
+      expect(hits).toHaveLength(2);
+      expect(server.requests[0]!.authorization).toBe(server.requiredAuthorization);
+      const wrong = await new ColbertV2Retriever({ url: server.url.replace('http://', 'http://reader:nope@') }).preflight().catch((e: Error) => e);
+      expect((wrong as Error).message).toBe(`retriever.url ${server.url}: HTTP 401`);
+    } finally {
+      server.requiredAuthorization = undefined;
+    }
+  });
+
   it('describe: engine, URL without credentials, method', () => {
     const r = new ColbertV2Retriever({ url: 'http://user:secret@host:8893/api/search', post: true });
     expect(r.describe()).toEqual({ engine: 'colbertv2', url: 'http://host:8893/api/search', method: 'POST', maxK: '100' });

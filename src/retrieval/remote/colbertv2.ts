@@ -81,6 +81,7 @@ export class ColbertV2Retriever implements Retriever {
   private readonly maxK: number;
   private readonly timeoutMs: number;
   private readonly field: string;
+  private readonly headers: Record<string, string> = {};
   // One policy for every call to this server: a server that is down opens its breaker once.
   private readonly policy = new RetryPolicy({ maxRetries: 2, baseDelayMs: 200, maxDelayMs: 2_000 });
 
@@ -95,7 +96,14 @@ export class ColbertV2Retriever implements Retriever {
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
       throw new AmbiqaError(`${field}: ${describeUrl(options.url)} is not an http(s) URL`, 'give the server as http://host:port/path');
     }
-    this.url = options.url;
+    // fetch refuses a URL with credentials: they travel as HTTP basic auth instead, and never
+    // reach a message, a param or a cache key (which all use the URL without them).
+    if (parsed.username || parsed.password) {
+      const user = decodeURIComponent(parsed.username);
+      const password = decodeURIComponent(parsed.password);
+      this.headers = { authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` };
+    }
+    this.url = stripCredentials(options.url);
     this.post = options.post ?? false;
     this.maxK = options.maxK ?? 100;
     this.timeoutMs = options.timeoutMs ?? 30_000;
@@ -117,6 +125,7 @@ export class ColbertV2Retriever implements Retriever {
       timeoutMs: this.timeoutMs,
       policy,
       field: this.field,
+      headers: this.headers,
     });
     const hits = parseColbertAnswer(body);
     if (typeof hits === 'string') {
