@@ -20,6 +20,15 @@ import { indexDir } from './cache';
 import { buildUsearchIndex, importUsearchIndex, isUsearchIndex, USEARCH_QUANTIZATIONS, UsearchRetriever } from './usearch';
 import { resolve } from 'node:path';
 
+function isHttpUrl(value: string): boolean {
+  try {
+    const u = new URL(value);
+    return u.protocol === 'http:' || u.protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
 const shorthand = (value: unknown) => (typeof value === 'string' ? { type: value } : value);
 
 // Every retriever schema is strict: a field it does not know (`exlcude`, `engnie`) is refused
@@ -73,7 +82,7 @@ const denseSchema = z.strictObject(denseShape);
  */
 const colbertShape = {
   type: z.literal('colbertv2'),
-  url: z.string().min(1),
+  url: z.string().refine(isHttpUrl, { error: (issue) => `must be an http(s) URL of the server's search endpoint, e.g. http://host:8893/api/search (got ${JSON.stringify(issue.input)})` }),
   /** POST `{query, k}` instead of `GET ?query=&k=` (dsp's `post_requests`). */
   post: z.boolean().default(false),
   /** The most passages one request asks for (the hosted server's cap is 100). */

@@ -42,6 +42,9 @@ describe('retriever: section', () => {
     );
     expect(refusal({ type: 'dense' }, ['retriever.exlcude=own'])).toMatch(/^c\.yaml: retriever: unknown field 'exlcude'/);
     expect(refusal({ type: 'colbertv2', url: 'http://h:1/s', corpse: 'x' })).toMatch(/^c\.yaml: retriever: unknown field 'corpse' \(allowed: type, url, post, maxK, timeout, cache, corpus, exclude\)$/);
+    expect(refusal({ type: 'colbertv2', url: 'localhost:8893' })).toBe(
+      'c.yaml: retriever.url: must be an http(s) URL of the server\'s search endpoint, e.g. http://host:8893/api/search (got "localhost:8893")',
+    );
     expect(refusal({ type: 'hybrid', retrievers: ['bm25', { type: 'dense', nporbe: 2 }] })).toMatch(/^c\.yaml: retriever\.retrievers\[1\]: unknown field 'nporbe'/);
   });
 
