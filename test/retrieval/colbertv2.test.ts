@@ -154,6 +154,15 @@ describe('the persistent retrieval cache', () => {
     expect(again.stats).toEqual({ hits: 1, misses: 2 });
   });
 
+  it('identical queries in flight at once share one request', async () => {
+    const cached = new CachedRetriever(new ColbertV2Retriever({ url: server.url }), new RetrievalCache({ path: join(dir, 'inflight.sqlite') }));
+    const [a, b, c] = await Promise.all([cached.search('Brest summer', 3), cached.search('Brest summer', 3), cached.search('Brest summer', 4)]);
+    expect(b).toEqual(a);
+    expect(c).toHaveLength(4);
+    expect(server.requests.map((r) => r.k).sort()).toEqual([3, 4]);
+    expect(cached.stats).toEqual({ hits: 1, misses: 2 });
+  });
+
   it('refresh asks again once and overwrites; off is not wrapped', async () => {
     const path = join(dir, 'refresh.sqlite');
     const cache = new RetrievalCache({ path });

@@ -104,6 +104,7 @@ export class CachedRetriever implements Retriever {
   readonly stats: RetrievalCacheStats = { hits: 0, misses: 0 };
   /** Keys this instance wrote in `refresh` mode: asked twice, answered the same twice. */
   private readonly refreshed = new Set<string>();
+  private readonly inFlight = new Map<string, Promise<ScoredPassage[]>>();
 
   constructor(
     readonly base: Retriever,
@@ -123,11 +124,25 @@ export class CachedRetriever implements Retriever {
         return stored;
       }
     }
-    const hits = await this.base.search(query, k);
-    this.stats.misses++;
-    this.cache.put(key, this.base.name, hits);
-    if (this.mode === 'refresh') this.refreshed.add(key);
-    return hits;
+    // Identical queries in flight at once (concurrent questions) share one request.
+    const pending = this.inFlight.get(key);
+    if (pending) {
+      const hits = await pending;
+      this.stats.hits++;
+      return hits;
+    }
+    const request = this.base.search(query, k).then((hits) => {
+      this.stats.misses++;
+      this.cache.put(key, this.base.name, hits);
+      if (this.mode === 'refresh') this.refreshed.add(key);
+      return hits;
+    });
+    this.inFlight.set(key, request);
+    try {
+      return await request;
+    } finally {
+      this.inFlight.delete(key);
+    }
   }
 
   preflight(): Promise<void> {
