@@ -265,7 +265,8 @@ export function createComposer(options: { notify?: (message: string) => void } =
         report = runPreflight(config, {
           client: (s) => getLlm(config[s]!, s),
           embeds,
-          ...(remote ? { retriever: () => getRetriever(section, embeds ? getEmbedder() : undefined) } : {}),
+          // A server-backed retriever embeds nothing (no dense part): the embedder is checked below.
+          ...(remote ? { retriever: () => getRetriever(section) } : {}),
         });
         preflights.set(key, report);
       }

@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cacheDir } from '../../src/config/paths';
 import { ExitStatus } from '../../src/experiments/exit-status';
 import type { Passage } from '../../src/retrieval/types';
 import { freePort } from '../../src/tracking/server';
@@ -156,4 +157,40 @@ describe('ambiqa run with a ColBERTv2 server', () => {
     expect(bad.code).toBe(ExitStatus.error);
     expect(bad.stderr).toMatch(/invalid --retriever: unknown field 'kk'/);
   }, 60_000);
+
+  it('ToC retrieves its pool from the server (scripted model), with exclude: own dropping the question pids', async () => {
+    // Each question's own passage is annotated for it in the corpus read for leak control; the
+    // server serves the same passages under the same ids.
+    const annotated = join(dir, 'annotated.jsonl');
+    writeFileSync(annotated, passages.map((p, i) => JSON.stringify({ ...p, annotated_for: i < 3 ? [`asqa:q0${i}`] : [] })).join('\n') + '\n');
+    colbert.requests = [];
+    const yaml = writeYaml(join(dir, 'colbert-toc.yaml'), {
+      name: 'colbert-toc',
+      dataset: { name: 'asqa', path: data },
+      pipeline: { name: 'toc', options: { nShots: 0, maxNodes: 2, maxDepth: 1, nPassages: 2, pruning: false } },
+      llm: {
+        provider: 'scripted',
+        replies: { 'toc.rac': 'DQ 1: When did it first happen? DA 1: 1990', 'toc.verify': 'True', 'toc.answer': 'It first happened in 1990.' },
+        cache: join(dir, 'toc-llm.sqlite'),
+      },
+      retriever: { type: 'colbertv2', url: colbert.url, corpus: annotated, exclude: 'own', cache: 'off' },
+      reranker: 'none',
+      metrics: ['str_em'],
+      tracking: { enabled: false },
+    });
+    // ToC embeds (MiniLM, cheap): the models of the machine's cache; the retrieval cache off.
+    const r = await runCli(['run', yaml], { ...env, AMBIQA_CACHE_DIR: cacheDir() });
+    expect(r.code, r.output).toBe(ExitStatus.ok);
+    const traces = jsonl(join(artifacts, 'runs', 'colbert-toc', 'traces.jsonl')) as Array<{ questionId: string; retrievals: Array<{ retriever: string; hits: Array<{ id: string }> }> }>;
+    expect(traces).toHaveLength(3);
+    for (const t of traces) {
+      const own = String(5000 + Number(t.questionId.slice(1)));
+      const ids = t.retrievals.flatMap((x) => x.hits.map((h) => h.id));
+      expect(ids.length).toBeGreaterThan(0);
+      expect(ids).not.toContain(own);
+      for (const id of ids) expect(passages.map((p) => p.id)).toContain(id);
+    }
+    // The server was asked (after the preflight) with the over-fetch of one excluded passage.
+    expect(colbert.requests.length).toBeGreaterThan(1);
+  }, 120_000);
 });
