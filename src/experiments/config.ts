@@ -106,10 +106,6 @@ const trackingSchema = z.strictObject({
   tags: z.record(z.string(), z.string()).default({}),
 });
 
-function typeShorthand(value: unknown): unknown {
-  return typeof value === 'string' ? { type: value } : value;
-}
-
 /** ` (got 3)`: what a field held, for messages the schemas write themselves. */
 function got(value: unknown): string {
   return value === undefined ? '' : ` (got ${JSON.stringify(value)})`;
