@@ -126,6 +126,9 @@ export function describeOutcome(outcome: RunOutcome, configFile?: string): strin
   lines.push(
     `  LLM: ${m.usage.llm_calls} calls, ${m.usage.cache_hits} cache hits, ${tokenCount(m.usage.prompt_tokens)} prompt + ${tokenCount(m.usage.completion_tokens)} completion tokens`,
   );
+  if (m.usage.retrieval_cache_hits !== undefined) {
+    lines.push(`  retrieval: ${m.usage.retrieval_cache_misses ?? 0} server queries, ${m.usage.retrieval_cache_hits} retrieval cache hits`);
+  }
   if (m.usage.cost_usd !== undefined) {
     // A run with a judge: section pays each model at its own price: both sources are said.
     const llmSource = m.settings?.['llm.pricing'];

@@ -13,7 +13,9 @@ import { labelJudgments } from '../metrics/judge-labels';
 import { loadCorpus, corpusFromPassages, type Corpus } from '../retrieval/corpus';
 import { buildCorpus, defaultSources } from '../retrieval/corpus-builder';
 import { MiniLmEmbedder } from '../retrieval/embedder';
-import { createReranker, createRetriever } from '../retrieval/factory';
+import { createReranker, createRetriever, needsCorpus, needsEmbedder as retrieverEmbeds, type RetrieverConfig } from '../retrieval/factory';
+import { retrievalCacheStats, type RetrievalCacheStats } from '../retrieval/remote/cache';
+import { retrieverParams } from '../retrieval/remote/inspect';
 import { withExclusion } from '../retrieval/exclude';
 import type { Embedder, Retriever } from '../retrieval/types';
 import { openTracking, stopLocalServer } from '../tracking/index';
@@ -96,6 +98,21 @@ export function createComposer(options: { notify?: (message: string) => void } =
 
   const getEmbedder = () => (embedder ??= new MiniLmEmbedder());
 
+  // One retriever per distinct section (corpus and settings), shared by a sweep's runs and by
+  // the preflight, which checks a server-backed one before any model call.
+  const getRetriever = (section: NonNullable<ExperimentConfig['retriever']>, withEmbedder?: Embedder): Promise<Retriever> => {
+    const { corpus: corpusPath, exclude: _exclude, ...retrieverConfig } = section;
+    const key = JSON.stringify([corpusPath ?? null, retrieverConfig]);
+    let retriever = retrievers.get(key);
+    if (!retriever) {
+      const corpus = needsCorpus(retrieverConfig) ? getCorpus(corpusPath) : undefined;
+      retriever = createRetriever(retrieverConfig, corpus, withEmbedder ? { embedder: withEmbedder } : {});
+      retrievers.set(key, retriever);
+      retriever.catch(() => retrievers.delete(key));
+    }
+    return retriever;
+  };
+
   // One client per distinct section, whichever role it plays: a `judge:` equal to another run's
   // `llm:` shares its client (one loaded GGUF, one cache connection, one slot pool).
   const getLlm = (section: ExperimentConfig['llm'], role: LlmSection): Promise<LlmClient> => {
@@ -151,22 +168,28 @@ export function createComposer(options: { notify?: (message: string) => void } =
       const context: PipelineContext = { llm: config.judge ? withJudge(llm, await getLlm(config.judge, 'judge')) : llm };
       if (needsEmbedder(config)) context.embedder = getEmbedder();
 
-      // Judge diagnostics label passage-based judgments by the passages' texts: the run's corpus.
+      // Judge diagnostics label passage-based judgments by the passages' texts: the run's corpus
+      // (none is loaded for a retrieval server that holds its own passages).
       let passageText: (id: string) => string | undefined = () => undefined;
+      let retrieverSettings: Record<string, string> = {};
+      let retrievalCache: (() => RetrievalCacheStats | undefined) | undefined;
       if (config.retriever) {
-        const corpus = getCorpus(config.retriever.corpus);
-        passageText = (id) => corpus.byId(id)?.text;
-      }
-      if (config.retriever) {
-        const { corpus: corpusPath, exclude = 'none', ...retrieverConfig } = config.retriever;
-        const key = JSON.stringify([corpusPath ?? null, retrieverConfig]);
-        let retriever = retrievers.get(key);
-        if (!retriever) {
-          retriever = createRetriever(retrieverConfig, getCorpus(corpusPath), context.embedder ? { embedder: context.embedder } : {});
-          retrievers.set(key, retriever);
-        }
+        const { corpus: corpusPath, exclude = 'none' } = config.retriever;
+        const corpus = needsCorpus(engineConfig(config.retriever)) || exclude === 'own' ? getCorpus(corpusPath) : undefined;
+        if (corpus) passageText = (id) => corpus.byId(id)?.text;
+        const retriever = await getRetriever(config.retriever, context.embedder);
         // Leak control: the same index, seen by each question without its own annotated passages.
-        context.retriever = withExclusion(await retriever, getCorpus(corpusPath), exclude);
+        context.retriever = corpus ? withExclusion(retriever, corpus, exclude) : retriever;
+        retrieverSettings = retrieverParams(retriever);
+        // This run's hits and misses: the retriever (and its counts) is shared by a sweep's runs.
+        const before = retrievalCacheStats(retriever);
+        if (before) {
+          const start = { ...before };
+          retrievalCache = () => {
+            const now = retrievalCacheStats(retriever)!;
+            return { hits: now.hits - start.hits, misses: now.misses - start.misses };
+          };
+        }
       }
       if (config.reranker) context.reranker = createReranker(config.reranker, context.embedder ? { embedder: context.embedder } : {});
 
@@ -210,7 +233,8 @@ export function createComposer(options: { notify?: (message: string) => void } =
         score: (example, out) => scorer.score(example, out),
         labelJudgments: (example, trace) => labelJudgments(trace, example, passageText),
         aggregate: aggregateResults,
-        settings: { ...llmSettings(config.llm), ...(config.judge ? llmSettings(config.judge, 'judge') : {}), ...scorer.settings },
+        settings: { ...llmSettings(config.llm), ...(config.judge ? llmSettings(config.judge, 'judge') : {}), ...retrieverSettings, ...scorer.settings },
+        ...(retrievalCache ? { retrievalCache } : {}),
         ...(price ? { price } : {}),
       };
     },
@@ -232,10 +256,18 @@ export function createComposer(options: { notify?: (message: string) => void } =
 
     preflight(config) {
       const embeds = needsEmbedder(config);
-      const key = JSON.stringify([config.llm, config.judge ?? null, config.reader ?? null, config.metrics, judgeLabels(config.pipeline.name), embeds]);
+      // A retriever outside the process (a server) is checked too; an in-memory one is not built here.
+      const section = config.retriever;
+      const remote = section !== undefined && !needsCorpus(engineConfig(section));
+      const key = JSON.stringify([config.llm, config.judge ?? null, config.reader ?? null, config.metrics, judgeLabels(config.pipeline.name), embeds, remote ? section : null]);
       let report = preflights.get(key);
       if (!report) {
-        report = runPreflight(config, { client: (section) => getLlm(config[section]!, section), embeds });
+        report = runPreflight(config, {
+          client: (s) => getLlm(config[s]!, s),
+          embeds,
+          // A server-backed retriever embeds nothing (no dense part): the embedder is checked below.
+          ...(remote ? { retriever: () => getRetriever(section) } : {}),
+        });
         preflights.set(key, report);
       }
       return report;
@@ -252,6 +284,14 @@ export function createComposer(options: { notify?: (message: string) => void } =
         }
       }
       llms.clear();
+      for (const retriever of retrievers.values()) {
+        try {
+          await (await retriever).close?.();
+        } catch {
+          /* a retriever that failed to build has nothing to close */
+        }
+      }
+      retrievers.clear();
       for (const reader of readers.values()) {
         try {
           await (await reader).close();
@@ -271,9 +311,15 @@ function needsEmbedder(config: ExperimentConfig): boolean {
   // fixed demos need no embedding either.
   const nShots = config.pipeline.options.nShots;
   if (typeof nShots === 'number' && nShots > 0 && config.dataset.demoSelection !== 'fixed') return true;
-  if (config.retriever && config.retriever.type !== 'bm25') return true;
+  if (config.retriever && retrieverEmbeds(engineConfig(config.retriever))) return true;
   if (config.reranker && config.reranker.type !== 'none') return true;
   return requiresEmbedder(config.pipeline.name);
+}
+
+/** A retriever section without the run's fields (`corpus`, `exclude`): the engine's own config. */
+function engineConfig(section: NonNullable<ExperimentConfig['retriever']>): RetrieverConfig {
+  const { corpus: _corpus, exclude: _exclude, ...config } = section;
+  return config as RetrieverConfig;
 }
 
 function readIds(path: string): string[] {

@@ -10,7 +10,7 @@ import { AmbiqaError } from '../errors';
 import { decideMetrics } from '../metrics/plan';
 import { listedLlmProviders, llmProviderOf, llmProviderSchemas, type LlmSectionConfig, type LlmSectionInput } from '../llm/provider-registry';
 import type { BuiltinPipelineName, PipelineOptionsInput, RegisteredPipelineOptions } from '../pipelines/registry';
-import { rerankerConfigSchema, retrieverConfigSchema, type RerankerConfigInput, type RetrieverConfigInput } from '../retrieval/factory';
+import { rerankerConfigSchema, retrieverSectionSchema as retrieverSectionSchemaOf, type RerankerConfigInput, type RetrieverConfigInput } from '../retrieval/factory';
 import type { PipelineName } from '../trace/types';
 import { readYamlMapping } from '../common/yaml';
 import { formatIssues } from '../common/zod-issues';
@@ -106,10 +106,6 @@ const trackingSchema = z.strictObject({
   tags: z.record(z.string(), z.string()).default({}),
 });
 
-function typeShorthand(value: unknown): unknown {
-  return typeof value === 'string' ? { type: value } : value;
-}
-
 /** ` (got 3)`: what a field held, for messages the schemas write themselves. */
 function got(value: unknown): string {
   return value === undefined ? '' : ` (got ${JSON.stringify(value)})`;
@@ -171,22 +167,19 @@ function llmSectionSchema(checkFiles: boolean): z.ZodType<LlmSectionConfig, unkn
  * `retriever:` — a retriever of src/retrieval/factory.ts, plus where its corpus is and what it
  * hides from each question. A mapping, or a bare type name (`retriever: bm25` means `{type: bm25}`).
  */
-const retrieverSectionSchema = z.preprocess(
-  typeShorthand,
-  z.intersection(
-    retrieverConfigSchema,
-    z.object({
-      /** A corpus file (relative: to the working directory, else the project); absent: the data's own passages. */
-      corpus: z.string({ error: (issue) => `expected a file path${got(issue.input)}` }).optional(),
-      /** `own`: a question's own annotated passages never reach its results. */
-      exclude: z
-        .enum(['none', 'own'], {
-          error: (issue) => `must be "none" or "own" (a question's own annotated passages never reach its results); got ${JSON.stringify(issue.input)}`,
-        })
-        .default('none'),
-    }),
-  ),
-);
+const retrieverSectionFields = {
+  /** A corpus file (relative: to the working directory, else the project); absent: the data's own passages. */
+  corpus: z.string({ error: (issue) => `expected a file path${got(issue.input)}` }).optional(),
+  /** `own`: a question's own annotated passages never reach its results. */
+  exclude: z
+    .enum(['none', 'own'], {
+      error: (issue) => `must be "none" or "own" (a question's own annotated passages never reach its results); got ${JSON.stringify(issue.input)}`,
+    })
+    .default('none'),
+};
+// Strict like every other section: `retriever.exlcude` is refused with the allowed fields named.
+const retrieverSectionSchema = retrieverSectionSchemaOf(retrieverSectionFields);
+const savedRetrieverSectionSchema = retrieverSectionSchemaOf(retrieverSectionFields, { lenient: true });
 
 /**
  * `ambiqa sweep`: dotted field path → values; the grid is their Cartesian product. The key
@@ -236,7 +229,7 @@ function resolvedConfigObject<L extends z.ZodType<LlmSectionConfig, unknown>>(ll
       /** Absent: judgments go to `llm`. */
       judge: llm.optional(),
       /** `corpus` is absolute once resolved. */
-      retriever: retrieverSectionSchema.optional(),
+      retriever: (lenient ? savedRetrieverSectionSchema : retrieverSectionSchema).optional(),
       reranker: rerankerConfigSchema.optional(),
       metrics: z.array(z.string().min(1)),
       reader: commonFields.reader,
@@ -380,7 +373,7 @@ export function experimentConfigSchema(registry: ConfigRegistry, options: Schema
     .superRefine(
       (file, ctx) => {
         if (!file.retriever && registry.requiresRetriever?.(file.pipeline.name)) {
-          ctx.addIssue({ code: 'custom', path: ['retriever'], message: `pipeline ${file.pipeline.name} needs a retriever (e.g. \`retriever: bm25\`; types: bm25, dense, hybrid, multi-query)` });
+          ctx.addIssue({ code: 'custom', path: ['retriever'], message: `pipeline ${file.pipeline.name} needs a retriever (e.g. \`retriever: bm25\`; types: bm25, dense, hybrid, multi-query, colbertv2)` });
         }
       },
       // Said only of an otherwise sound config: with a wrong pipeline name it would mislead.

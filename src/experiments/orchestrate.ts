@@ -33,6 +33,11 @@ export interface RunComponents {
   labelJudgments?(example: Example, trace: Trace): LabelledJudgment[];
   /** The run model's price and where it came from (absent: unknown, no `cost_usd`). */
   price?: PriceSource;
+  /**
+   * This run's hits and misses of the persistent retrieval cache (src/retrieval/remote/cache.ts),
+   * reported as `retrieval_cache_hits` / `retrieval_cache_misses`; absent: no cached retriever.
+   */
+  retrievalCache?(): { hits: number; misses: number } | undefined;
 }
 
 export interface AnswerRequest {

@@ -25,6 +25,8 @@ import { safeUrl } from '../llm/errors';
 import { describeModelList, OpenAICompatibleProvider, type ModelListing } from '../llm/providers/openai-compatible';
 import { pipelineEntry } from '../pipelines/registry';
 import { MiniLmEmbedder } from '../retrieval/embedder';
+import { preflightRetriever } from '../retrieval/remote/inspect';
+import type { Retriever } from '../retrieval/types';
 import type { ExperimentConfig } from './config';
 import { parseReaderSpec } from './reader';
 
@@ -51,6 +53,8 @@ export interface PreflightDeps {
   client(section: 'llm' | 'judge'): Promise<LlmClient>;
   /** Whether the run embeds (kNN demos, dense retrieval, an embedding reranker). */
   embeds: boolean;
+  /** The run's retriever when it lives outside the process (a server): checked before any model call. */
+  retriever?: () => Promise<Retriever>;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -126,6 +130,18 @@ export async function runPreflight(config: ExperimentConfig, deps: PreflightDeps
       } catch (error) {
         problems.push(`reader: ${oneLine(error)}`);
       }
+    }
+  }
+
+  // A retrieval server: reachable and answering in its API's shape (one query, no retries),
+  // before any model call: a run against a server that is down would fail every question.
+  if (deps.retriever) {
+    try {
+      await preflightRetriever(await deps.retriever());
+    } catch (error) {
+      const hint = error instanceof AmbiqaError && error.hint ? `; fix: ${error.hint}` : '';
+      const message = (error instanceof Error ? error.message : String(error)).replace(/\s*\n\s*/g, ' — ');
+      problems.push(`${message}${hint} (--skip-preflight runs without this check)`);
     }
   }
 

@@ -168,6 +168,11 @@ async function runSession(request: RunRequest, warn: (message: string) => void):
     const spent = runState.state.costUsd;
     if (spent !== undefined && spent > (metrics.usage.cost_usd ?? 0)) metrics.usage.cost_usd = round(spent, 6);
     if (components.settings && Object.keys(components.settings).length > 0) metrics.settings = components.settings;
+    const retrieval = components.retrievalCache?.();
+    if (retrieval) {
+      metrics.usage.retrieval_cache_hits = retrieval.hits;
+      metrics.usage.retrieval_cache_misses = retrieval.misses;
+    }
     if (calibrated.priors) {
       metrics.settings = { ...metrics.settings, ...judgePriorSettings(calibrated.priors) };
       metrics.usage.calibration_llm_calls = calibrated.priors.usage.llmCalls;

@@ -18,6 +18,8 @@ export {
   parseRerankerConfig,
   createRetriever,
   createReranker,
+  needsCorpus,
+  type ColbertV2Config,
   type RetrieverConfig,
   type RetrieverConfigInput,
   type RerankerConfig,
@@ -25,3 +27,7 @@ export {
   type FactoryOptions,
 } from './factory';
 export { makeTokenizer, type TokenizerOptions } from './tokenize';
+export { ColbertV2Retriever, type ColbertV2Options } from './remote/colbertv2';
+export { CachedRetriever, RetrievalCache, retrievalCacheStats, type RetrievalCacheMode, type RetrievalCacheStats } from './remote/cache';
+export { preflightRetriever, retrieverParams } from './remote/inspect';
+export { UsearchRetriever, buildUsearchIndex, importUsearchIndex, type UsearchMeta, type UsearchQuantization } from './usearch';

@@ -298,6 +298,9 @@ const runMetricsSchema = z.object({
      */
     calibration_llm_calls: jsonNumber.optional(),
     calibration_prompt_tokens: jsonNumber.optional(),
+    /** The persistent retrieval cache (a retrieval server's answers): this session's replays and live queries. */
+    retrieval_cache_hits: jsonNumber.optional(),
+    retrieval_cache_misses: jsonNumber.optional(),
   }),
   /** Examples the run was asked to answer; `n < total` when it was stopped early. */
   total: z.int().min(0).optional(),

@@ -90,7 +90,7 @@ describe('ambiqa run refuses bad input before any LLM call', () => {
       c.retriever = { type: 'colbert' };
     });
     expect(await refusal(() => runCommand([file2]))).toBe(
-      `${file2}: retriever.type: must be one of "bm25", "dense", "hybrid", "multi-query" (got "colbert")`,
+      `${file2}: retriever.type: must be one of "bm25", "dense", "hybrid", "multi-query", "colbertv2" (got "colbert")`,
     );
   });
 

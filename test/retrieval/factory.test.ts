@@ -33,12 +33,23 @@ const corpus = corpusFromPassages([
 
 describe('retriever config', () => {
   it('fills defaults and accepts a bare string', () => {
-    expect(parseRetrieverConfig('bm25')).toEqual({ type: 'bm25', k1: 0.9, b: 0.4, stopWords: true, stemmer: 'porter' });
+    expect(parseRetrieverConfig('bm25')).toEqual({ type: 'bm25', k1: 0.9, b: 0.4, stopWords: true, stemmer: 'porter', engine: 'memory' });
     expect(parseRetrieverConfig({ type: 'dense' })).toMatchObject({ type: 'dense', index: 'auto', approximateAbove: 200_000 });
     const hybrid = parseRetrieverConfig('hybrid');
     expect(hybrid).toMatchObject({ type: 'hybrid', rrfK: 60, depth: 100 });
     expect(hybrid.type === 'hybrid' && hybrid.retrievers.map((r) => r.type)).toEqual(['bm25', 'dense']);
     expect(retrieverConfigSchema.safeParse({ type: 'multi-query', base: 'bm25' }).success).toBe(true);
+  });
+  it('refuses a field no retriever kind has, at any depth, naming the allowed ones', () => {
+    expect(() => parseRetrieverConfig({ type: 'bm25', exlcude: 'own' })).toThrow(
+      "invalid retriever: unknown field 'exlcude' (allowed: type, k1, b, stopWords, stemmer, engine, index, url, indexName)",
+    );
+    expect(() => parseRetrieverConfig({ type: 'dense', nlsit: 4 })).toThrow(/unknown field 'nlsit'/);
+    expect(() => parseRetrieverConfig({ type: 'hybrid', retrievers: [{ type: 'bm25' }, { type: 'dense', k: 3 }] })).toThrow(/^invalid retriever\.retrievers\[1\]: unknown field 'k'/);
+    expect(() => parseRetrieverConfig({ type: 'multi-query', base: { type: 'bm25', stemer: 's' } })).toThrow(/^invalid retriever\.base: unknown field 'stemer'/);
+    expect(() => parseRetrieverConfig({ type: 'colbertv2', url: 'http://h/s', kk: 3 })).toThrow(/unknown field 'kk' \(allowed: type, url, post, maxK, timeout, cache\)/);
+    // A hybrid's parts are engines: the section's corpus/exclude are not theirs.
+    expect(() => parseRetrieverConfig({ type: 'hybrid', retrievers: [{ type: 'bm25', exclude: 'own' }] })).toThrow(/unknown field 'exclude'/);
   });
   it('names the offending field', () => {
     expect(() => parseRetrieverConfig({ type: 'bm25', b: 2 })).toThrow(/invalid retriever\.b/);

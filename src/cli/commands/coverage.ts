@@ -8,7 +8,9 @@ import { corpusFromPassages, loadCorpus } from '../../retrieval/corpus';
 import { buildCorpus, defaultSources } from '../../retrieval/corpus-builder';
 import { measureCoverage, readAsqaCoverageItems, type CoverageResult } from '../../retrieval/coverage';
 import { withExclusion } from '../../retrieval/exclude';
-import { createRetriever } from '../../retrieval/factory';
+import { createRetriever, needsCorpus, parseRetrieverConfig, type RetrieverConfig } from '../../retrieval/factory';
+import { preflightRetriever, retrieverParams } from '../../retrieval/remote/inspect';
+import YAML from 'yaml';
 
 export const summary = 'answer coverage AC@k of a retriever on a dataset (the coverage curve)';
 
@@ -17,7 +19,8 @@ const RETRIEVERS = ['bm25', 'dense', 'hybrid'] as const;
 const EXCLUDES = ['both', 'none', 'own'] as const;
 
 const HELP = `usage: ambiqa coverage [--corpus <file>] [--dataset asqa] [--data <ASQA json>]
-                       [--retriever bm25|dense|hybrid] [--k 5,10,20,50,100] [--exclude both|none|own]
+                       [--retriever bm25|dense|hybrid|<YAML mapping>] [--k 5,10,20,50,100]
+                       [--exclude both|none|own]
                        [--out <json>] [--limit <n>]
 
 AC@k: for each question, the fraction of its gold disambiguated questions with a short answer
@@ -29,7 +32,9 @@ each question's own annotated passages excluded (leak control, \`retriever.exclu
                build a file with \`ambiqa corpus build\`)
   --dataset    asqa (default; the only dataset with per-interpretation answers here)
   --data       default ${join(dataDir(), defaultDatasetFiles.asqa)}
-  --retriever  bm25 (default) | dense | hybrid (BM25 + dense, reciprocal-rank fusion)
+  --retriever  bm25 (default) | dense | hybrid (BM25 + dense, reciprocal-rank fusion), or a
+               retriever section as a YAML mapping, e.g.
+               '{type: colbertv2, url: http://host:8893/api/search}' (a server: checked first)
   --k          comma-separated cut-offs (default 5,10,20,50,100)
   --exclude    both (default) | none | own (leave out each question's own annotated passages)
   --out        write the curve(s) and per-question ranks as JSON
@@ -58,9 +63,7 @@ export async function run(argv: string[]): Promise<number> {
   if (!(EXCLUDES as readonly string[]).includes(values.exclude!)) {
     throw new AmbiqaError(`--exclude ${values.exclude} is not one of ${EXCLUDES.join(', ')}`, 'e.g. --exclude own');
   }
-  if (!(RETRIEVERS as readonly string[]).includes(values.retriever!)) {
-    throw new AmbiqaError(`--retriever ${values.retriever} is not one of ${RETRIEVERS.join(', ')}`, 'e.g. --retriever bm25');
-  }
+  const retrieverConfig = parseRetrieverOption(values.retriever!);
   const ks = values.k!.split(',').map((s) => s.trim()).filter(Boolean).map(Number);
   for (const k of ks) {
     if (!Number.isInteger(k) || k <= 0) throw new AmbiqaError(`--k must list positive integers, got ${values.k}`, 'e.g. --k 5,10,20,50,100');
@@ -73,9 +76,12 @@ export async function run(argv: string[]): Promise<number> {
   }
   const dataPath = values.data ?? join(dataDir(), defaultDatasetFiles.asqa);
   const items = readAsqaCoverageItems(dataPath).slice(0, limit);
-  const corpus = values.corpus ? loadCorpus(values.corpus) : corpusFromPassages(buildCorpus(defaultSources()).passages);
+  // A server holds its own passages: the corpus is then read only for the questions' own
+  // annotated passages (leak control), whose ids must be the server's pids.
+  const wantsCorpus = needsCorpus(retrieverConfig) || values.exclude !== 'none';
+  const corpus = !wantsCorpus ? undefined : values.corpus ? loadCorpus(values.corpus) : corpusFromPassages(buildCorpus(defaultSources()).passages);
   const corpusName = values.corpus ?? `(the data's passages, pooled from ${dataDir()})`;
-  const annotated = corpus.passages.some((p) => p.annotatedFor?.length);
+  const annotated = corpus?.passages.some((p) => p.annotatedFor?.length) ?? false;
   if (values.exclude === 'both' && !annotated) {
     console.error(`warning: ${corpusName} records no question annotations ("annotated_for"); AC@k is reported without exclusion only (rebuild it with \`ambiqa corpus build\` for both ways)`);
   }
@@ -84,20 +90,44 @@ export async function run(argv: string[]): Promise<number> {
     if (process.stderr.isTTY) process.stderr.write(`\r${label} ${done}/${total}`);
     if (done === total && process.stderr.isTTY) process.stderr.write('\n');
   };
-  const retriever = await createRetriever(values.retriever as (typeof RETRIEVERS)[number], corpus, { onProgress: progress('embedding corpus') });
+  const retriever = await createRetriever(retrieverConfig, needsCorpus(retrieverConfig) ? corpus : undefined, { onProgress: progress('embedding corpus') });
+  await preflightRetriever(retriever);
   const results: CoverageResult[] = [];
   for (const mode of modes) {
-    results.push(await measureCoverage(items, withExclusion(retriever, corpus, mode), ks, progress(`questions (exclude ${mode})`), { exclude: mode, dataset: 'asqa' }));
+    results.push(await measureCoverage(items, corpus ? withExclusion(retriever, corpus, mode) : retriever, ks, progress(`questions (exclude ${mode})`), { exclude: mode, dataset: 'asqa' }));
   }
-  console.log(`${retriever.name} on ${dataPath} (${results[0].questions} questions), corpus ${corpusName} (${corpus.passages.length} passages)`);
+  console.log(`${retriever.name} on ${dataPath} (${results[0].questions} questions), ${corpus ? `corpus ${corpusName} (${corpus.passages.length} passages)` : `the server's passages`}`);
   console.log('exclude '.padEnd(14) + results[0].ks.map((k) => `AC@${k}`.padStart(8)).join(''));
   for (const r of results) console.log(`${r.exclude === 'own' ? 'own passages' : 'none'}`.padEnd(14) + r.coverage.map((c) => c.toFixed(1).padStart(8)).join(''));
   if (values.out) {
     mkdirSync(dirname(values.out), { recursive: true });
-    const about = { dataset: 'asqa', data: dataPath, corpus: corpusName, corpusPassages: corpus.passages.length, corpusHash: corpus.hash };
+    const about = {
+      dataset: 'asqa',
+      data: dataPath,
+      ...(corpus ? { corpus: corpusName, corpusPassages: corpus.passages.length, corpusHash: corpus.hash } : {}),
+      retriever: retriever.name,
+      ...retrieverParams(retriever),
+    };
     // One mode: the curve itself (as before); both: the two curves under `curves`.
     writeFileSync(values.out, JSON.stringify(results.length === 1 ? { ...about, ...results[0] } : { ...about, curves: results }, null, 1));
     console.log(`wrote ${values.out}`);
   }
   return 0;
+}
+
+/** `--retriever`: a kind's name, or a retriever section as a YAML mapping (a server's URL, settings). */
+function parseRetrieverOption(text: string): RetrieverConfig {
+  if (!text.trim().startsWith('{')) {
+    if (!(RETRIEVERS as readonly string[]).includes(text)) {
+      throw new AmbiqaError(`--retriever ${text} is not one of ${RETRIEVERS.join(', ')} or a YAML mapping`, "e.g. --retriever bm25, or --retriever '{type: colbertv2, url: http://host:8893/api/search}'");
+    }
+    return parseRetrieverConfig(text, '--retriever');
+  }
+  let value: unknown;
+  try {
+    value = YAML.parse(text);
+  } catch (error) {
+    throw new AmbiqaError(`--retriever: not a YAML mapping (${(error as Error).message.split('\n')[0]})`, "e.g. --retriever '{type: colbertv2, url: http://host:8893/api/search}'");
+  }
+  return parseRetrieverConfig(value, '--retriever');
 }

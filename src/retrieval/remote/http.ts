@@ -21,6 +21,8 @@ export interface HttpJsonOptions {
   signal?: AbortSignal;
   /** What the caller calls this server in messages, e.g. `retriever.url`. */
   field?: string;
+  /** Extra request headers (e.g. `authorization` from credentials the caller took out of the URL). */
+  headers?: Record<string, string>;
 }
 
 /** A URL fit for a message: no credentials, no query string (it carries the user's question). */
@@ -91,7 +93,7 @@ export async function fetchJson(url: string, options: HttpJsonOptions = {}): Pro
         response = await fetch(url, {
           method: options.method ?? 'GET',
           signal,
-          headers: { accept: 'application/json', ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+          headers: { accept: 'application/json', ...(options.body !== undefined ? { 'content-type': 'application/json' } : {}), ...options.headers },
           ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
         });
       } catch (error) {
