@@ -15,6 +15,14 @@ import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process'
  *   - when the child exits by itself, what it left in its group is killed, and the watchdog exits
  *     with the child's status.
  * The child's stdin, stdout and stderr are the watchdog's, which are what `stdio` says.
+ *
+ * The watchdog itself may be killed with SIGKILL (alone, or with this process's group, which it
+ * is in). Two more guards cover that:
+ *   - on Linux the child is started through util-linux's `setpriv --pdeathsig SIGTERM`, which
+ *     sets `prctl(PR_SET_PDEATHSIG)` and execs it: the kernel sends the child SIGTERM when the
+ *     watchdog dies, whatever killed it (a server stops its own workers on SIGTERM);
+ *   - the watchdog tells this process its child's PID over the pipe, and when the watchdog dies
+ *     without being asked to while this process lives, this process stops the child's group.
  */
 export interface Supervised {
   /** The watchdog process (its pid is not the child's). */
@@ -39,9 +47,22 @@ const WATCHDOG = String.raw`
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
+const path = require('node:path');
 const [command, argsJson, graceText] = process.argv.slice(1);
 const grace = Number(graceText);
-const child = spawn(command, JSON.parse(argsJson), { stdio: 'inherit', detached: true });
+function which(name) {
+  if (name.includes('/')) return fs.existsSync(name) ? name : undefined;
+  for (const dir of (process.env.PATH || '').split(path.delimiter)) {
+    const p = path.join(dir || '.', name);
+    try { fs.accessSync(p, fs.constants.X_OK); return p; } catch {}
+  }
+  return undefined;
+}
+// setpriv only when both it and the command exist: a missing command keeps spawn's own error.
+const setpriv = process.platform === 'linux' && which(command) ? ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => fs.existsSync(p)) : undefined;
+const child = setpriv
+  ? spawn(setpriv, ['--pdeathsig', 'SIGTERM', '--', command, ...JSON.parse(argsJson)], { stdio: 'inherit', detached: true })
+  : spawn(command, JSON.parse(argsJson), { stdio: 'inherit', detached: true });
 child.on('error', (e) => { process.stderr.write(String(e.message) + '\n'); process.exit(127); });
 function descendants(root) {
   const parents = new Map();
@@ -76,7 +97,8 @@ function stop() {
 for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(s, stop);
 // A socket, not fs.createReadStream: a blocking read of fd 3 in the thread pool would keep this
 // process from exiting after the child does.
-const parent = new (require('node:net').Socket)({ fd: 3, readable: true, writable: false });
+const parent = new (require('node:net').Socket)({ fd: 3, readable: true, writable: true });
+if (child.pid) parent.write('child ' + child.pid + '\n', () => {});
 parent.on('data', () => {});
 parent.on('end', stop);
 parent.on('error', stop);
@@ -101,12 +123,39 @@ export function spawnSupervised(command: string, args: string[], options: Superv
     watchdog.once('error', () => resolve(null));
   });
   let gone = false;
+  let asked = false;
   void exited.then(() => (gone = true));
+  // The child's PID, from the watchdog (its first line on the pipe).
+  let childPid: number | undefined;
+  const pipe = watchdog.stdio[3] as NodeJS.ReadableStream | null | undefined;
+  pipe?.on('data', (chunk: Buffer) => {
+    const m = /child (\d+)/.exec(chunk.toString());
+    if (m) childPid = Number(m[1]);
+  });
+  pipe?.on('error', () => undefined);
+  watchdog.once('exit', (_code, signal) => {
+    // The watchdog was killed (SIGKILL, the OOM killer) while this process lives and did not ask:
+    // nothing else would stop the child now. Its group gets SIGTERM, then SIGKILL after the grace.
+    if (asked || signal === null || childPid === undefined) return;
+    const pid = childPid;
+    const send = (sig: NodeJS.Signals) => {
+      for (const target of [-pid, pid]) {
+        try {
+          process.kill(target, sig);
+        } catch {
+          /* gone */
+        }
+      }
+    };
+    send('SIGTERM');
+    setTimeout(() => send('SIGKILL'), Math.min(graceMs, 5_000)).unref();
+  });
   return {
     watchdog,
     exited,
     async stop(grace = graceMs) {
       if (gone) return;
+      asked = true;
       // The watchdog forwards a stop to the child's whole tree; SIGKILL to the watchdog itself
       // only if it does not end after the child's grace (it then closes nothing behind it, but
       // its pipe closing stops nothing more either: the tree was signalled already).

@@ -70,9 +70,22 @@ export function serverEnv(): NodeJS.ProcessEnv {
   return { ...process.env, MLFLOW_SERVER_ENABLE_JOB_EXECUTION: 'false', PYTHONUNBUFFERED: '1' };
 }
 
+// The watchdog between this process and the MLflow server (Python: the venv has it, and it
+// starts in milliseconds). It reads its stdin, a pipe whose other end only this process holds,
+// with os.read: a daemon thread blocked in sys.stdin.buffer.read holds the buffered reader's lock
+// at interpreter shutdown, which ended every watchdog with "Fatal Python error:
+// _enter_buffered_busy". It ends with os._exit for the same reason (no finalisation while that
+// thread is blocked). On Linux the server gets PR_SET_PDEATHSIG (SIGTERM): should the watchdog be
+// killed with SIGKILL, the kernel still stops the server.
 const WATCHDOG = `
 import os, signal, subprocess, sys, threading
-child = subprocess.Popen(sys.argv[1:], start_new_session=True)
+def guard():
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
+    except Exception:
+        pass
+child = subprocess.Popen(sys.argv[1:], start_new_session=True, preexec_fn=guard if sys.platform.startswith('linux') else None)
 stopping = threading.Event()
 def stop(*_):
     if stopping.is_set():
@@ -93,7 +106,7 @@ def stop(*_):
     threading.Thread(target=force, daemon=True).start()
 def watch_parent():
     try:
-        while sys.stdin.buffer.read(4096):
+        while os.read(0, 4096):
             pass
     except Exception:
         pass
@@ -101,12 +114,13 @@ def watch_parent():
 threading.Thread(target=watch_parent, daemon=True).start()
 signal.signal(signal.SIGTERM, stop)
 signal.signal(signal.SIGINT, stop)
+signal.signal(signal.SIGHUP, stop)
 code = child.wait()
 try:
     os.killpg(child.pid, signal.SIGKILL)
 except ProcessLookupError:
     pass
-sys.exit(code if code >= 0 else 0)
+os._exit(code if code >= 0 else 0)
 `;
 
 export function mlflowExecutable(venv = venvDir()): string {
