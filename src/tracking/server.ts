@@ -3,6 +3,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statS
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { AmbiqaError } from '../errors';
+import { assertPortFree, servedBy } from '../common/port';
 import { artifactsDir, venvDir } from '../config/paths';
 import { MlflowClient } from './client';
 
@@ -157,6 +158,9 @@ export async function startLocalServer(options: StartServerOptions = {}): Promis
   mkdirSync(join(storeDir, 'artifacts'), { recursive: true });
   const logFile = join(storeDir, 'server.log');
 
+  // A port given is refused at once when another program holds it: that program would answer
+  // /health and be advertised as this store's server.
+  if (options.port) await assertPortFree(host, options.port, '--port');
   // A port found free can be taken before the server binds it; try a few.
   let lastError: unknown;
   for (let attempt = 0; attempt < 3; attempt++) {
@@ -221,7 +225,16 @@ async function launch(venv: string, storeDir: string, host: string, port: number
   const deadline = Date.now() + (options.timeoutMs ?? 240_000);
   while (Date.now() < deadline) {
     if (exited !== null) break;
-    if (await client.isHealthy(2000)) return { uri, storeDir, logFile, stop, exited: exitPromise };
+    if (await client.isHealthy(2000)) {
+      // The answer must come from the server started here (a socket of its process tree), not
+      // from a program that took the port between the check and the start.
+      if (servedBy(child.pid!, port) === false) {
+        await stop();
+        if (!options.port) throw new PortTaken(`port ${port} is taken`);
+        throw new AmbiqaError(`--port ${port}: what answers at ${uri} is not the MLflow server this command started (another program listens on port ${port})`, 'stop that program, or pick another --port');
+      }
+      return { uri, storeDir, logFile, stop, exited: exitPromise };
+    }
     await Promise.race([exitPromise, new Promise((r) => setTimeout(r, 500))]);
   }
   await stop();
