@@ -42,7 +42,9 @@ export async function mergeFromMlflow(request: MlflowMergeRequest): Promise<Mlfl
   checkShardGroup(group, '--from-mlflow');
   const where = request.experiment ? `experiment ${JSON.stringify(request.experiment)}` : 'any experiment';
   const refuse = (problems: string[], hints: string[]): never => {
-    throw new AmbiqaError(`--from-mlflow ${group}: ${problems.join('; ')}`, [...new Set(hints)].join('; '));
+    // At most five problems: a server may hold any number of bad runs, and the line stays short.
+    const shown = problems.length > 5 ? [...problems.slice(0, 5), `and ${problems.length - 5} more`] : problems;
+    throw new AmbiqaError(`--from-mlflow ${group}: ${shown.join('; ')}`, [...new Set(hints)].join('; '));
   };
 
   // ------------------------------------------------------------ the group's runs
@@ -71,8 +73,9 @@ export async function mergeFromMlflow(request: MlflowMergeRequest): Promise<Mlfl
     try {
       if (!spec) throw new Error('no tag');
       parsed.push({ run, shard: parseShard(spec) });
-    } catch {
-      problems.push(`run ${run.info.runId} is in the group but has no valid ${SHARD_TAG} tag (${spec === undefined ? 'absent' : JSON.stringify(spec)})`);
+    } catch (error) {
+      // The tag is the server's: shown as parseShard shows it, cut and escaped.
+      problems.push(`run ${run.info.runId} is in the group but has no valid ${SHARD_TAG} tag (${spec === undefined ? 'absent' : (error as Error).message})`);
       hints.push('a group holds only the shards of one launch');
     }
   }

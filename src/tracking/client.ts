@@ -93,6 +93,8 @@ export interface MlflowClientOptions {
   /** Extra headers; `MLFLOW_TRACKING_TOKEN` or `MLFLOW_TRACKING_USERNAME/PASSWORD` add auth. */
   headers?: Record<string, string>;
   batchLimits?: BatchLimits;
+  /** The largest artifact a download takes (default `MAX_ARTIFACT_BYTES`, 1 GiB). */
+  maxArtifactBytes?: number;
 }
 
 export interface TraceInfo {
@@ -212,6 +214,7 @@ interface RequestOptions {
 export class MlflowClient {
   readonly uri: string;
   private readonly timeoutMs: number;
+  private readonly maxArtifactBytes: number;
   private readonly retryPolicy: RetryPolicy;
   private readonly signal: AbortSignal | undefined;
   private readonly headers: Record<string, string>;
@@ -224,6 +227,7 @@ export class MlflowClient {
     registerUrlCredentials(opts.uri);
     this.uri = checkUri(opts.uri);
     this.timeoutMs = opts.timeoutMs ?? 30_000;
+    this.maxArtifactBytes = opts.maxArtifactBytes ?? MAX_ARTIFACT_BYTES;
     // A fixed number of attempts and no circuit breaker: an unreachable server is handled by
     // buffering operations for `ambiqa sync`, not by waiting.
     this.retryPolicy = new RetryPolicy({
@@ -707,7 +711,7 @@ export class MlflowClient {
         },
       },
     );
-    if (options.binary) return (await readBounded(res, MAX_ARTIFACT_BYTES, `${this.uri}: ${label}`)) as T;
+    if (options.binary) return (await readBounded(res, this.maxArtifactBytes, `${this.uri}: ${label}`)) as T;
     const text = (await readBounded(res, MAX_JSON_BYTES, `${this.uri}: ${endpoint}`)).toString('utf8');
     return (text ? JSON.parse(text) : {}) as T;
   }
@@ -721,7 +725,7 @@ export class MlflowClient {
 export const MAX_JSON_BYTES = 64 * 1024 * 1024;
 export const MAX_ARTIFACT_BYTES = 1024 * 1024 * 1024;
 const MAX_ERROR_BYTES = 64 * 1024;
-export const MAX_PAGES = 10_000;
+export const MAX_PAGES = 1_000;
 
 /** The body of `res`, refused once it passes `limit` bytes (read as it streams, not after). */
 async function readBounded(res: Response, limit: number, what: string): Promise<Buffer> {
