@@ -245,7 +245,9 @@ function refuseOversizedFields(path: string, examples: readonly Example[]): void
   };
   for (const e of examples) {
     if (e.id.length > MAX_ID_CHARS) refuse(e, 'id', `has ${e.id.length.toLocaleString('en-US')} characters`, `${MAX_ID_CHARS}`);
-    if (/[\u0000-\u001f\u007f]/.test(e.id)) refuse(e, 'id', 'holds a control character', 'printable characters only');
+    if (/[\u0000-\u001f\u007f]/.test(e.id)) {
+      throw new AmbiqaError(`${path}: question ${quoteForDisplay(e.id, 60)}: id holds a control character; ids are printed in every log line`, 'fix the data file');
+    }
     for (const [k, v] of Object.entries(e)) if (k !== 'id' && k !== 'question') walk(e, v, k, 1);
   }
 }
