@@ -51,6 +51,16 @@ export function listeningInodes(port: number): Set<string> | undefined {
   return read ? inodes : undefined;
 }
 
+/** Field 22 of /proc/<pid>/stat (start time in ticks since boot), to tell a reused PID from the process seen before. */
+export function processStartTime(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+}
+
 /** `root` and every process below it, from /proc (parents read from /proc/<pid>/stat). */
 export function processTree(root: number): number[] {
   const children = new Map<number, number[]>();

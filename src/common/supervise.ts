@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
+import { processStartTime, processTree } from './port';
 
 /**
  * A long-running child (JupyterLab, llama.cpp's server) that must not outlive the command that
@@ -128,18 +129,35 @@ export function spawnSupervised(command: string, args: string[], options: Superv
   // The child's PID, from the watchdog (its first line on the pipe).
   let childPid: number | undefined;
   const pipe = watchdog.stdio[3] as NodeJS.ReadableStream | null | undefined;
+  // What the child started, refreshed every 2 s: once the watchdog is gone, a helper the child
+  // started in a session of its own is reparented to init and found neither in the child's group
+  // nor below it.
+  // PID → start time: a PID that ended and was reused by another process is never signalled.
+  const known = new Map<number, string | undefined>();
+  const remember = (pid: number) => {
+    if (!known.has(pid)) known.set(pid, processStartTime(pid));
+  };
+  const snapshot = setInterval(() => {
+    if (childPid !== undefined) for (const pid of processTree(childPid)) remember(pid);
+  }, 2_000);
+  snapshot.unref();
   pipe?.on('data', (chunk: Buffer) => {
     const m = /child (\d+)/.exec(chunk.toString());
     if (m) childPid = Number(m[1]);
   });
   pipe?.on('error', () => undefined);
   watchdog.once('exit', (_code, signal) => {
+    clearInterval(snapshot);
     // The watchdog was killed (SIGKILL, the OOM killer) while this process lives and did not ask:
     // nothing else would stop the child now. Its group gets SIGTERM, then SIGKILL after the grace.
     if (asked || signal === null || childPid === undefined) return;
     const pid = childPid;
+    // The child's tree as seen now and before: what it started in sessions of its own is not in its group.
+    for (const p of processTree(pid)) remember(p);
     const send = (sig: NodeJS.Signals) => {
-      for (const target of [-pid, pid]) {
+      const alive = [...known].filter(([p, started]) => started !== undefined && processStartTime(p) === started).map(([p]) => p);
+      // The group only while one of its known members lives: an empty group's number may be reused.
+      for (const target of alive.length > 0 ? [-pid, ...alive] : []) {
         try {
           process.kill(target, sig);
         } catch {
