@@ -78,7 +78,7 @@ export function serverEnv(): NodeJS.ProcessEnv {
 // _enter_buffered_busy". It ends with os._exit for the same reason (no finalisation while that
 // thread is blocked). On Linux the server gets PR_SET_PDEATHSIG (SIGTERM): should the watchdog be
 // killed with SIGKILL, the kernel still stops the server.
-const WATCHDOG = `
+export const WATCHDOG = `
 import os, signal, subprocess, sys, threading
 def guard():
     try:
