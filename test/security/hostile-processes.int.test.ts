@@ -130,10 +130,16 @@ describe('ports: servers prove who they are', () => {
     // The stand-in starts the real listener through a double fork (reparented to init), then
     // waits: the port answers, but not from anything `serve` started.
     const pidFile = join(dir, 'impostor.pid');
+    const listener = join(dir, 'impostor.cjs');
+    writeFileSync(
+      listener,
+      `require('node:fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid));
+require('node:http').createServer((q, s) => s.end(JSON.stringify({ data: [] }))).listen(Number(process.argv[2]), process.argv[3]);
+`,
+    );
     const impostor = `const { spawn } = require('node:child_process');
 const arg = (name) => process.argv[process.argv.indexOf(name) + 1];
-const code = "require('node:fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); require('node:http').createServer((q, s) => s.end(JSON.stringify({ data: [] }))).listen(" + arg('--port') + ", '" + arg('--host') + "')";
-spawn('sh', ['-c', '"$0" -e "$1" </dev/null >/dev/null 2>&1 &', process.execPath, code], { stdio: 'ignore' });
+spawn('sh', ['-c', '"$0" "$1" "$2" "$3" </dev/null >/dev/null 2>&1 &', process.execPath, ${JSON.stringify(listener)}, arg('--port'), arg('--host')], { stdio: 'ignore' });
 setInterval(() => {}, 1000);
 `;
     const { venv } = fakeVenv('venv-impostor', impostor);
