@@ -95,6 +95,8 @@ export interface MlflowClientOptions {
   batchLimits?: BatchLimits;
   /** The largest artifact a download takes (default `MAX_ARTIFACT_BYTES`, 1 GiB). */
   maxArtifactBytes?: number;
+  /** The most pages one `next_page_token` loop follows (default `MAX_PAGES`, 1 000). */
+  maxPages?: number;
 }
 
 export interface TraceInfo {
@@ -215,6 +217,7 @@ export class MlflowClient {
   readonly uri: string;
   private readonly timeoutMs: number;
   private readonly maxArtifactBytes: number;
+  private readonly maxPages: number;
   private readonly retryPolicy: RetryPolicy;
   private readonly signal: AbortSignal | undefined;
   private readonly headers: Record<string, string>;
@@ -228,6 +231,7 @@ export class MlflowClient {
     this.uri = checkUri(opts.uri);
     this.timeoutMs = opts.timeoutMs ?? 30_000;
     this.maxArtifactBytes = opts.maxArtifactBytes ?? MAX_ARTIFACT_BYTES;
+    this.maxPages = opts.maxPages ?? MAX_PAGES;
     // A fixed number of attempts and no circuit breaker: an unreachable server is handled by
     // buffering operations for `ambiqa sync`, not by waiting.
     this.retryPolicy = new RetryPolicy({
@@ -284,7 +288,7 @@ export class MlflowClient {
   /** Every active experiment, across pages. */
   async searchExperiments(): Promise<Experiment[]> {
     const all: Experiment[] = [];
-    const next = pageGuard(`${this.uri}: experiments/search`);
+    const next = pageGuard(`${this.uri}: experiments/search`, this.maxPages);
     let pageToken: string | undefined;
     do {
       const res: { experiments?: RawExperiment[]; next_page_token?: string } = await this.request('POST', 'mlflow/experiments/search', {
@@ -392,7 +396,7 @@ export class MlflowClient {
   /** Every run matching the search, across pages. */
   async searchAllRuns(request: Omit<SearchRunsRequest, 'pageToken'>): Promise<Run[]> {
     const all: Run[] = [];
-    const next = pageGuard(`${this.uri}: runs/search`);
+    const next = pageGuard(`${this.uri}: runs/search`, this.maxPages);
     let pageToken: string | undefined;
     do {
       const page = await this.searchRuns({ ...request, ...(pageToken ? { pageToken } : {}) });
@@ -404,7 +408,7 @@ export class MlflowClient {
 
   async getMetricHistory(runId: string, key: string): Promise<MetricRecord[]> {
     const out: MetricRecord[] = [];
-    const next = pageGuard(`${this.uri}: metrics/get-history`);
+    const next = pageGuard(`${this.uri}: metrics/get-history`, this.maxPages);
     let pageToken: string | undefined;
     do {
       const res = await this.request<{ metrics?: RawMetric[]; next_page_token?: string }>('GET', 'mlflow/metrics/get-history', {
@@ -753,12 +757,12 @@ async function readBounded(res: Response, limit: number, what: string): Promise<
 }
 
 /** Guards one `next_page_token` loop: refuses a token seen before and more than `MAX_PAGES` pages. */
-export function pageGuard(what: string): (token: string | undefined) => string | undefined {
+export function pageGuard(what: string, maxPages = MAX_PAGES): (token: string | undefined) => string | undefined {
   const seen = new Set<string>();
   return (token) => {
     if (token === undefined || token === '') return undefined;
-    if (seen.has(token) || seen.size >= MAX_PAGES) {
-      throw new AmbiqaError(`${what}: the server's page tokens ${seen.has(token) ? 'repeat' : `go on past ${MAX_PAGES} pages`}; stopped`, 'is MLFLOW_TRACKING_URI an MLflow server you trust?');
+    if (seen.has(token) || seen.size >= maxPages) {
+      throw new AmbiqaError(`${what}: the server's page tokens ${seen.has(token) ? 'repeat' : `go on past ${maxPages} pages`}; stopped`, 'is MLFLOW_TRACKING_URI an MLflow server you trust?');
     }
     seen.add(token);
     return token;

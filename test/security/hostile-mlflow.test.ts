@@ -7,7 +7,7 @@ import { run as runCommand } from '../../src/cli/commands/run';
 import { AmbiqaError } from '../../src/errors';
 import { parseShard } from '../../src/experiments/shard';
 import { sha256, SHARD_GROUP_TAG, SHARD_TAG, UPLOADS_TAG } from '../../src/experiments/shard-group';
-import { MlflowClient } from '../../src/tracking/client';
+import { MlflowClient, pageGuard } from '../../src/tracking/client';
 import { writeAsqa, writeYaml } from '../experiments/helpers/files';
 import { startFakeMlflow, type FakeMlflow, type FakeRun } from './helpers/fake-mlflow';
 
@@ -103,6 +103,9 @@ describe('merge --from-mlflow against a hostile server', () => {
     expect(message).toMatch(/^MLflow run r0's name "\.\.\/\.\.\/.*" cannot name a file or folder/);
     expect(message.split('\n')).toHaveLength(1);
     expect(filesUnder(root)).toEqual([]);
+    // A --name from the command line is held to the same rule.
+    expect(await refusal(['--from-mlflow', 'g-trav', '--name', '../escape'])).toMatch(/^--name "\.\.\/escape" cannot name a file or folder/);
+    expect(filesUnder(root)).toEqual([]);
   });
 
   it('with --name, the same shard is merged into shards/shard-0of1 inside the merged folder: no file outside it', async () => {
@@ -144,27 +147,22 @@ describe('merge --from-mlflow against a hostile server', () => {
   it('page tokens that never end stop after a bounded number of pages, in one line', async () => {
     server = await startFakeMlflow([]);
     server.endlessPageToken = 'again';
-    const client = new MlflowClient(server.uri);
+    // The default bound is 1 000 pages; 50 here keeps the test fast.
+    const client = new MlflowClient({ uri: server.uri, maxPages: 50 });
     const error = await client.searchAllRuns({ experimentIds: ['1'] }).then(
       () => undefined,
       (e: unknown) => e as Error,
     );
-    expect(error?.message).toMatch(/runs\/search: the server's page tokens go on past 1000 pages; stopped$/);
-    expect(server.requests.search).toBe(1_001);
+    expect(error?.message).toMatch(/runs\/search: the server's page tokens go on past 50 pages; stopped$/);
+    expect(server.requests.search).toBe(51);
   });
 
-  it('a page token repeated is refused at its second appearance', async () => {
-    server = await startFakeMlflow([]);
-    server.endlessPageToken = 'same';
-    const client = new MlflowClient(server.uri);
-    // The fake appends the request count; a constant token needs a fake of its own: use the guard.
-    const { pageGuard } = await import('../../src/tracking/client');
+  it('a page token repeated is refused at its second appearance', () => {
     const next = pageGuard('x: runs/search');
     expect(next('t1')).toBe('t1');
     expect(next('t2')).toBe('t2');
     expect(() => next('t1')).toThrow("x: runs/search: the server's page tokens repeat; stopped");
     expect(next(undefined)).toBeUndefined();
-    void client;
   });
 
   it('an artifact larger than the limit is refused as it streams, without holding it', async () => {
