@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { AmbiqaError } from '../errors';
-import { safeName } from '../common/safe-name';
+import { escapeControl, safeName } from '../common/safe-name';
 import type { Experiment, MlflowClient, Run } from '../tracking/index';
 import { runFiles, writeRunJson, type MlflowRecord } from '../run-files';
 import { mergeRuns, type MergeOutcome, type MergeRequest } from './merge';
@@ -44,7 +44,8 @@ export async function mergeFromMlflow(request: MlflowMergeRequest): Promise<Mlfl
   const refuse = (problems: string[], hints: string[]): never => {
     // At most five problems: a server may hold any number of bad runs, and the line stays short.
     const shown = problems.length > 5 ? [...problems.slice(0, 5), `and ${problems.length - 5} more`] : problems;
-    throw new AmbiqaError(`--from-mlflow ${group}: ${shown.join('; ')}`, [...new Set(hints)].join('; '));
+    // Run ids, statuses and tags are the server's: escaped, and the line cut at 2 000 characters.
+    throw new AmbiqaError(`--from-mlflow ${group}: ${escapeControl(shown.join('; '), 2000)}`, [...new Set(hints)].join('; '));
   };
 
   // ------------------------------------------------------------ the group's runs
