@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { RetryPolicy, parseRetryAfter, withRetries } from '../common/retry';
 import { redactBytes, redactText, registerUrlCredentials } from '../common/secrets';
 import { AmbiqaError } from '../errors';
+import { escapeControl } from '../common/safe-name';
 import {
   decodeMetricValue,
   metricToJson,
@@ -783,7 +784,9 @@ async function httpError(res: Response, label: string): Promise<MlflowHttpError>
   } catch {
     /* not JSON (a proxy's HTML page, say): keep the text */
   }
-  const error = new MlflowHttpError(res.status, errorCode, message, label);
+  // The server's words reach the terminal: control characters escaped (one line, no escape
+  // sequences), at most 500 characters.
+  const error = new MlflowHttpError(res.status, escapeControl(errorCode, 80), escapeControl(message, 500), label);
   const retryAfterMs = parseRetryAfter(res.headers);
   if (retryAfterMs !== undefined) error.retryAfterMs = retryAfterMs;
   return error;
