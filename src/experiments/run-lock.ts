@@ -122,8 +122,8 @@ export function acquireDirLock(dir: string, options: { file?: string; what?: str
           !holder
             ? `${what} ${abs} had an unreadable lock file; taking it over`
             : holder.host === self.host
-              ? `${what} ${abs} was locked by PID ${holder.pid} on host ${holder.host} (since ${holder.startedAt}), which no longer runs; taking the lock over`
-              : `${what} ${abs} was locked by PID ${holder.pid} on host ${holder.host} (since ${holder.startedAt}), whose lock was not renewed for ${Math.round(STALE_MS / 1000)} s or more; taking the lock over`,
+              ? `${what} ${abs} was locked by PID ${holder.pid} on host ${escapeControl(holder.host, 80)} (since ${escapeControl(String(holder.startedAt), 40)}), which no longer runs; taking the lock over`
+              : `${what} ${abs} was locked by PID ${holder.pid} on host ${escapeControl(holder.host, 80)} (since ${escapeControl(String(holder.startedAt), 40)}), whose lock was not renewed for ${Math.round(STALE_MS / 1000)} s or more; taking the lock over`,
         );
         break;
       }
