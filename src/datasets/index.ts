@@ -6,6 +6,7 @@
  */
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { AmbiqaError } from '../errors';
+import { quoteForDisplay } from '../common/safe-name';
 import { loadAmbigNq } from './ambignq';
 import { asqaQuestionKinds, loadAsqa, type AsqaQuestionKind } from './asqa';
 import { loadFever } from './fever';
@@ -199,7 +200,56 @@ export function loadDataset(name: DatasetName, path: string, options: LoadOption
     throw new AmbiqaError(`${path}: no ${name} examples${options.ids ? ' left after the id filter' : ''}`);
   }
   refuseLongQuestions(path, examples, options.maxQuestionChars ?? DEFAULT_MAX_QUESTION_CHARS);
+  refuseOversizedFields(path, examples);
   return examples;
+}
+
+/**
+ * Limits on every other field of a record (the question has its own, above). A 20 MB
+ * `long_answer` was taken and the run started: it is copied into results, traces, reports and
+ * MLflow, and the metrics compare against it. The limits are far above the shared data's largest
+ * (an ASQA long answer is under 3,000 characters, a HotpotQA paragraph under 10,000):
+ *
+ * - an id: `MAX_ID_CHARS` characters, no control characters (ids appear in every log line);
+ * - an answer (a gold answer, a short answer, an alternative, an interpretation's question):
+ *   `MAX_ANSWER_CHARS`;
+ * - any other text (long answers, passages, contexts, rationales, format-specific facts):
+ *   `MAX_TEXT_CHARS`;
+ * - any list: `MAX_LIST_ITEMS` items; nesting: `MAX_DEPTH` levels.
+ */
+export const MAX_ID_CHARS = 256;
+export const MAX_ANSWER_CHARS = 10_000;
+export const MAX_TEXT_CHARS = 200_000;
+export const MAX_LIST_ITEMS = 10_000;
+const MAX_DEPTH = 8;
+
+function refuseOversizedFields(path: string, examples: readonly Example[]): void {
+  const refuse = (e: Example, field: string, what: string, limit: string): never => {
+    throw new AmbiqaError(`${path}: question ${quoteForDisplay(e.id, 60)}: ${field} ${what}, over the limit of ${limit}`, 'fix the data file (a field of that size is a broken record)');
+  };
+  const answerFields = /^(answers|alternativeAnswers|qaPairs\[\d+\]\.(question|shortAnswers))(\[\d+\])?$/;
+  const walk = (e: Example, value: unknown, field: string, depth: number): void => {
+    if (typeof value === 'string') {
+      const limit = answerFields.test(field) ? MAX_ANSWER_CHARS : MAX_TEXT_CHARS;
+      if (value.length > limit) refuse(e, field, `has ${value.length.toLocaleString('en-US')} characters`, `${limit.toLocaleString('en-US')}`);
+      return;
+    }
+    if (value === null || typeof value !== 'object') return;
+    if (depth > MAX_DEPTH) refuse(e, field, 'is nested too deep', `${MAX_DEPTH} levels`);
+    if (Array.isArray(value)) {
+      if (value.length > MAX_LIST_ITEMS) refuse(e, field, `has ${value.length.toLocaleString('en-US')} items`, `${MAX_LIST_ITEMS.toLocaleString('en-US')}`);
+      value.forEach((v, i) => walk(e, v, `${field}[${i}]`, depth + 1));
+      return;
+    }
+    for (const [k, v] of Object.entries(value)) walk(e, v, field ? `${field}.${k}` : k, depth + 1);
+  };
+  for (const e of examples) {
+    if (e.id.length > MAX_ID_CHARS) refuse(e, 'id', `has ${e.id.length.toLocaleString('en-US')} characters`, `${MAX_ID_CHARS}`);
+    if (/[\u0000-\u001f\u007f]/.test(e.id)) {
+      throw new AmbiqaError(`${path}: question ${quoteForDisplay(e.id, 60)}: id holds a control character; ids are printed in every log line`, 'fix the data file');
+    }
+    for (const [k, v] of Object.entries(e)) if (k !== 'id' && k !== 'question') walk(e, v, k, 1);
+  }
 }
 
 /**

@@ -1,6 +1,7 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { AmbiqaError } from '../errors';
+import { escapeControl, safeName } from '../common/safe-name';
 import type { Experiment, MlflowClient, Run } from '../tracking/index';
 import { runFiles, writeRunJson, type MlflowRecord } from '../run-files';
 import { mergeRuns, type MergeOutcome, type MergeRequest } from './merge';
@@ -41,7 +42,10 @@ export async function mergeFromMlflow(request: MlflowMergeRequest): Promise<Mlfl
   checkShardGroup(group, '--from-mlflow');
   const where = request.experiment ? `experiment ${JSON.stringify(request.experiment)}` : 'any experiment';
   const refuse = (problems: string[], hints: string[]): never => {
-    throw new AmbiqaError(`--from-mlflow ${group}: ${problems.join('; ')}`, [...new Set(hints)].join('; '));
+    // At most five problems: a server may hold any number of bad runs, and the line stays short.
+    const shown = problems.length > 5 ? [...problems.slice(0, 5), `and ${problems.length - 5} more`] : problems;
+    // Run ids, statuses and tags are the server's: escaped, and the line cut at 2 000 characters.
+    throw new AmbiqaError(`--from-mlflow ${group}: ${escapeControl(shown.join('; '), 2000)}`, [...new Set(hints)].join('; '));
   };
 
   // ------------------------------------------------------------ the group's runs
@@ -70,8 +74,9 @@ export async function mergeFromMlflow(request: MlflowMergeRequest): Promise<Mlfl
     try {
       if (!spec) throw new Error('no tag');
       parsed.push({ run, shard: parseShard(spec) });
-    } catch {
-      problems.push(`run ${run.info.runId} is in the group but has no valid ${SHARD_TAG} tag (${spec === undefined ? 'absent' : JSON.stringify(spec)})`);
+    } catch (error) {
+      // The tag is the server's: shown as parseShard shows it, cut and escaped.
+      problems.push(`run ${run.info.runId} is in the group but has no valid ${SHARD_TAG} tag (${spec === undefined ? 'absent' : (error as Error).message})`);
       hints.push('a group holds only the shards of one launch');
     }
   }
@@ -120,34 +125,53 @@ export async function mergeFromMlflow(request: MlflowMergeRequest): Promise<Mlfl
   if (chosen.length === 0) refuse([`no shard of ${count} has a finished run`], ['finish the shards first']);
 
   // ------------------------------------------------------------ download, checked against the manifest
+  // Nothing a server says becomes a path: the merged run is named by --name or by the first
+  // shard's run name only once it passes the safe-name rule, and each shard's folder is named
+  // here, `shard-<i>of<N>`, whatever its run is called on the server. (A run named
+  // `../../victim` made this write outside the runs folder.)
   const first = chosen[0]!.run;
-  const name = request.name ?? first.info.runName.replace(/\.shard-\d+of\d+$/, '');
+  const name = request.name ?? safeName(first.info.runName.replace(/\.shard-\d+of\d+$/, ''), `MLflow run ${first.info.runId}'s name`, 'pass --name <name> for the merged run');
   const outDir = request.outDir(name);
   if (runStarted(outDir)) refuse([`${outDir} already exists`], ['pass --name <new-name>']);
+  if (existsSync(outDir) && readdirSync(outDir).length > 0) refuse([`${outDir} already exists and is not empty`], ['pass --name <new-name>, or remove it']);
+  // Downloads go to a staging folder beside the merged one, renamed into place only once every
+  // file matched its checksum: a refused or tampered shard leaves nothing behind.
+  mkdirSync(dirname(outDir), { recursive: true });
+  const staging = mkdtempSync(join(dirname(outDir), `.${basename(outDir)}.partial-`));
   const shardRuns: MlflowMergeOutcome['shardRuns'] = [];
-  for (const { run, shard, manifest } of chosen) {
-    const dir = join(outDir, 'shards', run.info.runName || `shard-${shard.index}of${shard.count}`);
-    mkdirSync(dir, { recursive: true });
-    for (const [file, checksum] of manifest) {
-      if (!wanted.has(file)) continue;
-      const data = await client.downloadArtifact(run.info.runId, file);
-      if (sha256(data) !== checksum) {
-        problems.push(`run ${run.info.runId} (shard ${formatShard(shard)}) has incomplete uploads (${file} on the server does not match its checksum)`);
-        hints.push('resume the shard so that its session uploads its files again');
-        continue;
+  let moved = false;
+  try {
+    for (const { run, shard, manifest } of chosen) {
+      const folder = `shard-${shard.index}of${shard.count}`;
+      const dir = join(staging, 'shards', folder);
+      mkdirSync(dir, { recursive: true });
+      for (const [file, checksum] of manifest) {
+        // Only the fixed run-file names are fetched: a manifest entry is never a path.
+        if (!wanted.has(file)) continue;
+        const data = await client.downloadArtifact(run.info.runId, file);
+        if (sha256(data) !== checksum) {
+          problems.push(`run ${run.info.runId} (shard ${formatShard(shard)}) has incomplete uploads (${file} on the server does not match its checksum)`);
+          hints.push('resume the shard so that its session uploads its files again');
+          continue;
+        }
+        writeFileSync(join(dir, file), data);
       }
-      writeFileSync(join(dir, file), data);
+      const record: MlflowRecord = {
+        experimentName: experimentNames.get(run.info.experimentId) ?? (await client.getExperiment(run.info.experimentId)).name,
+        experimentId: run.info.experimentId,
+        runId: run.info.runId,
+        runName: run.info.runName,
+      };
+      writeRunJson(join(dir, runFiles.mlflow), 'mlflow', record);
+      shardRuns.push({ shard: formatShard(shard), runId: run.info.runId, dir: join(outDir, 'shards', folder) });
     }
-    const record: MlflowRecord = {
-      experimentName: experimentNames.get(run.info.experimentId) ?? (await client.getExperiment(run.info.experimentId)).name,
-      experimentId: run.info.experimentId,
-      runId: run.info.runId,
-      runName: run.info.runName,
-    };
-    writeRunJson(join(dir, runFiles.mlflow), 'mlflow', record);
-    shardRuns.push({ shard: formatShard(shard), runId: run.info.runId, dir });
+    if (problems.length > 0) refuse(problems, hints);
+    if (existsSync(outDir)) rmSync(outDir, { recursive: true }); // empty: checked above
+    renameSync(staging, outDir);
+    moved = true;
+  } finally {
+    if (!moved) rmSync(staging, { recursive: true, force: true });
   }
-  if (problems.length > 0) refuse(problems, hints);
 
   const outcome = await mergeRuns({
     ...request,
@@ -156,6 +180,12 @@ export async function mergeFromMlflow(request: MlflowMergeRequest): Promise<Mlfl
     tags: { ...request.tags, 'ambiqa.merged_group': group },
     // The indexes missing here were refused above unless --partial; mergeRuns counts them again.
     partial: request.partial ?? false,
+  }).catch((error: unknown) => {
+    // A shard whose files passed their checksums but not the merge (a config that does not
+    // parse, results that disagree) leaves no half-merged folder either; the folder was empty or
+    // absent before this merge (checked above), so all of it is this merge's.
+    rmSync(outDir, { recursive: true, force: true });
+    throw error;
   });
   return { ...outcome, shardRuns };
 }

@@ -19,11 +19,12 @@
  * Within one process the lock is re-entrant: `ambiqa run` takes it before its preflight and the
  * runner takes it again around the session.
  */
-import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmdirSync, statSync, unlinkSync, utimesSync, writeFileSync, type Stats } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { AmbiqaError } from '../errors';
 import { redactText } from '../common/secrets';
+import { escapeControl } from '../common/safe-name';
 
 export interface LockHolder {
   pid: number;
@@ -104,8 +105,10 @@ export function acquireDirLock(dir: string, options: { file?: string; what?: str
       if (holder && isAlive(holder, key)) {
         if (createdDir) removeIfEmpty(abs, [tmp]);
         const seen = holder.host === self.host ? '' : `, last seen ${Math.round(lockAgeMs(key) / 1000)} s ago`;
+        // The holder's strings are the file's, which anyone who can write the folder wrote:
+        // printed with control characters escaped, so an escape sequence does not reach the terminal.
         throw new AmbiqaError(
-          `${what} ${abs} is in use by PID ${holder.pid} on host ${holder.host} (since ${holder.startedAt}${holder.command ? `: ${holder.command}` : ''}${seen}); one run folder has one writer — wait for that process to end${holder.host === self.host ? '' : `, or remove ${key} once it is known to be gone`}`,
+          `${what} ${abs} is in use by PID ${holder.pid} on host ${escapeControl(holder.host, 80)} (since ${escapeControl(String(holder.startedAt), 40)}${holder.command ? `: ${escapeControl(holder.command, 120)}` : ''}${seen}); one run folder has one writer — wait for that process to end, or remove ${key} once it is known to be gone`,
         );
       }
       if (attempt >= 20) throw new AmbiqaError(`${what} ${abs}: could not take over the stale lock ${key}`, `remove ${key} by hand once no ambiqa process uses the folder`);
@@ -119,8 +122,8 @@ export function acquireDirLock(dir: string, options: { file?: string; what?: str
           !holder
             ? `${what} ${abs} had an unreadable lock file; taking it over`
             : holder.host === self.host
-              ? `${what} ${abs} was locked by PID ${holder.pid} on host ${holder.host} (since ${holder.startedAt}), which no longer runs; taking the lock over`
-              : `${what} ${abs} was locked by PID ${holder.pid} on host ${holder.host} (since ${holder.startedAt}), whose lock was not renewed for ${Math.round(STALE_MS / 1000)} s or more; taking the lock over`,
+              ? `${what} ${abs} was locked by PID ${holder.pid} on host ${escapeControl(holder.host, 80)} (since ${escapeControl(String(holder.startedAt), 40)}), which no longer runs; taking the lock over`
+              : `${what} ${abs} was locked by PID ${holder.pid} on host ${escapeControl(holder.host, 80)} (since ${escapeControl(String(holder.startedAt), 40)}), whose lock was not renewed for ${Math.round(STALE_MS / 1000)} s or more; taking the lock over`,
         );
         break;
       }
@@ -178,7 +181,13 @@ function releaseAll(): void {
 function dropLock(entry: Entry): void {
   clearInterval(entry.heartbeat);
   // Only our own lock file is removed: never one another process took over meanwhile.
-  if (readHolder(entry.path)?.nonce === entry.nonce) {
+  let ours = false;
+  try {
+    ours = readHolder(entry.path)?.nonce === entry.nonce;
+  } catch {
+    /* replaced by something that is not a lock: not ours to remove */
+  }
+  if (ours) {
     try {
       unlinkSync(entry.path);
     } catch {
@@ -213,8 +222,8 @@ function takeOver(key: string, stale: LockHolder | undefined, ours: string): boo
     writeFileSync(mutex, String(process.pid), { flag: 'wx' });
   } catch {
     // Another process is taking it over; a takeover lock of a process that died is removed.
-    const pid = Number(readText(mutex));
-    if (!(Number.isInteger(pid) && pid > 0 && pidRuns(pid))) {
+    const pid = Number(readLockText(mutex));
+    if (!(Number.isInteger(pid) && pid > 1 && pidRuns(pid))) {
       try {
         unlinkSync(mutex);
       } catch {
@@ -258,16 +267,69 @@ function currentHolder(): LockHolder {
   };
 }
 
-/** The lock's holder; undefined when the file is gone or does not parse. */
+/**
+ * The lock's holder; undefined when the file is gone or does not parse. PID 0, 1 and negative
+ * PIDs are not holders: `kill(0, 0)` and `kill(-1, 0)` succeed for any caller and PID 1 always
+ * runs, so a lock naming them would be "in use" forever.
+ */
 export function readHolder(path: string): LockHolder | undefined {
-  const text = readText(path);
+  const text = readLockText(path);
   if (!text) return undefined;
   try {
     const value = JSON.parse(text) as LockHolder;
-    return typeof value.pid === 'number' && typeof value.host === 'string' ? value : undefined;
+    return Number.isInteger(value.pid) && value.pid > 1 && typeof value.host === 'string' ? value : undefined;
   } catch {
     return undefined;
   }
+}
+
+/** A lock file is a few hundred bytes; anything larger is not one ambiqa wrote. */
+export const MAX_LOCK_BYTES = 64 * 1024;
+
+/**
+ * The text of a lock file, read so that no file can hang or flood this process: `lstat` first
+ * (a FIFO opened for reading blocks until a writer comes, and then the main thread cannot even
+ * handle SIGTERM), then an open with O_NONBLOCK and O_NOFOLLOW and an `fstat` of what was opened
+ * (the name may have been swapped between the two), at most `MAX_LOCK_BYTES`. Undefined when the
+ * file does not exist; anything but a small regular file is refused in one line naming it.
+ */
+function readLockText(path: string): string | undefined {
+  let info: Stats;
+  try {
+    info = lstatSync(path);
+  } catch {
+    return undefined;
+  }
+  checkLockFile(path, info);
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return undefined;
+    if (code === 'ELOOP') checkLockFile(path, lstatSync(path));
+    throw error;
+  }
+  try {
+    const opened = fstatSync(fd);
+    checkLockFile(path, opened);
+    const buffer = Buffer.alloc(opened.size);
+    let got = 0;
+    while (got < buffer.length) {
+      const n = readSync(fd, buffer, got, buffer.length - got, got);
+      if (n === 0) break;
+      got += n;
+    }
+    return buffer.subarray(0, got).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function checkLockFile(path: string, info: Stats): void {
+  const kind = info.isFile() ? undefined : info.isFIFO() ? 'a FIFO' : info.isSymbolicLink() ? 'a symbolic link' : info.isDirectory() ? 'a directory' : info.isSocket() ? 'a socket' : 'a device';
+  if (kind) throw new AmbiqaError(`lock file ${path} is ${kind}, not a regular file; ambiqa does not read it — remove it (no ambiqa process made it)`);
+  if (info.size > MAX_LOCK_BYTES) throw new AmbiqaError(`lock file ${path} is ${info.size} bytes, more than the ${MAX_LOCK_BYTES} a lock holds; ambiqa does not read it — remove it (no ambiqa process made it)`);
 }
 
 /** Milliseconds since the lock file was last written or touched (0 when it cannot be read). */
@@ -303,6 +365,7 @@ function isAlive(holder: LockHolder, path: string): boolean {
 }
 
 function pidRuns(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 1) return false;
   try {
     process.kill(pid, 0);
     return true;

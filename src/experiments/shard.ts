@@ -1,4 +1,13 @@
 import { AmbiqaError } from '../errors';
+import { escapeControl } from '../common/safe-name';
+
+/**
+ * The most shards one run may be split into. A shard spec also comes from outside (an MLflow
+ * server's `ambiqa.shard` tag, which `merge --from-mlflow` loops over): `0/300000` must not make
+ * a merge allocate and report three hundred thousand missing shards. 10 000 is ten times Slurm's
+ * default MaxArraySize (1001).
+ */
+export const MAX_SHARDS = 10_000;
 
 /**
  * `--shard i/N` splits a run over N machines. Shards are numbered from 0 so that a Kubernetes
@@ -13,13 +22,16 @@ export interface Shard {
 }
 
 export function parseShard(spec: string): Shard {
-  const m = /^\s*(\d+)\s*\/\s*(\d+)\s*$/.exec(spec);
-  if (!m) throw new AmbiqaError(`'${spec}' is not a shard spec: expected i/N, e.g. 0/4`, 'shards are numbered 0..N-1');
+  // The spec is shown cut and escaped: it may be a server's tag of any length and content.
+  const shown = `'${escapeControl(spec, 40)}'`;
+  const m = spec.length <= 40 ? /^\s*(\d+)\s*\/\s*(\d+)\s*$/.exec(spec) : null;
+  if (!m) throw new AmbiqaError(`${shown} is not a shard spec: expected i/N, e.g. 0/4`, 'shards are numbered 0..N-1');
   const index = Number(m[1]);
   const count = Number(m[2]);
-  if (count < 1) throw new AmbiqaError(`'${spec}': the number of shards must be at least 1`);
+  if (count < 1) throw new AmbiqaError(`${shown}: the number of shards must be at least 1`);
+  if (count > MAX_SHARDS) throw new AmbiqaError(`${shown}: the number of shards must be at most ${MAX_SHARDS}`);
   if (index >= count) {
-    throw new AmbiqaError(`'${spec}': shard index must be in 0..${count - 1} (shards are numbered from 0)`, `use 0/${count} … ${count - 1}/${count}`);
+    throw new AmbiqaError(`${shown}: shard index must be in 0..${count - 1} (shards are numbered from 0)`, `use 0/${count} … ${count - 1}/${count}`);
   }
   return { index, count };
 }

@@ -1,7 +1,10 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { z } from 'zod';
 import { AmbiqaError } from '../errors';
+import { redactText } from '../common/secrets';
+import { quoteForDisplay } from '../common/safe-name';
 import { readRunJson } from '../run-files';
 import { ExitStatus, worstExitStatus } from './exit-status';
 import type { ExperimentConfig } from './config';
@@ -95,19 +98,52 @@ export function mergeScriptPath(launch: Pick<SlurmLaunch, 'launchDir'>): string 
   return join(launch.launchDir, 'merge.sbatch');
 }
 
+/**
+ * A value written into a job script: one line, no NUL and no other control character. A newline
+ * in `--partition` put a command of its own on the next line, which bash ran as the script's
+ * header ran (and any non-`#SBATCH` line makes sbatch ignore the `#SBATCH` lines after it).
+ * Checked before anything is written or submitted; every value is also shell-quoted where it is
+ * written (sbatch reads quotes in `#SBATCH` lines as the shell does).
+ */
+export function checkScriptValue(value: string, what: string): string {
+  const bad = /[\u0000-\u001f\u007f]/.exec(value);
+  if (bad) {
+    throw new AmbiqaError(
+      `${what} ${quoteForDisplay(value, 60)}: holds a control character (${bad[0] === '\n' ? 'a newline' : bad[0] === '\u0000' ? 'a NUL' : `\\x${bad[0].charCodeAt(0).toString(16).padStart(2, '0')}`}); a value written into a job script must be one line`,
+    );
+  }
+  return value;
+}
+
+/** `--name=value` with the value quoted: what an `#SBATCH` line holds. */
+function sbatchOption(name: string, value: string): string {
+  return `--${name}=${shellQuote(value)}`;
+}
+
+/**
+ * An extra `#SBATCH` line from `--sbatch`: `--name` or `--name=value` (`-x value` forms are not
+ * taken: their value could not be quoted apart from the option).
+ */
+function extraOption(line: string): string {
+  const bare = line.replace(/^#SBATCH\s+/, '').trim();
+  const m = /^--([A-Za-z][A-Za-z0-9-]*)(?:=([\s\S]*))?$/.exec(bare);
+  if (!m) throw new AmbiqaError(`--sbatch ${quoteForDisplay(line, 60)}: expected an sbatch option as --name or --name=value (e.g. --sbatch qos=high)`);
+  return m[2] === undefined ? `--${m[1]}` : sbatchOption(m[1]!, m[2]);
+}
+
 function sbatchLines(r: SlurmResources, forShards: boolean): string[] {
   const lines: string[] = [];
-  if (r.partition) lines.push(`--partition=${r.partition}`);
-  if (r.account) lines.push(`--account=${r.account}`);
-  if (r.time) lines.push(`--time=${r.time}`);
+  if (r.partition) lines.push(sbatchOption('partition', r.partition));
+  if (r.account) lines.push(sbatchOption('account', r.account));
+  if (r.time) lines.push(sbatchOption('time', r.time));
   if (forShards) {
     if (r.cpusPerTask) lines.push(`--cpus-per-task=${r.cpusPerTask}`);
-    if (r.mem) lines.push(`--mem=${r.mem}`);
+    if (r.mem) lines.push(sbatchOption('mem', r.mem));
     if (r.gpusPerTask) lines.push(`--gres=gpu:${r.gpusPerTask}`);
     const limit = r.time ? slurmTimeSeconds(r.time) : undefined;
     if (limit !== undefined && limit >= 1200) lines.push(`--signal=B:TERM@${TIME_LIMIT_GRACE_SECONDS}`);
   }
-  lines.push(...r.extra.map((l) => l.replace(/^#SBATCH\s+/, '').trim()));
+  lines.push(...r.extra.map(extraOption));
   return lines.map((l) => `#SBATCH ${l}`);
 }
 
@@ -120,7 +156,9 @@ function cacheOverride(section: 'llm' | 'judge', value: ExperimentConfig['llm'] 
   if (value.provider === 'scripted') return `--set "${section}.cache=$cache_file"`;
   const mode = (value as { cache?: { mode?: string } }).cache?.mode ?? 'use';
   if (mode === 'off') return undefined;
-  return mode === 'use' ? `--set "${section}.cache=$cache_file"` : `--set "${section}.cache={mode: ${mode}, path: '$cache_file'}"`;
+  // The path in YAML double quotes: a `'` in the cache folder broke the single-quoted form (the
+  // folder may hold neither `"` nor `\`, checked in `checkLaunch`).
+  return mode === 'use' ? `--set "${section}.cache=$cache_file"` : `--set "${section}.cache={mode: ${mode}, path: \\"$cache_file\\"}"`;
 }
 
 /** The array job: one task per shard, each an `ambiqa run` of its shard. */
@@ -140,10 +178,10 @@ export function shardsScript(launch: SlurmLaunch): string {
   ];
   return [
     '#!/bin/bash',
-    `# ambiqa slurm: ${launch.shards} shards of ${name} (launch ${launch.group}); the merge job is merge.sbatch`,
+    `# ambiqa slurm: ${launch.shards} shards of ${shellQuote(name)} (launch ${shellQuote(launch.group)}); the merge job is merge.sbatch`,
     `#SBATCH --job-name=${shellQuote(`ambiqa-${name}`)}`,
     `#SBATCH --array=${arraySpec(launch.shards, undefined, launch.resources.maxParallel)}`,
-    `#SBATCH --output=${join(launch.launchDir, 'shard-%a.out')}`,
+    `#SBATCH --output=${shellQuote(join(launch.launchDir, 'shard-%a.out'))}`,
     // A requeued or resubmitted task appends to its log instead of replacing the earlier attempt's.
     '#SBATCH --open-mode=append',
     '#SBATCH --requeue',
@@ -173,9 +211,9 @@ export function mergeScript(launch: SlurmLaunch): string {
   ];
   return [
     '#!/bin/bash',
-    `# ambiqa slurm: merges the ${launch.shards} shards of ${launch.config.name} (launch ${launch.group}) from MLflow`,
+    `# ambiqa slurm: merges the ${launch.shards} shards of ${shellQuote(launch.config.name)} (launch ${shellQuote(launch.group)}) from MLflow`,
     `#SBATCH --job-name=${shellQuote(`ambiqa-${launch.config.name}-merge`)}`,
-    `#SBATCH --output=${join(launch.launchDir, 'merge.out')}`,
+    `#SBATCH --output=${shellQuote(join(launch.launchDir, 'merge.out'))}`,
     '#SBATCH --open-mode=append',
     '#SBATCH --cpus-per-task=1',
     ...sbatchLines(launch.resources, false),
@@ -223,20 +261,96 @@ export function parseJobId(output: string): string {
   return m[1]!;
 }
 
-export interface LaunchRecord {
-  group: string;
-  config: string;
-  name: string;
-  shards: number;
-  experiment: string;
-  submissions: Array<{ at: string; array: string; shardsJobId: string; mergeJobId: string }>;
+
+/**
+ * Every value of the launch that is written into a script, checked (see `checkScriptValue`);
+ * an AmbiqaError in one line naming the first bad one. Called before anything is written.
+ */
+export function checkLaunch(launch: SlurmLaunch): void {
+  const r = launch.resources;
+  const values: Array<[string | undefined, string]> = [
+    [r.partition, '--partition'],
+    [r.account, '--account'],
+    [r.time, '--time'],
+    [r.mem, '--mem'],
+    ...r.extra.map((l): [string, string] => [l, '--sbatch']),
+    [launch.cacheDir, '--cache-dir'],
+    [launch.artifactsDir, 'AMBIQA_ARTIFACTS_DIR'],
+    [launch.launchDir, 'the launch folder'],
+    [launch.workDir, 'the working directory'],
+    [launch.configFile, 'the config path'],
+    [launch.node, 'the node executable'],
+    [launch.cli, 'the ambiqa executable'],
+    [launch.group, '--group'],
+    [launch.config.name, 'the run name'],
+    [launch.config.tracking.experiment, 'tracking.experiment'],
+    ...launch.runArgs.map((a): [string, string] => [a, 'a run argument']),
+  ];
+  for (const [value, what] of values) if (value !== undefined) checkScriptValue(value, what);
+  if (/["\\`]/.test(launch.cacheDir)) {
+    throw new AmbiqaError(`--cache-dir ${JSON.stringify(launch.cacheDir)}: no double quotes, backslashes or backquotes (it is written into the job script in double quotes)`);
+  }
+  for (const l of r.extra) extraOption(l);
 }
+
+/**
+ * The two job scripts exactly as they are written: checked, then masked as everything the CLI
+ * prints is (a `--set` value holding a known secret reads `[redacted]`), so `--dry-run` shows
+ * byte for byte what a launch writes, and no secret lands in a file.
+ */
+export function launchScripts(launch: SlurmLaunch): { shards: string; merge: string } {
+  checkLaunch(launch);
+  return { shards: redactText(shardsScript(launch)), merge: redactText(mergeScript(launch)) };
+}
+
+const launchRecordSchema = z.strictObject({
+  group: z.string(),
+  config: z.string(),
+  name: z.string(),
+  shards: z.number().int().positive(),
+  experiment: z.string(),
+  submissions: z.array(z.strictObject({ at: z.string(), array: z.string(), shardsJobId: z.string(), mergeJobId: z.string() })),
+});
+
+/** The launch's `launch.json` when there is one; refused in one line when it is not one ambiqa wrote. */
+export function readLaunchRecord(path: string): LaunchRecord | undefined {
+  if (!existsSync(path)) return undefined;
+  let parsed: unknown;
+  try {
+    const text = readFileSync(path, 'utf8');
+    if (text.length > 4 * 1024 * 1024) throw new Error('larger than 4 MiB');
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new AmbiqaError(`${path}: not a launch record (${(error as Error).message.split('\n')[0]})`, 'move it away, or give this launch another --group');
+  }
+  const result = launchRecordSchema.safeParse(parsed);
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    throw new AmbiqaError(`${path}: not a launch record (${issue.path.join('.') || 'top level'}: ${issue.message})`, 'move it away, or give this launch another --group');
+  }
+  return result.data;
+}
+
+/** Writes a file in full under a temporary name and renames it into place, with `mode`. */
+function writeScript(path: string, text: string, mode: number): void {
+  const tmp = `${path}.${process.pid}.tmp`;
+  writeFileSync(tmp, text, { mode });
+  chmodSync(tmp, mode); // the umask may have narrowed it; an existing file kept its own mode
+  renameSync(tmp, path);
+}
+
+export type LaunchRecord = z.infer<typeof launchRecordSchema>;
 
 /** Writes the scripts, submits the shards and the merge after them; returns the job ids. */
 export async function submitLaunch(launch: SlurmLaunch, exec: Exec = execSlurm): Promise<{ shardsJobId: string; mergeJobId: string }> {
-  mkdirSync(launch.launchDir, { recursive: true });
-  writeFileSync(shardsScriptPath(launch), shardsScript(launch), { mode: 0o755 });
-  writeFileSync(mergeScriptPath(launch), mergeScript(launch), { mode: 0o755 });
+  // Everything that can be refused is refused before the first file or submission.
+  const scripts = launchScripts(launch);
+  const recordPath = join(launch.launchDir, 'launch.json');
+  const earlier = readLaunchRecord(recordPath);
+  mkdirSync(launch.launchDir, { recursive: true, mode: 0o700 });
+  // 0700: the scripts name the run's paths and arguments; only their owner runs them.
+  writeScript(shardsScriptPath(launch), scripts.shards, 0o700);
+  writeScript(mergeScriptPath(launch), scripts.merge, 0o700);
   const [shardsCommand] = submitCommands(launch);
   const shardsJobId = parseJobId(await exec(shardsCommand[0]!, shardsCommand.slice(1)));
   const [, mergeCommand] = submitCommands(launch, shardsJobId);
@@ -249,10 +363,7 @@ export async function submitLaunch(launch: SlurmLaunch, exec: Exec = execSlurm):
       `submit it by hand: ${mergeCommand.map(shellQuote).join(' ')}`,
     );
   }
-  const recordPath = join(launch.launchDir, 'launch.json');
-  const record: LaunchRecord = existsSync(recordPath)
-    ? (JSON.parse(readFileSync(recordPath, 'utf8')) as LaunchRecord)
-    : { group: launch.group, config: launch.configFile, name: launch.config.name, shards: launch.shards, experiment: launch.config.tracking.experiment, submissions: [] };
+  const record: LaunchRecord = earlier ?? { group: launch.group, config: launch.configFile, name: launch.config.name, shards: launch.shards, experiment: launch.config.tracking.experiment, submissions: [] };
   record.submissions.push({ at: new Date().toISOString(), array: arraySpec(launch.shards, launch.only, launch.resources.maxParallel), shardsJobId, mergeJobId });
   writeFileSync(recordPath, JSON.stringify(record, null, 2) + '\n');
   return { shardsJobId, mergeJobId };

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { cacheDir } from '../config/paths';
 import { AmbiqaError } from '../errors';
+import { assertPortFree, servedBy } from '../common/port';
 import type { Reporter } from './context';
 import { classifyFailure, runCommand, tail } from './fetch';
 import { venvPython } from './venv';
@@ -286,6 +287,9 @@ export async function startLlamaServer(options: LlamaServerOptions): Promise<Run
   if (missing) throw missing;
   if (!existsSync(options.modelPath)) throw new AmbiqaError(`model file ${options.modelPath} does not exist`, 'run `npx ambiqa setup` (or pass --llm with a fetched model)');
   const host = options.host ?? '127.0.0.1';
+  // A port another program holds is refused before anything starts: that program would answer
+  // /v1/models and be taken for this server.
+  if (options.port !== undefined) await assertPortFree(host, options.port, '--port');
   const port = options.port ?? (await freePort(host));
   const args = [
     '-m',
@@ -324,8 +328,16 @@ export async function startLlamaServer(options: LlamaServerOptions): Promise<Run
     if (gone) throw new AmbiqaError(`the llama.cpp server exited before it was ready:\n    ${tail(log, 6)}`, 'see the lines above (a port in use, a model file it cannot read)');
     try {
       const r = await fetch(`${baseUrl}/models`, { signal: AbortSignal.timeout(2000) });
+      await r.body?.cancel().catch(() => undefined);
+      // What answers must be the server started here (its socket is one of its process tree's):
+      // a program that took the port meanwhile is not taken for it.
+      if (r.ok && servedBy(child.pid!, port) === false) {
+        await stop();
+        throw new AmbiqaError(`port ${port}: what answers at ${baseUrl} is not the llama.cpp server this command started (another program listens on port ${port})`, 'stop that program, or pick another --port');
+      }
       if (r.ok) break;
-    } catch {
+    } catch (error) {
+      if (error instanceof AmbiqaError) throw error;
       /* not listening yet */
     }
     if (Date.now() > deadline) {

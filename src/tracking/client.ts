@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { RetryPolicy, parseRetryAfter, withRetries } from '../common/retry';
 import { redactBytes, redactText, registerUrlCredentials } from '../common/secrets';
 import { AmbiqaError } from '../errors';
+import { escapeControl } from '../common/safe-name';
 import {
   decodeMetricValue,
   metricToJson,
@@ -93,6 +94,10 @@ export interface MlflowClientOptions {
   /** Extra headers; `MLFLOW_TRACKING_TOKEN` or `MLFLOW_TRACKING_USERNAME/PASSWORD` add auth. */
   headers?: Record<string, string>;
   batchLimits?: BatchLimits;
+  /** The largest artifact a download takes (default `MAX_ARTIFACT_BYTES`, 1 GiB). */
+  maxArtifactBytes?: number;
+  /** The most pages one `next_page_token` loop follows (default `MAX_PAGES`, 1 000). */
+  maxPages?: number;
 }
 
 export interface TraceInfo {
@@ -212,6 +217,8 @@ interface RequestOptions {
 export class MlflowClient {
   readonly uri: string;
   private readonly timeoutMs: number;
+  private readonly maxArtifactBytes: number;
+  private readonly maxPages: number;
   private readonly retryPolicy: RetryPolicy;
   private readonly signal: AbortSignal | undefined;
   private readonly headers: Record<string, string>;
@@ -224,6 +231,8 @@ export class MlflowClient {
     registerUrlCredentials(opts.uri);
     this.uri = checkUri(opts.uri);
     this.timeoutMs = opts.timeoutMs ?? 30_000;
+    this.maxArtifactBytes = opts.maxArtifactBytes ?? MAX_ARTIFACT_BYTES;
+    this.maxPages = opts.maxPages ?? MAX_PAGES;
     // A fixed number of attempts and no circuit breaker: an unreachable server is handled by
     // buffering operations for `ambiqa sync`, not by waiting.
     this.retryPolicy = new RetryPolicy({
@@ -280,13 +289,14 @@ export class MlflowClient {
   /** Every active experiment, across pages. */
   async searchExperiments(): Promise<Experiment[]> {
     const all: Experiment[] = [];
+    const next = pageGuard(`${this.uri}: experiments/search`, this.maxPages);
     let pageToken: string | undefined;
     do {
       const res: { experiments?: RawExperiment[]; next_page_token?: string } = await this.request('POST', 'mlflow/experiments/search', {
         body: { max_results: 1000, ...(pageToken ? { page_token: pageToken } : {}) },
       });
       all.push(...(res.experiments ?? []).map(toExperiment));
-      pageToken = res.next_page_token || undefined;
+      pageToken = next(res.next_page_token);
     } while (pageToken);
     return all;
   }
@@ -387,24 +397,26 @@ export class MlflowClient {
   /** Every run matching the search, across pages. */
   async searchAllRuns(request: Omit<SearchRunsRequest, 'pageToken'>): Promise<Run[]> {
     const all: Run[] = [];
+    const next = pageGuard(`${this.uri}: runs/search`, this.maxPages);
     let pageToken: string | undefined;
     do {
       const page = await this.searchRuns({ ...request, ...(pageToken ? { pageToken } : {}) });
       all.push(...page.runs);
-      pageToken = page.nextPageToken;
+      pageToken = next(page.nextPageToken);
     } while (pageToken);
     return all;
   }
 
   async getMetricHistory(runId: string, key: string): Promise<MetricRecord[]> {
     const out: MetricRecord[] = [];
+    const next = pageGuard(`${this.uri}: metrics/get-history`, this.maxPages);
     let pageToken: string | undefined;
     do {
       const res = await this.request<{ metrics?: RawMetric[]; next_page_token?: string }>('GET', 'mlflow/metrics/get-history', {
         query: { run_id: runId, metric_key: key, max_results: 25000, page_token: pageToken },
       });
       out.push(...(res.metrics ?? []).map(toMetric));
-      pageToken = res.next_page_token || undefined;
+      pageToken = next(res.next_page_token);
     } while (pageToken);
     return out;
   }
@@ -704,14 +716,65 @@ export class MlflowClient {
         },
       },
     );
-    if (options.binary) return Buffer.from(await res.arrayBuffer()) as T;
-    const text = await res.text();
+    if (options.binary) return (await readBounded(res, this.maxArtifactBytes, `${this.uri}: ${label}`)) as T;
+    const text = (await readBounded(res, MAX_JSON_BYTES, `${this.uri}: ${endpoint}`)).toString('utf8');
     return (text ? JSON.parse(text) : {}) as T;
   }
 }
 
+/**
+ * Limits on what a server may make this process hold. A hostile or broken server can answer
+ * with a body of any size or a `next_page_token` that never ends; these turn either into one
+ * line instead of memory exhaustion or a loop that never stops.
+ */
+export const MAX_JSON_BYTES = 64 * 1024 * 1024;
+export const MAX_ARTIFACT_BYTES = 1024 * 1024 * 1024;
+const MAX_ERROR_BYTES = 64 * 1024;
+export const MAX_PAGES = 1_000;
+
+/** The body of `res`, refused once it passes `limit` bytes (read as it streams, not after). */
+async function readBounded(res: Response, limit: number, what: string): Promise<Buffer> {
+  const declared = Number(res.headers.get('content-length') ?? NaN);
+  const tooBig = () => new AmbiqaError(`${what}: the server's reply is larger than ${limit} bytes, the most ambiqa reads`, 'is MLFLOW_TRACKING_URI an MLflow server you trust?');
+  if (Number.isFinite(declared) && declared > limit) {
+    await res.body?.cancel().catch(() => undefined);
+    throw tooBig();
+  }
+  if (!res.body) return Buffer.alloc(0);
+  const chunks: Buffer[] = [];
+  let total = 0;
+  const reader = res.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > limit) {
+      await reader.cancel().catch(() => undefined);
+      throw tooBig();
+    }
+    chunks.push(Buffer.from(value));
+  }
+  return Buffer.concat(chunks, total);
+}
+
+/** Guards one `next_page_token` loop: refuses a token seen before and more than `MAX_PAGES` pages. */
+export function pageGuard(what: string, maxPages = MAX_PAGES): (token: string | undefined) => string | undefined {
+  const seen = new Set<string>();
+  return (token) => {
+    if (token === undefined || token === '') return undefined;
+    if (seen.has(token) || seen.size >= maxPages) {
+      throw new AmbiqaError(`${what}: the server's page tokens ${seen.has(token) ? 'repeat' : `go on past ${maxPages} pages`}; stopped`, 'is MLFLOW_TRACKING_URI an MLflow server you trust?');
+    }
+    seen.add(token);
+    return token;
+  };
+}
+
 async function httpError(res: Response, label: string): Promise<MlflowHttpError> {
-  const text = await res.text().catch(() => '');
+  const text = await readBounded(res, MAX_ERROR_BYTES, label).then(
+    (b) => b.toString('utf8'),
+    () => '',
+  );
   let errorCode = `HTTP_${res.status}`;
   let message = text.slice(0, 500) || res.statusText;
   try {
@@ -721,7 +784,9 @@ async function httpError(res: Response, label: string): Promise<MlflowHttpError>
   } catch {
     /* not JSON (a proxy's HTML page, say): keep the text */
   }
-  const error = new MlflowHttpError(res.status, errorCode, message, label);
+  // The server's words reach the terminal: control characters escaped (one line, no escape
+  // sequences), at most 500 characters.
+  const error = new MlflowHttpError(res.status, escapeControl(errorCode, 80), escapeControl(message, 500), label);
   const retryAfterMs = parseRetryAfter(res.headers);
   if (retryAfterMs !== undefined) error.retryAfterMs = retryAfterMs;
   return error;

@@ -3,6 +3,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statS
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { AmbiqaError } from '../errors';
+import { assertPortFree, servedBy } from '../common/port';
 import { artifactsDir, venvDir } from '../config/paths';
 import { MlflowClient } from './client';
 
@@ -70,9 +71,22 @@ export function serverEnv(): NodeJS.ProcessEnv {
   return { ...process.env, MLFLOW_SERVER_ENABLE_JOB_EXECUTION: 'false', PYTHONUNBUFFERED: '1' };
 }
 
-const WATCHDOG = `
+// The watchdog between this process and the MLflow server (Python: the venv has it, and it
+// starts in milliseconds). It reads its stdin, a pipe whose other end only this process holds,
+// with os.read: a daemon thread blocked in sys.stdin.buffer.read holds the buffered reader's lock
+// at interpreter shutdown, which ended every watchdog with "Fatal Python error:
+// _enter_buffered_busy". It ends with os._exit for the same reason (no finalisation while that
+// thread is blocked). On Linux the server gets PR_SET_PDEATHSIG (SIGTERM): should the watchdog be
+// killed with SIGKILL, the kernel still stops the server.
+export const WATCHDOG = `
 import os, signal, subprocess, sys, threading
-child = subprocess.Popen(sys.argv[1:], start_new_session=True)
+def guard():
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
+    except Exception:
+        pass
+child = subprocess.Popen(sys.argv[1:], start_new_session=True, preexec_fn=guard if sys.platform.startswith('linux') else None)
 stopping = threading.Event()
 def stop(*_):
     if stopping.is_set():
@@ -93,7 +107,7 @@ def stop(*_):
     threading.Thread(target=force, daemon=True).start()
 def watch_parent():
     try:
-        while sys.stdin.buffer.read(4096):
+        while os.read(0, 4096):
             pass
     except Exception:
         pass
@@ -101,12 +115,13 @@ def watch_parent():
 threading.Thread(target=watch_parent, daemon=True).start()
 signal.signal(signal.SIGTERM, stop)
 signal.signal(signal.SIGINT, stop)
+signal.signal(signal.SIGHUP, stop)
 code = child.wait()
 try:
     os.killpg(child.pid, signal.SIGKILL)
 except ProcessLookupError:
     pass
-sys.exit(code if code >= 0 else 0)
+os._exit(code if code >= 0 else 0)
 `;
 
 export function mlflowExecutable(venv = venvDir()): string {
@@ -143,6 +158,9 @@ export async function startLocalServer(options: StartServerOptions = {}): Promis
   mkdirSync(join(storeDir, 'artifacts'), { recursive: true });
   const logFile = join(storeDir, 'server.log');
 
+  // A port given is refused at once when another program holds it: that program would answer
+  // /health and be advertised as this store's server.
+  if (options.port) await assertPortFree(host, options.port, '--port');
   // A port found free can be taken before the server binds it; try a few.
   let lastError: unknown;
   for (let attempt = 0; attempt < 3; attempt++) {
@@ -207,7 +225,16 @@ async function launch(venv: string, storeDir: string, host: string, port: number
   const deadline = Date.now() + (options.timeoutMs ?? 240_000);
   while (Date.now() < deadline) {
     if (exited !== null) break;
-    if (await client.isHealthy(2000)) return { uri, storeDir, logFile, stop, exited: exitPromise };
+    if (await client.isHealthy(2000)) {
+      // The answer must come from the server started here (a socket of its process tree), not
+      // from a program that took the port between the check and the start.
+      if (servedBy(child.pid!, port) === false) {
+        await stop();
+        if (!options.port) throw new PortTaken(`port ${port} is taken`);
+        throw new AmbiqaError(`--port ${port}: what answers at ${uri} is not the MLflow server this command started (another program listens on port ${port})`, 'stop that program, or pick another --port');
+      }
+      return { uri, storeDir, logFile, stop, exited: exitPromise };
+    }
     await Promise.race([exitPromise, new Promise((r) => setTimeout(r, 500))]);
   }
   await stop();

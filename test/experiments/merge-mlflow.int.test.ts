@@ -80,8 +80,8 @@ describe.skipIf(!uri && !process.env.CI)('ambiqa merge --from-mlflow (real MLflo
     const w = JSON.parse(readFileSync(join(machineA, 'runs', 'whole', 'metrics.json'), 'utf8')) as RunMetrics;
     expect(m.metrics).toEqual(w.metrics);
     expect(m.n).toBe(7);
-    // The shards' files, as downloaded, are kept beside the merged run.
-    expect(existsSync(join(merged, 'shards', 'mm.shard-1of2', 'results.jsonl'))).toBe(true);
+    // The shards' files, as downloaded, are kept beside the merged run, in folders ambiqa names (shard-<i>of<N>), never after the server's run names.
+    expect(existsSync(join(merged, 'shards', 'shard-1of2', 'results.jsonl'))).toBe(true);
 
     // In MLflow: the merged run's metrics are the unsharded run's (wall time aside); the shards nest under it.
     const parentId = JSON.parse(readFileSync(join(merged, 'mlflow.json'), 'utf8')).runId as string;

@@ -32,7 +32,7 @@ function config(name: string, questions: number, latencyMs: number): { file: str
   return { file, callLog };
 }
 
-const IN_USE = /^ambiqa run: run directory (\S+) is in use by PID (\d+) on host (\S+) \(since [^)]+\); one run folder has one writer — wait for that process to end$/;
+const IN_USE = /^ambiqa run: run directory (\S+) is in use by PID (\d+) on host (\S+) \(since [^)]+\); one run folder has one writer — wait for that process to end, or remove \1\/run\.lock once it is known to be gone$/;
 
 /** Of `runs`, the one that ran (exit 0) and the refused ones (exit 1, one line naming the winner). */
 async function oneRanOthersRefused(runs: CliRun[], runDir: string): Promise<CliRun> {

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AmbiqaError } from '../../errors';
+import { safeName } from '../../common/safe-name';
 import { createComposer } from '../../experiments/compose';
 import { mergeRuns, type MergeOutcome } from '../../experiments/merge';
 import { mergeFromMlflow } from '../../experiments/merge-mlflow';
@@ -64,7 +65,8 @@ export async function run(argv: string[]): Promise<number> {
   const composer = createComposer();
   try {
     const common = {
-      ...(values.name !== undefined ? { name: values.name } : {}),
+      // A folder name: one plain path segment (`--name ../x` would write outside the runs folder).
+      ...(values.name !== undefined ? { name: safeName(values.name, '--name') } : {}),
       outDir: (name: string) => join(runsDir(), name),
       aggregate: composer.aggregate,
       partial: values.partial ?? false,

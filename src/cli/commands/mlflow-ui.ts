@@ -67,6 +67,8 @@ export async function run(argv: string[]): Promise<number> {
       ...(values.host ? { host: values.host } : {}),
     });
     const unadvertise = advertiseServer(server);
+    // A server that ended by itself (killed, crashed) is a failure of this command, not a stop.
+    let died = false;
     if (!stopRequested) {
       console.log(`MLflow UI: ${server.uri}`);
       console.log(`to log to it from another shell: export MLFLOW_TRACKING_URI=${server.uri}`);
@@ -74,8 +76,16 @@ export async function run(argv: string[]): Promise<number> {
       await new Promise<void>((resolve) => {
         wake = resolve;
         if (stopRequested) resolve();
-        void server.exited.then(() => resolve());
+        void server.exited.then(() => {
+          if (!stopRequested) died = true;
+          resolve();
+        });
       });
+    }
+    if (died) {
+      unadvertise();
+      console.error(`the MLflow server at ${server.uri} exited by itself; see ${server.logFile}`);
+      return 1;
     }
     console.error('stopping MLflow …');
     unadvertise();

@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import { venvDir } from '../../config/paths';
 import { AmbiqaError } from '../../errors';
 import { spawnSupervised } from '../../common/supervise';
+import { assertPortFree } from '../../common/port';
 import { docsNotebooksDir, finishDocsCopy, projectNotebooks } from '../../notebook/docs';
 import { executeNotebook, jupyterBinary, jupyterEnv, jupyterPath, registerKernel } from '../../notebook/kernel';
 import { consoleReporter } from '../../setup/context';
@@ -123,7 +124,12 @@ export async function run(argv: string[]): Promise<number> {
   // The read-only extension manager: no PyPI or npm queries at start-up (the pypi one asks yarn for
   // its registry and prints a stack trace when that fails); extensions come pinned with the venv.
   const args = ['lab', `--ServerApp.root_dir=${reg.root}`, '--ServerApp.default_url=/lab/tree/notebooks', '--LabApp.extension_manager=readonly'];
-  if (values.port) args.push(`--port=${values.port}`);
+  if (values.port) {
+    // A given port is the port: refused when another program holds it, and Jupyter may not move
+    // to the next free one (its default), so the address printed is the server started here.
+    await assertPortFree(values.ip ?? '127.0.0.1', Number(values.port), '--port');
+    args.push(`--port=${values.port}`, '--ServerApp.port_retries=0');
+  }
   if (values.ip) args.push(`--ip=${values.ip}`);
   if (values['no-browser']) args.push('--no-browser');
   // Containers and CI often run as root, which Jupyter refuses without this flag.

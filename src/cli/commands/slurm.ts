@@ -9,13 +9,13 @@ import { ExitStatus } from '../../experiments/exit-status';
 import { parseOverride } from '../../experiments/overrides';
 import { runStarted } from '../../experiments/run-dir';
 import { checkShardGroup } from '../../experiments/shard-group';
+import { MAX_SHARDS } from '../../experiments/shard';
 import {
   DEFAULT_CACHE_DIR,
   launchExitStatus,
+  launchScripts,
   logTail,
-  mergeScript,
   shardProgress,
-  shardsScript,
   shellQuote,
   submitCommands,
   submitLaunch,
@@ -98,6 +98,7 @@ export async function run(argv: string[]): Promise<number> {
   if (positionals.length !== 1) throw new AmbiqaError('ambiqa slurm: expected one config file', 'e.g. `npx ambiqa slurm experiments/toc-asqa.yaml --shards 8 --wait`');
   if (values.shards === undefined) throw new AmbiqaError('ambiqa slurm: --shards N is required', 'the number of array tasks, e.g. --shards 8');
   const shards = parsePositiveInt(values.shards, '--shards');
+  if (shards > MAX_SHARDS) throw new AmbiqaError(`--shards ${shards}: at most ${MAX_SHARDS}`);
   const only = values.only?.split(',').map((x) => parseShardIndex(x, shards));
   if (only && values.group === undefined) {
     throw new AmbiqaError('ambiqa slurm: --only resubmits shards of an earlier launch: give its --group', 'the group is in the first launch\'s output and in artifacts/slurm/');
@@ -157,10 +158,13 @@ export async function run(argv: string[]): Promise<number> {
     },
   };
 
+  // Checked (and masked) before anything is printed, written or submitted; --dry-run prints
+  // exactly the text a launch writes.
+  const scripts = launchScripts(launch);
   if (values['dry-run']) {
     const [shardsCommand, mergeCommand] = submitCommands(launch);
-    console.log(`# ${relativePath(launch.launchDir)}/shards.sbatch\n${shardsScript(launch)}`);
-    console.log(`# ${relativePath(launch.launchDir)}/merge.sbatch\n${mergeScript(launch)}`);
+    console.log(`# ${relativePath(launch.launchDir)}/shards.sbatch\n${scripts.shards}`);
+    console.log(`# ${relativePath(launch.launchDir)}/merge.sbatch\n${scripts.merge}`);
     console.log(`# submitted with (nothing was submitted: --dry-run):\n${shardsCommand.map(shellQuote).join(' ')}\n${mergeCommand.map(shellQuote).join(' ')}`);
     if (!trackingUri) console.log('# note: MLFLOW_TRACKING_URI is not set; a real launch needs it');
     return ExitStatus.ok;
