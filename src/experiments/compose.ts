@@ -15,6 +15,8 @@ import { buildCorpus, defaultSources } from '../retrieval/corpus-builder';
 import { MiniLmEmbedder } from '../retrieval/embedder';
 import { createReranker, createRetriever } from '../retrieval/factory';
 import { withExclusion } from '../retrieval/exclude';
+import { needsCorpus, onDiskAnnotations } from '../retrieval/lucene/config';
+import { LuceneRetriever } from '../retrieval/lucene/retriever';
 import type { Embedder, Retriever } from '../retrieval/types';
 import { openTracking, stopLocalServer } from '../tracking/index';
 import {
@@ -151,22 +153,38 @@ export function createComposer(options: { notify?: (message: string) => void } =
       const context: PipelineContext = { llm: config.judge ? withJudge(llm, await getLlm(config.judge, 'judge')) : llm };
       if (needsEmbedder(config)) context.embedder = getEmbedder();
 
-      // Judge diagnostics label passage-based judgments by the passages' texts: the run's corpus.
+      // Judge diagnostics label passage-based judgments by the passages' texts: the run's corpus,
+      // or, for an engine with its own index (Lucene), the passages the retriever returned.
       let passageText: (id: string) => string | undefined = () => undefined;
       if (config.retriever) {
-        const corpus = getCorpus(config.retriever.corpus);
-        passageText = (id) => corpus.byId(id)?.text;
-      }
-      if (config.retriever) {
         const { corpus: corpusPath, exclude = 'none', ...retrieverConfig } = config.retriever;
+        const inMemory = needsCorpus(retrieverConfig);
         const key = JSON.stringify([corpusPath ?? null, retrieverConfig]);
         let retriever = retrievers.get(key);
         if (!retriever) {
-          retriever = createRetriever(retrieverConfig, getCorpus(corpusPath), context.embedder ? { embedder: context.embedder } : {});
+          // An engine outside the process is checked here, before the run's first model call: a
+          // searcher that cannot open its index, a server down or answering another shape.
+          retriever = createRetriever(retrieverConfig, () => getCorpus(corpusPath), context.embedder ? { embedder: context.embedder } : {}).then(async (r) => {
+            await r.preflight?.();
+            return r;
+          });
           retrievers.set(key, retriever);
+          retriever.catch(() => retrievers.delete(key));
+        }
+        const built = await retriever;
+        if (inMemory) {
+          const corpus = getCorpus(corpusPath);
+          passageText = (id) => corpus.byId(id)?.text;
+        } else {
+          passageText = (id) => returnedPassage(built, id)?.text;
         }
         // Leak control: the same index, seen by each question without its own annotated passages.
-        context.retriever = withExclusion(await retriever, getCorpus(corpusPath), exclude);
+        // An on-disk engine reads them from its index's sidecar, never from the corpus.
+        if (inMemory) context.retriever = withExclusion(built, () => getCorpus(corpusPath), exclude);
+        else {
+          const own = exclude === 'own' ? onDiskAnnotations(retrieverConfig) : undefined;
+          context.retriever = withExclusion(built, own?.annotations ?? new Map(), exclude, own?.where);
+        }
       }
       if (config.reranker) context.reranker = createReranker(config.reranker, context.embedder ? { embedder: context.embedder } : {});
 
@@ -260,6 +278,15 @@ export function createComposer(options: { notify?: (message: string) => void } =
         }
       }
       readers.clear();
+      // Engines outside the process (a Lucene searcher this run started) stop with the run.
+      for (const retriever of retrievers.values()) {
+        try {
+          await (await retriever).close?.();
+        } catch {
+          /* a retriever that failed to build has nothing to close */
+        }
+      }
+      retrievers.clear();
       await stopLocalServer();
     },
   };
@@ -274,6 +301,11 @@ function needsEmbedder(config: ExperimentConfig): boolean {
   if (config.retriever && config.retriever.type !== 'bm25') return true;
   if (config.reranker && config.reranker.type !== 'none') return true;
   return requiresEmbedder(config.pipeline.name);
+}
+
+/** A passage the run's on-disk retriever returned (judge labels need its text). */
+function returnedPassage(retriever: Retriever, id: string) {
+  return retriever instanceof LuceneRetriever ? retriever.returned(id) : undefined;
 }
 
 function readIds(path: string): string[] {

