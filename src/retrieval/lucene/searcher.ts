@@ -169,7 +169,7 @@ export async function startSearcher(indexDir: string, options: { host?: string; 
   }
 }
 
-const indexHint = 'rebuild it with `npx ambiqa index` (Anserini 2.3, Lucene 10.4), or point retriever.index at a complete Lucene index';
+const indexHint = 'rebuild it with `npx ambiqa index` (Anserini 2.3, Lucene 10.5), or point retriever.index at a complete Lucene index';
 
 /** The line of the server's log that says why, without the JVM's warnings and the stack. */
 function lastError(output: string): string {
