@@ -6,6 +6,7 @@
  * is refused with its line, as readUtf8File does for small files.
  */
 import { createReadStream, statSync } from 'node:fs';
+import { invalidUtf8Offset } from '../../common/text-file';
 import { AmbiqaError } from '../../errors';
 import { parsePassageLine, passageId } from '../corpus';
 import type { Passage } from '../types';
@@ -42,8 +43,12 @@ async function* lines(path: string, what: string): AsyncGenerator<{ text: string
     try {
       decoded = decoder.decode(buffer, { stream: true });
     } catch {
-      // The chunk holds the bad byte; count the lines before it in what was decoded so far.
-      throw new AmbiqaError(`${what} ${path}: line ${line + carry.split('\n').length} is not UTF-8; the file must be UTF-8`, 'convert it, e.g. `iconv -f latin1 -t utf-8 <file> > <file>.utf8`');
+      // The bad byte is in this chunk: its line is the lines finished before the chunk plus the
+      // newlines in the chunk ahead of it.
+      const at = invalidUtf8Offset(buffer) ?? 0;
+      let badLine = line + 1;
+      for (let i = 0; i < at; i++) if (buffer[i] === 0x0a) badLine++;
+      throw new AmbiqaError(`${what} ${path}: line ${badLine} is not UTF-8; the file must be UTF-8`, 'convert it, e.g. `iconv -f latin1 -t utf-8 <file> > <file>.utf8`');
     }
     if (first) {
       if (decoded.charCodeAt(0) === 0xfeff) decoded = decoded.slice(1);
