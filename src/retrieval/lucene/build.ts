@@ -69,15 +69,16 @@ export async function buildLuceneIndex(options: BuildOptions): Promise<BuildResu
   const collection = join(work, 'collection');
   const indexDir = join(work, 'index');
   mkdirSync(collection, { recursive: true });
+  let stream: WriteStream | undefined;
   try {
     const perFile = options.filePassages ?? 250_000;
     const owned = new Map<string, string[]>();
     let count = 0;
-    let stream: WriteStream | undefined;
     for await (const p of streamPassages(options.file, options.from, options.onProgress ? { onProgress: options.onProgress } : {})) {
       if (count % perFile === 0) {
         if (stream) await closeStream(stream);
         stream = createWriteStream(join(collection, `part-${String(count / perFile).padStart(5, '0')}.jsonl`));
+        await once(stream, 'open');
       }
       const doc: Record<string, string> = { id: p.id, contents: formatPassage(p), title: p.title };
       if (p.section) doc.section = p.section;
@@ -91,6 +92,7 @@ export async function buildLuceneIndex(options: BuildOptions): Promise<BuildResu
       count++;
     }
     if (stream) await closeStream(stream);
+    stream = undefined;
     if (count === 0) throw new AmbiqaError(`${options.file}: no passages`, 'the file has only a header or blank lines');
     const convertSeconds = (Date.now() - started) / 1000;
 
@@ -137,6 +139,11 @@ export async function buildLuceneIndex(options: BuildOptions): Promise<BuildResu
     rmSync(work, { recursive: true, force: true });
     return { info: inspectIndex(out, '--out'), passages: count, seconds: (Date.now() - started) / 1000, convertSeconds };
   } catch (error) {
+    // Stop writing before the folder goes (a stream still open would fail on its own later).
+    if (stream) {
+      stream.destroy();
+      await once(stream, 'close').catch(() => undefined);
+    }
     rmSync(work, { recursive: true, force: true });
     throw error;
   }
