@@ -14,7 +14,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { anseriniJarPath, findJava, MIN_JAVA, searchersDir } from '../../config/lucene';
 import { spawnSupervised, type Supervised } from '../../common/supervise';
@@ -37,6 +37,8 @@ interface Announcement {
   indexName: string;
   index: string;
   pid: number;
+  /** The machine it runs on: a cache folder on shared storage is seen by every node of a cluster. */
+  host: string;
 }
 
 /** The jar and Java that run Anserini, or one line saying what is missing and how to get it. */
@@ -58,7 +60,7 @@ export function jvmFlags(): string[] {
 }
 
 function announcementPath(indexDir: string): string {
-  const key = createHash('sha256').update(realpathSync(indexDir)).digest('hex').slice(0, 16);
+  const key = createHash('sha256').update(`${hostname()}\0${realpathSync(indexDir)}`).digest('hex').slice(0, 16);
   return join(searchersDir(), `${key}.json`);
 }
 
@@ -77,7 +79,7 @@ export function announcedSearcher(indexDir: string): { url: string; indexName: s
   if (!existsSync(path)) return undefined;
   try {
     const a = JSON.parse(readFileSync(path, 'utf8')) as Announcement;
-    if (typeof a.url === 'string' && typeof a.pid === 'number' && alive(a.pid)) return { url: a.url, indexName: a.indexName };
+    if (typeof a.url === 'string' && typeof a.pid === 'number' && a.host === hostname() && alive(a.pid)) return { url: a.url, indexName: a.indexName };
   } catch {
     /* a torn or foreign file: as if none */
   }
@@ -87,7 +89,7 @@ export function announcedSearcher(indexDir: string): { url: string; indexName: s
 export function announceSearcher(indexDir: string, handle: { url: string; indexName: string }, pid = process.pid): () => void {
   const path = announcementPath(indexDir);
   mkdirSync(searchersDir(), { recursive: true });
-  const body: Announcement = { url: handle.url, indexName: handle.indexName, index: realpathSync(indexDir), pid };
+  const body: Announcement = { url: handle.url, indexName: handle.indexName, index: realpathSync(indexDir), pid, host: hostname() };
   const temp = `${path}.${process.pid}.tmp`;
   writeFileSync(temp, `${JSON.stringify(body)}\n`);
   renameSync(temp, path);
