@@ -93,7 +93,8 @@ describe('passageFromDoc', () => {
 describe('retriever config: engine fields', () => {
   it('parses engine lucene with an index, and keeps the in-memory engine the default', () => {
     expect(parseRetrieverConfig({ type: 'bm25', engine: 'lucene', index: '/x' })).toMatchObject({ type: 'bm25', engine: 'lucene', index: '/x' });
-    expect(parseRetrieverConfig('bm25')).toMatchObject({ engine: 'memory' });
+    expect(parseRetrieverConfig('bm25')).not.toHaveProperty('engine');
+    expect(() => checkEngineFields({ index: '/x' })).toThrow('retriever.index is for engine: lucene, but retriever.engine is memory');
   });
 
   it('refuses fields that do not fit together, naming them', () => {

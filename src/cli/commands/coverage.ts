@@ -90,6 +90,7 @@ export async function run(argv: string[]): Promise<number> {
   let corpusPassages: number | undefined;
   let corpusHash: string | undefined;
   let annotations: Map<string, Set<string>> | Corpus;
+  let where: string | undefined;
   let annotated: boolean;
   let retriever: Retriever;
   if (values.index !== undefined) {
@@ -100,6 +101,7 @@ export async function run(argv: string[]): Promise<number> {
     await retriever.preflight?.();
     const own = onDiskAnnotations(config);
     annotations = own.annotations;
+    where = own.where;
     annotated = own.annotations.size > 0;
     corpusName = `Lucene index ${values.index}`;
     corpusPassages = inspectIndex(values.index).meta?.passages;
@@ -119,7 +121,7 @@ export async function run(argv: string[]): Promise<number> {
   const results: CoverageResult[] = [];
   try {
     for (const mode of modes) {
-      results.push(await measureCoverage(items, withExclusion(retriever, annotations, mode, corpusName), ks, progress(`questions (exclude ${mode})`), { exclude: mode, dataset: 'asqa' }));
+      results.push(await measureCoverage(items, withExclusion(retriever, annotations, mode, where), ks, progress(`questions (exclude ${mode})`), { exclude: mode, dataset: 'asqa' }));
     }
   } finally {
     await retriever.close?.();

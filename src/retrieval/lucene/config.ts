@@ -11,7 +11,9 @@ import { ANNOTATIONS_FILE, readAnnotations } from './index-dir';
 import { LuceneRetriever } from './retriever';
 
 export const luceneFields = {
-  engine: z.enum(['memory', 'lucene']).default('memory'),
+  // No default written into the parsed config: configs that never name an engine parse as before
+  // (same run config, same cache keys); absent means memory.
+  engine: z.enum(['memory', 'lucene']).optional(),
   index: z.string().min(1).optional(),
   url: z.string().url().optional(),
   indexName: z.string().min(1).optional(),
@@ -19,7 +21,7 @@ export const luceneFields = {
 };
 
 interface LuceneFieldValues {
-  engine: 'memory' | 'lucene';
+  engine?: 'memory' | 'lucene' | undefined;
   index?: string | undefined;
   url?: string | undefined;
   indexName?: string | undefined;
@@ -28,7 +30,7 @@ interface LuceneFieldValues {
 
 /** One line when the engine's fields do not fit together. */
 export function checkEngineFields(c: LuceneFieldValues): void {
-  if (c.engine === 'memory') {
+  if (c.engine !== 'lucene') {
     const stray = (['index', 'url', 'indexName'] as const).find((f) => c[f] !== undefined);
     if (stray) throw new AmbiqaError(`retriever.${stray} is for engine: lucene, but retriever.engine is memory`, 'add `engine: lucene` (or `--set retriever.engine=lucene`)');
     return;
