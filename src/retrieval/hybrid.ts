@@ -68,4 +68,13 @@ export class HybridRetriever implements Retriever {
     const lists = await Promise.all(this.retrievers.map((r) => r.search(query, depth)));
     return reciprocalRankFusion(lists, this.weights, this.options.rrfK ?? 60).slice(0, k);
   }
+
+  /** Each engine outside the process (a Lucene searcher, a server) checked and released with the fusion. */
+  async preflight(): Promise<void> {
+    for (const r of this.retrievers) await r.preflight?.();
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.retrievers.map((r) => r.close?.()));
+  }
 }

@@ -27,6 +27,15 @@ export class MultiQueryRetriever implements Retriever {
     this.name = `multi-query(${base.name})`;
   }
 
+  /** The base engine's check and release (a Lucene searcher, a server), when it has them. */
+  async preflight(): Promise<void> {
+    await this.base.preflight?.();
+  }
+
+  async close(): Promise<void> {
+    await this.base.close?.();
+  }
+
   /** A single query is the one-interpretation case. */
   search(query: string, k: number): Promise<ScoredPassage[]> {
     return this.searchMany([query], k);

@@ -12,7 +12,9 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadCorpus } from '../../src/retrieval/corpus';
 import { withExclusion } from '../../src/retrieval/exclude';
+import { createRetriever } from '../../src/retrieval/factory';
 import { buildLuceneIndex } from '../../src/retrieval/lucene/build';
 import { onDiskAnnotations } from '../../src/retrieval/lucene/config';
 import { announceSearcher, luceneRuntime, startSearcher } from '../../src/retrieval/lucene/searcher';
@@ -90,6 +92,9 @@ describe.skipIf(skipReason !== undefined)('Lucene engine (real Anserini)', { tim
     const fillerHit = (await retriever.search('river stone garden quoted', 1))[0]!;
     expect(fillerHit.passage.text).toMatch(/ "quoted"$/);
     expect(retriever.returned('9001')?.title).toBe('Zephyrine Okonkwo');
+    // Served by id from the stored fields, without a search.
+    expect(await retriever.passage('9002')).toEqual({ id: '9002', title: 'Brastomere', text: PLANTED[1]!.text });
+    expect(await retriever.passage('no-such-id')).toBeUndefined();
     const described = retriever.describe();
     expect(described).toMatchObject({ 'retriever.engine': 'lucene', 'retriever.index': tsvIndex, 'retriever.index.passages': '303' });
     expect(described['retriever.index.sha256']).toMatch(/^[0-9a-f]{64}$/);
@@ -110,6 +115,12 @@ describe.skipIf(skipReason !== undefined)('Lucene engine (real Anserini)', { tim
       expect(view[0]!.passage.id).toBe('other-1');
       expect(view.map((h) => h.passage.id)).not.toContain('own-1');
       expect(view).toHaveLength(2);
+      // Hybrid of Lucene and the in-memory BM25 over the same corpus: both lists fused, own excluded.
+      const corpus = loadCorpus(jsonl);
+      const hybrid = await createRetriever({ type: 'hybrid', retrievers: [{ type: 'bm25', engine: 'lucene', index: jsonlIndex }, 'bm25'] }, corpus, { cache: false });
+      const fused = withExclusion(hybrid, corpus, 'own').forQuestion!(questionKey('asqa', 'q1'));
+      expect((await fused.search('Quorvath river floods Dremmel', 1))[0]!.passage.id).toBe('other-1');
+      await hybrid.close?.();
       // The TSV index has no annotations: exclude own is refused, naming the index.
       const none = onDiskAnnotations({ type: 'bm25', engine: 'lucene', index: tsvIndex });
       expect(() => withExclusion(retriever, none.annotations, 'own', none.where)).toThrow(`retriever.exclude: own, but the index ${tsvIndex} (its ambiqa-annotations.jsonl) records no question annotations`);

@@ -142,6 +142,25 @@ export class LuceneRetriever implements Retriever {
     return this.seen.get(id);
   }
 
+  /**
+   * One passage by its id, from the index's stored fields (`GET /v1/{index}/doc/{id}`): the
+   * corpus on disk, served by id without loading it. Undefined when the index has no such id.
+   */
+  async passage(id: string): Promise<Passage | undefined> {
+    const { url, indexName } = await this.endpoint();
+    const target = `${url}/v1/${encodeURIComponent(indexName)}/doc/${encodeURIComponent(id)}`;
+    const response = await fetch(target, { signal: AbortSignal.timeout(this.options.timeoutMs ?? 30_000) });
+    if (response.status === 404) {
+      await response.body?.cancel();
+      return undefined;
+    }
+    if (!response.ok) throw new AmbiqaError(`${this.field()} ${describeUrl(target)}: HTTP ${response.status}`);
+    const body = (await response.json()) as { docid?: unknown; doc?: unknown };
+    const passage = passageFromDoc(String(body.docid ?? id), body.doc);
+    this.remember(passage);
+    return passage;
+  }
+
   /** Question key → its annotated passage ids, from the index's sidecar (empty for a server or a prebuilt index). */
   annotations(): Map<string, Set<string>> {
     return this.options.index ? readAnnotations(this.options.index) : new Map();
