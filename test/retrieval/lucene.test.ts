@@ -3,7 +3,7 @@
  * → passage mapping, the config's engine fields, the index folder checks (commit point, Lucene
  * version) and the size refusal of readUtf8File. The real searcher is in lucene.int.test.ts.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -13,6 +13,7 @@ import { checkEngineFields, needsCorpus } from '../../src/retrieval/lucene/confi
 import { inspectIndex, readAnnotations, readSegmentsVersion } from '../../src/retrieval/lucene/index-dir';
 import { streamPassages } from '../../src/retrieval/lucene/passage-stream';
 import { passageFromDoc } from '../../src/retrieval/lucene/retriever';
+import { luceneRuntime } from '../../src/retrieval/lucene/searcher';
 import type { Passage } from '../../src/retrieval/types';
 
 const tmp = mkdtempSync(join(tmpdir(), 'ambiqa-lucene-unit-'));
@@ -170,6 +171,26 @@ describe('readUtf8File / decodeUtf8', () => {
       expect(() => decodeUtf8(bytes, 'corpus file big.jsonl')).toThrow('corpus file big.jsonl: 10 bytes cannot be decoded into one text (Invalid string length)');
     } finally {
       TextDecoder.prototype.decode = original;
+    }
+  });
+});
+
+describe('the Lucene runtime', () => {
+  const java17 = '/usr/lib/jvm/java-17-openjdk-amd64/bin/java';
+  it.skipIf(!existsSync(java17))('refuses a Java older than 21, naming it and its version', () => {
+    const saved = { java: process.env.AMBIQA_JAVA, jar: process.env.AMBIQA_ANSERINI_JAR };
+    const jar = file('anserini.jar', 'not checked before Java');
+    process.env.AMBIQA_JAVA = java17;
+    process.env.AMBIQA_ANSERINI_JAR = jar;
+    try {
+      expect(() => luceneRuntime()).toThrow(`the Lucene engine needs Java >= 21; found AMBIQA_JAVA ${java17}: Java 17`);
+      process.env.AMBIQA_ANSERINI_JAR = join(tmp, 'missing.jar');
+      expect(() => luceneRuntime()).toThrow(`the Lucene engine is not set up: ${join(tmp, 'missing.jar')} is missing`);
+    } finally {
+      for (const [key, value] of [['AMBIQA_JAVA', saved.java], ['AMBIQA_ANSERINI_JAR', saved.jar]] as const) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
     }
   });
 });
