@@ -3,6 +3,8 @@ import { AmbiqaError } from '../../errors';
 import { parsePositiveInt } from '../../experiments/cli-support';
 import { buildLuceneIndex } from '../../retrieval/lucene/build';
 import { PASSAGE_FORMATS, type PassageFormat } from '../../retrieval/lucene/passage-stream';
+import { luceneRuntime } from '../../retrieval/lucene/searcher';
+import { runSetup } from '../../setup/setup';
 
 export const summary = 'build an on-disk Lucene BM25 index (Anserini) of a large corpus: DPR psgs_w100.tsv or ambiqa JSONL';
 
@@ -11,7 +13,8 @@ const HELP = `usage: ambiqa index --from dpr-tsv|jsonl <file> --engine lucene --
 Streams the corpus (never whole in memory) into Anserini's JsonCollection and indexes it with
 Anserini's IndexCollection (Lucene 10, BM25, raw documents stored), in Anserini/Pyserini's
 layout. The index is built in <dir>'s sibling .<name>.building/ and renamed into place only when
-complete; an interrupted build starts over. Needs \`npx ambiqa setup --only lucene\` first.
+complete; an interrupted build starts over. The engine (Anserini's jar, a Java >= 21) is what
+\`npx ambiqa setup --only lucene\` fetches; this command fetches it itself when it is missing.
 
   --from dpr-tsv  DPR's psgs_w100.tsv: header id<TAB>text<TAB>title, DPR's ids kept
   --from jsonl    ambiqa's corpus JSONL (\`ambiqa corpus build\`); its annotated_for goes into
@@ -53,6 +56,15 @@ export async function run(argv: string[]): Promise<number> {
   if (positionals.length !== 1) throw new AmbiqaError(`give one corpus file after --from ${values.from} (got ${positionals.length})`, 'see `npx ambiqa index --help`');
   if ((values.engine ?? 'lucene') !== 'lucene') throw new AmbiqaError(`--engine ${values.engine}: only lucene builds an on-disk BM25 index`);
   if (!values.out) throw new AmbiqaError('--out <dir> is required', 'the folder the index goes to');
+  // The engine is opt-in in `ambiqa setup`; building an index is asking for it, so fetch it here
+  // (sha256-verified, as `setup --only lucene` does) rather than stop and send the user there.
+  try {
+    luceneRuntime();
+  } catch {
+    console.error('the Lucene engine is not set up yet: fetching it (`npx ambiqa setup --only lucene`)');
+    const setup = await runSetup({ parts: ['lucene'], quiet: values.quiet ?? false });
+    if (setup.failed.length > 0) return 1;
+  }
   const threads = values.threads !== undefined ? parsePositiveInt(values.threads, '--threads') : 2;
   const started = Date.now();
   let lastShown = 0;
