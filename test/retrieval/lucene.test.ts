@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { decodeUtf8 } from '../../src/common/text-file';
 import { parseRetrieverConfig } from '../../src/retrieval/factory';
-import { checkEngineFields, needsCorpus } from '../../src/retrieval/lucene/config';
+import { checkEngineFields, createLuceneRetriever, needsCorpus } from '../../src/retrieval/lucene/config';
 import { inspectIndex, readAnnotations, readSegmentsVersion } from '../../src/retrieval/lucene/index-dir';
 import { streamPassages } from '../../src/retrieval/lucene/passage-stream';
 import { passageFromDoc } from '../../src/retrieval/lucene/retriever';
@@ -103,6 +103,12 @@ describe('retriever config: engine fields', () => {
     expect(() => checkEngineFields({ engine: 'lucene' })).toThrow(/^retriever.engine lucene needs retriever.index .* or retriever.url/);
     expect(() => checkEngineFields({ engine: 'lucene', index: '/x', url: 'http://h' })).toThrow('retriever.index and retriever.url are exclusive');
     expect(() => checkEngineFields({ engine: 'lucene', index: '/x', indexName: 'n' })).toThrow(/indexName .* goes with retriever.url/);
+  });
+
+  it('refuses an in-memory BM25 setting the Lucene searcher would ignore', () => {
+    expect(() => createLuceneRetriever(parseRetrieverConfig({ type: 'bm25', engine: 'lucene', index: '/x', k1: 1.2 }) as Parameters<typeof createLuceneRetriever>[0])).toThrow(
+      /^retriever.k1: 1.2 cannot apply to engine: lucene/,
+    );
   });
 
   it('knows which configs need the corpus in memory', () => {

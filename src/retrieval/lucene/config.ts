@@ -6,6 +6,7 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { AmbiqaError } from '../../errors';
+import { DEFAULT_BM25 } from '../bm25';
 import type { Retriever } from '../types';
 import { ANNOTATIONS_FILE, readAnnotations } from './index-dir';
 import { LuceneRetriever } from './retriever';
@@ -46,8 +47,25 @@ export function checkEngineFields(c: LuceneFieldValues): void {
   }
 }
 
-export function createLuceneRetriever(c: LuceneFieldValues): Retriever {
+/**
+ * The in-memory BM25's settings that a Lucene searcher cannot take: Anserini's REST search scores
+ * with its own (k1 0.9, b 0.4, Porter, its English stop words), which equal the in-memory
+ * defaults. A changed one would be ignored without a word, so it is refused.
+ */
+function checkBm25Settings(c: Partial<Record<keyof typeof DEFAULT_BM25, unknown>>): void {
+  for (const key of Object.keys(DEFAULT_BM25) as (keyof typeof DEFAULT_BM25)[]) {
+    if (c[key] !== undefined && c[key] !== DEFAULT_BM25[key]) {
+      throw new AmbiqaError(
+        `retriever.${key}: ${JSON.stringify(c[key])} cannot apply to engine: lucene (Anserini's searcher scores with k1 ${DEFAULT_BM25.k1}, b ${DEFAULT_BM25.b}, Porter stemming and its own stop words)`,
+        `drop retriever.${key}, or use the in-memory engine`,
+      );
+    }
+  }
+}
+
+export function createLuceneRetriever(c: LuceneFieldValues & Partial<Record<keyof typeof DEFAULT_BM25, unknown>>): Retriever {
   checkEngineFields(c);
+  checkBm25Settings(c);
   return new LuceneRetriever({
     ...(c.index !== undefined ? { index: resolve(c.index) } : {}),
     ...(c.url !== undefined ? { url: c.url } : {}),
