@@ -27,6 +27,8 @@ const commands: Record<string, () => Promise<Command>> = {
   compare: () => import('./commands/compare'),
   notebook: () => import('./commands/notebook'),
   serve: () => import('./commands/serve'),
+  index: () => import('./commands/index'),
+  'serve-index': () => import('./commands/serve-index'),
 };
 
 async function usage(): Promise<string> {
@@ -38,7 +40,7 @@ async function usage(): Promise<string> {
     } catch {
       /* a command whose module is missing is listed but marked */
     }
-    lines.push(`  ${name.padEnd(10)} ${summary}`);
+    lines.push(`  ${name.padEnd(11)} ${summary}`);
   }
   return lines.join('\n');
 }

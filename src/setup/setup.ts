@@ -12,13 +12,19 @@ import { ensureVenv } from './venv';
 import { ensureLlamaServer } from './llama-server';
 import { type EnsureToolOptions, ensureToolSet } from './tools';
 import type { GpuBuild } from '../config/tools';
+import { ensureLucene } from './lucene';
 
 /**
  * `runtime` is the engine and the embedder's runtime (node-llama-cpp's CPU build, transformers.js)
  * and `notebook` the tslab kernel, each installed into the tool folder (src/setup/tools.ts).
  */
-export const SETUP_PARTS = ['system', 'runtime', 'embedder', 'llm', 'judge', 'venv', 'notebook'] as const;
+export const SETUP_PARTS = ['system', 'runtime', 'embedder', 'llm', 'judge', 'venv', 'notebook', 'lucene'] as const;
 export type SetupPart = (typeof SETUP_PARTS)[number];
+/**
+ * What a plain `ambiqa setup` does: everything but `lucene` (Anserini's jar and a Java runtime,
+ * ~150 MB that only `engine: lucene` needs), which is asked for with `--lucene` or `--only lucene`.
+ */
+export const DEFAULT_SETUP_PARTS: readonly SetupPart[] = SETUP_PARTS.filter((p) => p !== 'lucene');
 
 export interface SetupOptions {
   /** Parts to do (default: all). */
@@ -84,7 +90,7 @@ function sameModels(a: ModelManifest | undefined, b: ModelManifest): boolean {
  */
 export async function runSetup(options: SetupOptions = {}): Promise<SetupResult> {
   const started = Date.now();
-  const parts = new Set(options.parts ?? SETUP_PARTS);
+  const parts = new Set(options.parts ?? DEFAULT_SETUP_PARTS);
   const changed: string[] = [];
   const failed: SetupResult['failed'] = [];
   const report = countingReporter(options.report ?? consoleReporter(options.quiet ?? false), changed);
@@ -148,6 +154,7 @@ export async function runSetup(options: SetupOptions = {}): Promise<SetupResult>
     await step('Python venv', () => (options.venvStep ?? ((r) => ensureVenv({ venvDir: dir, report: r })))(report));
   }
   if (parts.has('notebook')) await step('notebook kernel', () => ensureToolSet('notebook', tools));
+  if (parts.has('lucene')) await step('Lucene engine', () => ensureLucene(ctx));
   if (options.server) {
     const dir = options.venvDir ?? venvDir();
     await step('llama.cpp server', () => (options.serverStep ?? ((r) => ensureLlamaServer({ venvDir: dir, report: r })))(report));

@@ -38,7 +38,7 @@ function refusal(retriever: unknown, sets: string[] = []): string {
 describe('retriever: section', () => {
   it('--set retriever.exlcude=own is refused in one line naming the field and the allowed ones', () => {
     expect(refusal({ type: 'bm25' }, ['retriever.exlcude=own'])).toBe(
-      "c.yaml: retriever: unknown field 'exlcude' (allowed: type, k1, b, stopWords, stemmer, engine, index, url, indexName, corpus, exclude)",
+      "c.yaml: retriever: unknown field 'exlcude' (allowed: type, k1, b, stopWords, stemmer, engine, index, url, indexName, timeoutMs, corpus, exclude)",
     );
     expect(refusal({ type: 'dense' }, ['retriever.exlcude=own'])).toMatch(/^c\.yaml: retriever: unknown field 'exlcude'/);
     expect(refusal({ type: 'colbertv2', url: 'http://h:1/s', corpse: 'x' })).toMatch(/^c\.yaml: retriever: unknown field 'corpse' \(allowed: type, url, post, maxK, timeout, cache, corpus, exclude\)$/);
@@ -59,6 +59,6 @@ describe('retriever: section', () => {
   it('a saved config with a field this version does not know still reads back (the field dropped)', () => {
     const saved = { ...resolve('bm25'), retriever: { type: 'bm25', k1: 0.9, b: 0.4, stopWords: true, stemmer: 'porter', exclude: 'none', fromTheFuture: 1 } };
     const read = normaliseConfig(saved, 'config.yaml');
-    expect(read.retriever).toEqual({ type: 'bm25', k1: 0.9, b: 0.4, stopWords: true, stemmer: 'porter', engine: 'memory', exclude: 'none' });
+    expect(read.retriever).toEqual({ type: 'bm25', k1: 0.9, b: 0.4, stopWords: true, stemmer: 'porter', exclude: 'none' });
   });
 });

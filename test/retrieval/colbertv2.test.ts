@@ -189,9 +189,9 @@ describe('factory', () => {
     expect(retrievalCacheStats(r)).toEqual({ hits: 1, misses: 1 });
   });
 
-  it('bm25 needs a corpus; engine lucene is refused in this build', async () => {
+  it('bm25 needs a corpus; engine lucene reads none (its own index folder, checked when opened)', async () => {
     await expect(createRetriever('bm25', undefined)).rejects.toThrow(/^retriever: bm25 needs a corpus and none was given$/);
-    await expect(createRetriever({ type: 'bm25', engine: 'lucene', index: '/x' }, undefined)).rejects.toThrow(/^retriever\.engine lucene: not available in this build$/);
+    await expect(createRetriever({ type: 'bm25', engine: 'lucene', index: '/x' }, undefined)).rejects.toThrow(/^retriever\.index \/x: no such folder/);
     expect(parseRetrieverConfig({ type: 'bm25', engine: 'lucene', index: '/x', url: 'http://h', indexName: 'i' })).toMatchObject({ engine: 'lucene' });
   });
 

@@ -33,7 +33,7 @@ const corpus = corpusFromPassages([
 
 describe('retriever config', () => {
   it('fills defaults and accepts a bare string', () => {
-    expect(parseRetrieverConfig('bm25')).toEqual({ type: 'bm25', k1: 0.9, b: 0.4, stopWords: true, stemmer: 'porter', engine: 'memory' });
+    expect(parseRetrieverConfig('bm25')).toEqual({ type: 'bm25', k1: 0.9, b: 0.4, stopWords: true, stemmer: 'porter' });
     expect(parseRetrieverConfig({ type: 'dense' })).toMatchObject({ type: 'dense', index: 'auto', approximateAbove: 200_000 });
     const hybrid = parseRetrieverConfig('hybrid');
     expect(hybrid).toMatchObject({ type: 'hybrid', rrfK: 60, depth: 100 });
@@ -42,7 +42,7 @@ describe('retriever config', () => {
   });
   it('refuses a field no retriever kind has, at any depth, naming the allowed ones', () => {
     expect(() => parseRetrieverConfig({ type: 'bm25', exlcude: 'own' })).toThrow(
-      "invalid retriever: unknown field 'exlcude' (allowed: type, k1, b, stopWords, stemmer, engine, index, url, indexName)",
+      "invalid retriever: unknown field 'exlcude' (allowed: type, k1, b, stopWords, stemmer, engine, index, url, indexName, timeoutMs)",
     );
     expect(() => parseRetrieverConfig({ type: 'dense', nlsit: 4 })).toThrow(/unknown field 'nlsit'/);
     expect(() => parseRetrieverConfig({ type: 'hybrid', retrievers: [{ type: 'bm25' }, { type: 'dense', k: 3 }] })).toThrow(/^invalid retriever\.retrievers\[1\]: unknown field 'k'/);

