@@ -135,7 +135,7 @@ describe('ambiqa run with a ColBERTv2 server', () => {
     const r = await runCli(['run', config('colbert-typo', { type: 'bm25' }), '--set', 'retriever.exlcude=own'], env);
     expect(r.code, r.output).toBe(ExitStatus.error);
     const lines = r.stderr.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/retriever: unknown field 'exlcude' \(allowed: type, k1, b, stopWords, stemmer, engine, index, url, indexName, corpus, exclude\)/);
+    expect(lines[0]).toMatch(/retriever: unknown field 'exlcude' \(allowed: type, k1, b, stopWords, stemmer, engine, index, url, indexName, timeoutMs, corpus, exclude\)/);
     expect(lines.filter((l) => !l.includes('fix:') && !l.startsWith('  '))).toHaveLength(1);
   }, 60_000);
 
