@@ -75,7 +75,10 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (values.execute && values['execute-docs']) throw new AmbiqaError('--execute and --execute-docs: choose one');
   if (values['execute-docs'] && values.out) throw new AmbiqaError('--out: --execute-docs always writes to docs/notebooks/');
-  if (values.port !== undefined && !/^\d+$/.test(values.port)) throw new AmbiqaError(`--port: '${values.port}' is not a port number`);
+  // Port 0 would let Jupyter pick one this command could not check.
+  if (values.port !== undefined && !(/^\d+$/.test(values.port) && Number(values.port) >= 1 && Number(values.port) <= 65535)) {
+    throw new AmbiqaError(`--port: '${values.port}' is not a port number (1 to 65535)`);
+  }
   for (const p of positionals) if (!existsSync(p)) throw new AmbiqaError(`notebook not found: ${p}`);
 
   // The tslab kernel lives in the tool folder; the first `ambiqa notebook` installs it (src/setup/tools.ts),
