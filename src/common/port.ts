@@ -112,3 +112,30 @@ export function servedBy(root: number, port: number): boolean | undefined {
   }
   return false;
 }
+
+/** Whether `port` on `host` can be bound now (bound for a moment and released). */
+export async function portIsFree(host: string, port: number): Promise<boolean> {
+  return assertPortFree(host, port, 'port').then(
+    () => true,
+    () => false,
+  );
+}
+
+/**
+ * The first of `count` ports from `from` that is free on `host`, else one the system picks.
+ * For servers whose own "next free port" search would leave this process not knowing which port
+ * it must then check (Jupyter's port_retries).
+ */
+export async function firstFreePort(host: string, from: number, count: number): Promise<number> {
+  for (let port = from; port < from + count && port < 65536; port++) if (await portIsFree(host, port)) return port;
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', reject);
+    server.listen({ host, port: 0, exclusive: true }, () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}

@@ -51,6 +51,8 @@ describe('ambiqa notebook', () => {
     const res = cli(['--port', 'abc']);
     expect(res.status).toBe(1);
     expect(res.stderr).toMatch(/--port: 'abc' is not a port number/);
+    // 0 would let Jupyter pick a port the command could not check is its own.
+    for (const port of ['0', '65536']) expect(cli(['--port', port]).stderr).toContain(`--port: '${port}' is not a port number (1 to 65535)`);
     expect(cli(['x.ipynb']).stderr).toMatch(/only taken with --execute/);
     expect(cli(['--help']).stdout).toMatch(/usage: ambiqa notebook/);
   });

@@ -12,6 +12,7 @@ import { LLAMA_CPP_PYTHON_VERSION } from '../../src/setup/llama-server';
 import { WATCHDOG } from '../../src/tracking/server';
 import { writeAsqa, writeYaml } from '../experiments/helpers/files';
 import { ensureBuilt } from '../helpers/build';
+import { fakeJupyter } from '../helpers/fake-jupyter';
 import { commandLine, descendants, running, startCli, waitFor, type CliRun } from '../helpers/cli';
 
 /**
@@ -165,6 +166,89 @@ setInterval(() => {}, 1000);
     expect(servedBy(other.pid!, port)).toBe(false);
   });
 });
+
+describe('notebook: what answers on the port is the JupyterLab it started', () => {
+  // A stand-in Jupyter (test/helpers/fake-jupyter.ts), the kernel spec in a prefix of its own.
+  const env = { ...baseEnv, AMBIQA_JUPYTER_PREFIX: join(dir, 'jupyter-prefix'), JUPYTER_RUNTIME_DIR: join(dir, 'jupyter-runtime') };
+  const notebook = async (mode: Parameters<typeof fakeJupyter>[2], name: string, port?: number) => {
+    const fake = fakeJupyter(dir, name, mode);
+    cleanup.push(() => {
+      try {
+        process.kill(Number(readFileSync(fake.files.pid, 'utf8')), 'SIGKILL');
+      } catch {
+        /* not started, or gone */
+      }
+    });
+    const p = port ?? (await freePortHere());
+    return { fake, port: p, cli: startCli(['notebook', '--no-browser', '--port', String(p)], { ...env, AMBIQA_JUPYTER: fake.command }) };
+  };
+  const announced = (cli: CliRun) => /^JupyterLab \(checked: the server this command started\): (\S+)$/m.exec(cli.stdout())?.[1];
+
+  it('`notebook --port P` with another program on P exits non-zero naming the port, and starts nothing', async () => {
+    const { port } = await squatter();
+    const { fake, cli } = await notebook('honest', 'nb-taken', port);
+    const code = await finishes(cli, 30_000);
+    expect(code).not.toBe(0);
+    expect(cli.stderr()).toContain(`--port: port ${port} on 127.0.0.1 is already in use by another program; nothing was started`);
+    expect(existsSync(fake.files.started)).toBe(false);
+  });
+
+  it('announces the URL with a fresh token only once its JupyterLab answers; a server that dies makes it exit 1 naming the port', async () => {
+    const { fake, port, cli } = await notebook('honest', 'nb-honest');
+    await waitFor(() => announced(cli) !== undefined, `the URL to be announced:\n${cli.output()}`, 30_000);
+    const token = readFileSync(fake.files.token, 'utf8');
+    expect(token).toMatch(/^[0-9a-f]{48}$/);
+    expect(announced(cli)).toBe(`http://127.0.0.1:${port}/lab?token=${token}`);
+    // The token came through the environment, never on the command line, and Jupyter's own banner
+    // (printed before the proof) shows it hidden: the announcement is the only place it appears.
+    expect(cli.stdout()).toContain('fake jupyter lab');
+    expect(cli.stdout()).not.toMatch(new RegExp(`fake jupyter .*${token}`));
+    expect(cli.stderr()).toContain(`http://127.0.0.1:${port}/lab?token=<token>`);
+    expect(cli.output().split(token)).toHaveLength(2);
+    // A second start gets another token.
+    const again = await notebook('honest', 'nb-honest-2');
+    await waitFor(() => announced(again.cli) !== undefined, `the second URL:\n${again.cli.output()}`, 30_000);
+    expect(readFileSync(again.fake.files.token, 'utf8')).not.toBe(token);
+    again.cli.child.kill('SIGTERM');
+    expect(await finishes(again.cli, 20_000)).toBe(0);
+    // The server dies by itself: non-zero, one line naming the port.
+    process.kill(Number(readFileSync(fake.files.pid, 'utf8')), 'SIGKILL');
+    expect(await finishes(cli, 20_000)).toBe(1);
+    expect(cli.stderr().trim().split('\n').at(-1)).toBe(`port ${port}: JupyterLab exited with signal 9 (it died while this command ran)`);
+  });
+
+  it('a JupyterLab that exits before it answers: non-zero, naming the port', async () => {
+    const { port, cli } = await notebook('crash', 'nb-crash');
+    expect(await finishes(cli, 30_000)).toBe(1);
+    expect(cli.stderr()).toContain(`port ${port}: JupyterLab exited with code 3 before it answered on http://127.0.0.1:${port}`);
+    expect(cli.stdout()).not.toContain('token=');
+  });
+
+  it('an impostor outside the tree it started (that fakes the token check) is refused: the socket is not its child\'s', async () => {
+    const { port, cli } = await notebook('outside', 'nb-outside');
+    const code = await finishes(cli, 30_000);
+    expect(code, cli.output()).toBe(1);
+    expect(cli.stderr()).toContain(`port ${port}: what answers at http://127.0.0.1:${port} is not the JupyterLab this command started (another program listens on port ${port}); nothing was opened`);
+    expect(cli.stdout()).not.toContain('token=');
+  });
+
+  it('a server in its own tree that answers without the token is refused: it is not the JupyterLab that was given the token', async () => {
+    const { port, cli } = await notebook('open', 'nb-open');
+    const code = await finishes(cli, 30_000);
+    expect(code, cli.output()).toBe(1);
+    expect(cli.stderr()).toContain(`port ${port}: what answers at http://127.0.0.1:${port} is not the JupyterLab this command started (it answers without the token this command gave JupyterLab`);
+    expect(cli.stdout()).not.toContain('token=');
+  });
+});
+
+/** A port free now on loopback (bound for a moment by this process). */
+async function freePortHere(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
 
 describe('children die with their parent, whatever kills it', () => {
   const serve = (name: string, options: { detached?: boolean } = {}) => {

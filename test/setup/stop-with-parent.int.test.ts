@@ -7,6 +7,7 @@ import { jupyterPath } from '../../src/notebook/kernel';
 import { LLAMA_CPP_PYTHON_VERSION } from '../../src/setup/llama-server';
 import { freePort, mlflowExecutable } from '../../src/tracking/server';
 import { writeAsqa, writeYaml } from '../experiments/helpers/files';
+import { fakeJupyter } from '../helpers/fake-jupyter';
 import { commandLine, descendants, running, startCli, waitFor, type CliRun } from '../helpers/cli';
 
 /**
@@ -91,16 +92,18 @@ describe('ambiqa notebook', () => {
   it.skipIf(!hasJupyter)('SIGTERM stops JupyterLab (the real one from the venv) and leaves nothing running', async () => {
     const port = await freePort();
     const cli = startCli(['notebook', '--no-browser', '--port', String(port)], env);
-    await stopsEverything(cli, () => cli.output().includes(`http://127.0.0.1:${port}/`), 'SIGTERM', { atLeast: 2, exit: 0 });
+    // Announced once the real JupyterLab proved itself: its socket, and the token it was given (through JUPYTER_TOKEN).
+    const proven = new RegExp(`^JupyterLab \\(checked: the server this command started\\): http://127\\.0\\.0\\.1:${port}/lab\\?token=[0-9a-f]{48}$`, 'm');
+    await stopsEverything(cli, () => proven.test(cli.stdout()), 'SIGTERM', { atLeast: 2, exit: 0 });
     expect(cli.stdout()).toContain('bound to 127.0.0.1');
   }, 300_000);
 
   it('SIGKILL of the command stops the Jupyter it started (a stand-in Jupyter with a helper of its own)', async () => {
-    const jupyter = join(dir, 'fake-jupyter');
-    writeFileSync(jupyter, `#!/bin/sh\nsleep 602 &\necho "fake jupyter $*"\nexec sleep 603\n`);
-    chmodSync(jupyter, 0o755);
-    const cli = startCli(['notebook', '--no-browser'], { ...env, AMBIQA_JUPYTER: jupyter });
-    await stopsEverything(cli, () => cli.stdout().includes('fake jupyter lab'), 'SIGKILL', { atLeast: 3, exit: null });
+    // test/helpers/fake-jupyter.ts: serves /api/status with the token it was given, so the command
+    // proves it is its JupyterLab and announces it before the kill.
+    const jupyter = fakeJupyter(dir, 'fake-jupyter', 'honest').command;
+    const cli = startCli(['notebook', '--no-browser', '--port', String(await freePort())], { ...env, AMBIQA_JUPYTER: jupyter });
+    await stopsEverything(cli, () => cli.stdout().includes('/lab?token='), 'SIGKILL', { atLeast: 3, exit: null });
   });
 });
 

@@ -1,11 +1,13 @@
-import { existsSync, mkdtempSync, renameSync, statSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { venvDir } from '../../config/paths';
 import { AmbiqaError } from '../../errors';
-import { spawnSupervised } from '../../common/supervise';
-import { assertPortFree } from '../../common/port';
+import { assertPortFree, firstFreePort } from '../../common/port';
+import { describeExit, startLab } from '../../notebook/lab';
 import { docsNotebooksDir, finishDocsCopy, projectNotebooks } from '../../notebook/docs';
 import { executeNotebook, jupyterBinary, jupyterEnv, jupyterPath, registerKernel } from '../../notebook/kernel';
 import { consoleReporter } from '../../setup/context';
@@ -26,12 +28,14 @@ moves it) and always runs from the repository root, so notebooks anywhere import
 \`import { run, show } from 'ambiqa'\`.
 
 options:
-  --port <n>              JupyterLab port (default: Jupyter's, 8888, or the next free one)
+  --port <n>              JupyterLab port (default: 8888, or the first free one after it); refused
+                          when another program holds it
   --ip <address>          address JupyterLab binds (default 127.0.0.1, this machine only,
                           container or not; --ip 0.0.0.0 to reach it from elsewhere, e.g. from
                           the host of a container — anyone who can reach it then needs only
                           the token)
-  --no-browser            do not open a browser (the URL with its token is printed)
+  --no-browser            do not open a browser (the URL with its token is printed once
+                          JupyterLab is proven to be what answers on the port)
   --register-only         only write the kernel spec and print where it is
   --print-env             with --register-only: print shell exports for JUPYTER_PATH
   --execute [nb ...]      run notebooks headless (default: every notebooks/NN-*.ipynb) into --out
@@ -71,7 +75,10 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (values.execute && values['execute-docs']) throw new AmbiqaError('--execute and --execute-docs: choose one');
   if (values['execute-docs'] && values.out) throw new AmbiqaError('--out: --execute-docs always writes to docs/notebooks/');
-  if (values.port !== undefined && !/^\d+$/.test(values.port)) throw new AmbiqaError(`--port: '${values.port}' is not a port number`);
+  // Port 0 would let Jupyter pick one this command could not check.
+  if (values.port !== undefined && !(/^\d+$/.test(values.port) && Number(values.port) >= 1 && Number(values.port) <= 65535)) {
+    throw new AmbiqaError(`--port: '${values.port}' is not a port number (1 to 65535)`);
+  }
   for (const p of positionals) if (!existsSync(p)) throw new AmbiqaError(`notebook not found: ${p}`);
 
   // The tslab kernel lives in the tool folder; the first `ambiqa notebook` installs it (src/setup/tools.ts),
@@ -124,35 +131,75 @@ export async function run(argv: string[]): Promise<number> {
   // The read-only extension manager: no PyPI or npm queries at start-up (the pypi one asks yarn for
   // its registry and prints a stack trace when that fails); extensions come pinned with the venv.
   const args = ['lab', `--ServerApp.root_dir=${reg.root}`, '--ServerApp.default_url=/lab/tree/notebooks', '--LabApp.extension_manager=readonly'];
+  const ip = values.ip ?? '127.0.0.1';
+  // The port is always chosen here and given to Jupyter with port_retries=0: Jupyter may not move
+  // to another one, so the port this command checks is the one it serves. A given port another
+  // program holds is refused; without --port, the first free one from Jupyter's default 8888.
+  let port: number;
   if (values.port) {
-    // A given port is the port: refused when another program holds it, and Jupyter may not move
-    // to the next free one (its default), so the address printed is the server started here.
-    await assertPortFree(values.ip ?? '127.0.0.1', Number(values.port), '--port');
-    args.push(`--port=${values.port}`, '--ServerApp.port_retries=0');
-  }
-  if (values.ip) args.push(`--ip=${values.ip}`);
-  if (values['no-browser']) args.push('--no-browser');
+    port = Number(values.port);
+    await assertPortFree(ip, port, '--port');
+  } else port = await firstFreePort(ip, 8888, 50);
   // Containers and CI often run as root, which Jupyter refuses without this flag.
   if (typeof process.getuid === 'function' && process.getuid() === 0) args.push('--allow-root');
-  console.log(`kernel '${reg.name}' registered in ${reg.prefix}; starting JupyterLab at ${reg.root}, bound to ${values.ip ?? '127.0.0.1'} (Ctrl-C to stop)`);
+  console.log(`kernel '${reg.name}' registered in ${reg.prefix}; starting JupyterLab at ${reg.root}, bound to ${ip} port ${port} (Ctrl-C to stop)`);
   // Under a watchdog (src/common/supervise.ts): JupyterLab and its kernels stop with this command,
   // however it ends. Its own group, so a Ctrl-C reaches it through us: it stops without the
   // "Shut down this Jupyter server (y/[n])?" prompt, which a stopped command could not answer.
-  const lab = spawnSupervised(jupyter, args, { cwd: reg.root, env: jupyterEnv(reg), stdio: ['ignore', 'inherit', 'inherit'] });
+  // Its URL (with a fresh token) is announced, and a browser opened, only once what answers on
+  // the port is proven to be this JupyterLab (src/notebook/lab.ts).
+  const lab = startLab({ jupyter, args, cwd: reg.root, env: jupyterEnv(reg), ip, port });
   let stopping = false;
   const onSignal = (name: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
     console.error(`\n${name}: stopping JupyterLab`);
-    void lab.stop();
+    void lab.supervised.stop();
   };
   for (const s of STOP_SIGNALS) process.on(s, onSignal);
+  let redirect: string | undefined;
   try {
-    const code = await lab.exited;
-    return stopping ? 0 : (code ?? 1);
+    let url: string;
+    try {
+      url = await lab.ready;
+    } catch (error) {
+      if (stopping) return 0;
+      throw error;
+    }
+    if (!stopping) {
+      console.log(`JupyterLab (checked: the server this command started): ${url}`);
+      if (!values['no-browser']) redirect = openBrowser(url);
+    }
+    const code = await lab.supervised.exited;
+    if (stopping) return 0;
+    if (code === 0) {
+      console.error(`JupyterLab on port ${port} shut down`);
+      return 0;
+    }
+    console.error(`port ${port}: JupyterLab exited with ${describeExit(code)} (it died while this command ran)`);
+    return 1;
   } finally {
     for (const s of STOP_SIGNALS) process.off(s, onSignal);
+    if (redirect) rmSync(redirect, { recursive: true, force: true });
   }
+}
+
+/**
+ * Opens the URL the way Jupyter does, through a redirect file only this user can read rather
+ * than on a command line every user can see (the URL holds the token); undefined when no Python
+ * with its webbrowser module is at hand (the URL was printed). Returns the folder to remove.
+ */
+function openBrowser(url: string): string | undefined {
+  const python = venvPython(venvDir());
+  if (!existsSync(python)) return undefined;
+  const folder = mkdtempSync(join(tmpdir(), 'ambiqa-lab-'));
+  const file = join(folder, 'open.html');
+  const href = url.replace(/&/g, '&amp;').replace(/"/g, '&quot;');
+  writeFileSync(file, `<!DOCTYPE html><html><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=${href}"></head><body><a href="${href}">JupyterLab</a></body></html>\n`, { mode: 0o600 });
+  const opener = spawn(python, ['-m', 'webbrowser', '-t', pathToFileURL(file).href], { stdio: 'ignore', detached: true });
+  opener.on('error', () => undefined);
+  opener.unref();
+  return folder;
 }
 
 const STOP_SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
