@@ -61,14 +61,22 @@ function nodeLlamaCppEntry(): string {
 
 /**
  * Load node-llama-cpp, which is ESM with top-level await, so `require` cannot load it, and which a
- * project that installed ambiqa does not have in its node_modules. A Function-built `import()`,
- * which no compiler rewrites into a `require()` (TypeScript compiling to CommonJS for tslab
- * would), loads it by file URL from where it is installed.
+ * project that installed ambiqa does not have in its node_modules: it is imported by file URL from
+ * where it is installed. Compiled to CommonJS (dist/cjs, tslab's cells) TypeScript would rewrite a
+ * plain `import()` into a `require()`, so a Function-built `import()`, which no compiler rewrites,
+ * comes first. Code that runs inside a vm context without a dynamic-import hook (vitest's module
+ * runner) cannot use that one (ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING); there the sources are ES
+ * modules, so the plain `import()` is a real one.
  */
 async function importNodeLlamaCpp(): Promise<NodeLlamaCpp> {
-  const resolved = nodeLlamaCppEntry();
+  const url = pathToFileURL(nodeLlamaCppEntry()).href;
   const dynamicImport = new Function('specifier', 'return import(specifier)') as (s: string) => Promise<NodeLlamaCpp>;
-  return dynamicImport(pathToFileURL(resolved).href);
+  try {
+    return await dynamicImport(url);
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING') throw error;
+    return (await import(url)) as NodeLlamaCpp;
+  }
 }
 
 /** The GPU build `ambiqa setup --gpu` added to the engine set, if any (else the CPU build runs). */
