@@ -360,3 +360,154 @@ export function parseShortAnswer(text: string): ParsedText {
   if (out === '') problems.push('empty answer');
   return { text: out, problems };
 }
+
+// ---------------------------------------------------------------- ToC's DQ/DA reader (issue 41)
+
+/** A candidate the strict reader refused, with why; the pipeline records it as a parse failure. */
+export interface RejectedPair {
+  question: string;
+  answer: string;
+  reason: string;
+}
+
+export interface ReadDisambiguations {
+  /** Well-formed pairs, matched by number, in reply order, exact repeats removed. */
+  pairs: QaPairText[];
+  /** Candidates that failed a check (never nodes). */
+  rejected: RejectedPair[];
+  /** Everything else that was odd: unlabelled lines skipped, lone labels, repeats. */
+  problems: string[];
+  /** Which shape the reply had: `lines` (the released alternating lines), `one-line` (`DQ n: …|DA n: …`), `mixed`, `none`. */
+  shape: 'lines' | 'one-line' | 'mixed' | 'none';
+}
+
+// A label where one starts: at the start of a line, or after white space or `|` (the 0.5B model's
+// one-line form). A label after a quote (`start with "DQ 1:"`) is quoted text, not a label.
+const LABEL = /(^|[\s|])D\s?(Q|A)\s*(\d+)?\s*:\s*/gi;
+// Any label-looking text left inside a body makes the pair garbled.
+const LABEL_INSIDE = /\bD\s?[QA]\s*\d*\s*:/i;
+/** Longest answer (words) the reader accepts: ASQA's short answers are a few words; a longer one is a sentence, a passage or the instruction. */
+export const MAX_ANSWER_WORDS = 15;
+/** Longest disambiguated question (words); a pasted passage is longer. */
+export const MAX_QUESTION_WORDS = 40;
+
+interface Segment {
+  kind: 'Q' | 'A';
+  n: number | null;
+  body: string;
+  /** The line it sat on shared it with another label (the one-line form). */
+  inline: boolean;
+}
+
+const words = (s: string): number => s.split(/\s+/).filter(Boolean).length;
+
+/** Why a question body is not a disambiguated question, or null when it is one. */
+function questionFault(q: string): string | null {
+  if (q === '') return 'empty question';
+  if (LABEL_INSIDE.test(q)) return 'a DQ/DA label inside the question';
+  if (!/\?["'”’)\]]*$/.test(q)) return 'the question does not end with "?"';
+  if (words(q) < 3) return 'question too short';
+  if (words(q) > MAX_QUESTION_WORDS) return `question longer than ${MAX_QUESTION_WORDS} words (a passage?)`;
+  return null;
+}
+
+/** Why an answer body is not a short answer, or null when it is one. */
+function answerFault(a: string): string | null {
+  if (a === '') return 'empty answer';
+  if (LABEL_INSIDE.test(a)) return 'a DQ/DA label inside the answer';
+  if (/^(?:reply|answer|write|start|use)\b.*\b(?:examples?|format|DQ|DA)\b/i.test(a)) return 'the answer repeats the instruction';
+  if (words(a) > MAX_ANSWER_WORDS) return `answer longer than ${MAX_ANSWER_WORDS} words`;
+  if (/\?["'”’)]*$/.test(a)) return 'the answer is a question';
+  return null;
+}
+
+/**
+ * Why a DQ/DA pair is garbled (a label, an instruction or a passage inside, no question mark, a
+ * long answer), or null when it is well formed: the reader's own checks, also applied to the
+ * nodes of traces written before it (tree quality, src/pipelines/toc/analysis.ts).
+ */
+export function pairFault(question: string, answer: string): string | null {
+  return questionFault(question.trim()) ?? answerFault(answer.trim());
+}
+
+/**
+ * ToC's DQ/DA reader: the released `parse_disambig` (gankim/tree-of-clarifications `toc/utils.py`)
+ * reads a `DQ n:` line followed by a `DA n:` line and skips anything else; this reader does the
+ * same and also reads the one-line form the 0.5B model writes (`DQ 1: …?|DA 1: 1957`), labels
+ * with markdown, and pairs spread over several lines. Each `DQ` is matched with the `DA` right
+ * after it, which must carry the same number (when both are numbered); then the pair is checked —
+ * the question ends with "?", the answer is short, neither holds a label — and what fails is
+ * `rejected`, never a pair. Unlabelled lines (chatter, a pasted passage, a long answer) are never
+ * read as a question or an answer. The reply ends at `Answer:` or at a new `Question:` block.
+ */
+export function readDisambiguations(text: string): ReadDisambiguations {
+  const problems: string[] = [];
+  const rejected: RejectedPair[] = [];
+  const segments: Segment[] = [];
+  let sawLines = false;
+  let sawInline = false;
+  const lines = stripMarkdown(text).split('\n');
+  for (const raw of lines) {
+    const line = raw.trim();
+    if (line === '') continue;
+    if (LONG_ANSWER_LINE.test(line) || (QUESTION_LINE.test(line) && segments.length > 0) || CONTEXT_LINE.test(line)) {
+      if (segments.length > 0) break;
+      continue;
+    }
+    const found: Array<{ kind: 'Q' | 'A'; n: number | null; start: number; end: number }> = [];
+    LABEL.lastIndex = 0;
+    let m: RegExpExecArray | null;
+    while ((m = LABEL.exec(line)) !== null) {
+      const start = m.index + m[1].length;
+      found.push({ kind: m[2].toUpperCase() as 'Q' | 'A', n: m[3] !== undefined ? Number(m[3]) : null, start, end: m.index + m[0].length });
+    }
+    if (found.length === 0) {
+      if (segments.length > 0) problems.push(`unlabelled line skipped: "${line.slice(0, 80)}"`);
+      continue;
+    }
+    if (found[0].start > 0 && line.slice(0, found[0].start).replace(/[-*•|\s]/g, '') !== '') {
+      problems.push(`text before a label skipped: "${line.slice(0, Math.min(found[0].start, 80))}"`);
+    }
+    const inline = found.length > 1;
+    if (inline) sawInline = true;
+    else sawLines = true;
+    found.forEach((f, i) => {
+      const body = line.slice(f.end, i + 1 < found.length ? found[i + 1].start : undefined).replace(/[|\s]+$/, '');
+      segments.push({ kind: f.kind, n: f.n, body: cleanFragment(body), inline });
+    });
+  }
+
+  const pairs: QaPairText[] = [];
+  const seen = new Set<string>();
+  for (let i = 0; i < segments.length; i++) {
+    const s = segments[i];
+    if (s.kind === 'A') {
+      problems.push(`DA without a DQ before it: "${s.body.slice(0, 80)}"`);
+      continue;
+    }
+    const next = segments[i + 1];
+    if (next === undefined || next.kind !== 'A') {
+      problems.push(`DQ without its DA: "${s.body.slice(0, 80)}"`);
+      continue;
+    }
+    i += 1;
+    if (s.n !== null && next.n !== null && s.n !== next.n) {
+      rejected.push({ question: s.body, answer: next.body, reason: `DQ ${s.n} followed by DA ${next.n}` });
+      continue;
+    }
+    const fault = pairFault(s.body, next.body);
+    if (fault !== null) {
+      rejected.push({ question: s.body, answer: next.body, reason: fault });
+      continue;
+    }
+    const key = `${s.body.toLowerCase()}\u0000${next.body.toLowerCase()}`;
+    if (seen.has(key)) {
+      problems.push(`repeated pair: "${s.body.slice(0, 60)}" / "${next.body.slice(0, 40)}"`);
+      continue;
+    }
+    seen.add(key);
+    pairs.push({ question: s.body, answer: next.body });
+  }
+  const shape = segments.length === 0 ? 'none' : sawLines && sawInline ? 'mixed' : sawInline ? 'one-line' : 'lines';
+  return { pairs, rejected, problems, shape };
+}
