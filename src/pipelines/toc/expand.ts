@@ -11,7 +11,7 @@ import { normaliseAnswer } from '../common/text';
 import { readDisambiguations } from '../parsing';
 import type { Demo } from '../types';
 import { detectDemoCopy, type DemoCopy } from './demo-copy';
-import { racPrompt } from './prompts';
+import { racPrompt, racReplyText } from './prompts';
 import { demoFilter, type TocSession } from './session';
 import type { QaPair } from './tree';
 
@@ -69,11 +69,12 @@ export async function expand(s: TocSession, node: TocNode): Promise<Expansion> {
     topP: o.topP,
     ...(seed !== undefined ? { seed } : {}),
   });
-  const parsed = readDisambiguations(texts[0]);
+  const reply = racReplyText(texts[0], o.racPrompt);
+  const parsed = readDisambiguations(reply);
   // Every refused candidate is a parse failure of its own, so a trace shows what the model said
   // and why it did not become a node.
   for (const r of parsed.rejected) {
-    rec.parseFailure('toc.rac', `garbled pair (${r.reason}): DQ "${r.question}" / DA "${r.answer}"`, texts[0], 'not a node');
+    rec.parseFailure('toc.rac', `garbled pair (${r.reason}): DQ "${r.question}" / DA "${r.answer}"`, reply, 'not a node');
   }
   const rejected = parsed.rejected.length;
   const shape = parsed.shape;
@@ -98,7 +99,7 @@ export async function expand(s: TocSession, node: TocNode): Promise<Expansion> {
     const why =
       parsed.problems.slice(0, 3).join('; ') ||
       (rejected > 0 ? `${rejected} garbled pair${rejected === 1 ? '' : 's'}` : texts[0].trim() === '' ? 'empty reply' : 'no DQ/DA lines');
-    rec.parseFailure('toc.rac', `no DQ/DA pairs (${why})`, texts[0], 'expansion counted as failed');
+    rec.parseFailure('toc.rac', `no DQ/DA pairs (${why})`, reply, 'expansion counted as failed');
   }
   const pairs = parsed.pairs.map((p) => ({ question: p.question, answer: p.answer }));
   const interpretations = new Set(pairs.map((p) => normaliseAnswer(p.answer))).size;

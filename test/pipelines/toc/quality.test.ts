@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { TocPipeline } from '../../../src/pipelines/toc';
 import { tocDecisionsSchema, type TocDecisions } from '../../../src/pipelines/toc/decisions';
 import { tocOptionsSchema, type TocOptions } from '../../../src/pipelines/toc/options';
-import { RAC_FORMAT_REMINDER } from '../../../src/pipelines/toc/prompts';
+import { RAC_FORMAT_REMINDER, RAC_REPLY_PREFIX, racReplyText } from '../../../src/pipelines/toc/prompts';
 import { tocAnalysis, treeQuality } from '../../../src/pipelines/toc/analysis';
 import { clarificationTreeFigure } from '../../../src/pipelines/toc/tree-figure';
 import { treeQualityLines } from '../../../src/experiments/cli-support';
@@ -60,9 +60,24 @@ describe('ToC: prompt and pool as released', () => {
     const released = await run(options({ maxTrials: 1 }), rac);
     const racCall = released.out.trace.llmCalls.find((c) => c.purpose === 'toc.rac')!;
     expect(callText(racCall)).not.toContain(RAC_FORMAT_REMINDER);
-    expect(racCall.messages.at(-1)!.content.trimEnd().endsWith(`Question: ${WEASLEY_AQ}`)).toBe(true);
+    // The question closes the user turn; the reply is opened with the demos' first words.
+    expect(racCall.messages.at(-2)!.content.trimEnd().endsWith(`Question: ${WEASLEY_AQ}`)).toBe(true);
+    expect(racCall.messages.at(-1)).toEqual({ role: 'assistant', content: RAC_REPLY_PREFIX });
+    // The answer prompt opens its reply with the pairs, not with the RAC prefix.
+    const answerCall = released.out.trace.llmCalls.find((c) => c.purpose === 'toc.answer')!;
+    expect(answerCall.messages.filter((m) => m.role === 'assistant' && m.content === RAC_REPLY_PREFIX)).toEqual([]);
     const old = await run(options({ maxTrials: 1, racPrompt: 'format-reminder' }), rac);
-    expect(callText(old.out.trace.llmCalls.find((c) => c.purpose === 'toc.rac')!)).toContain(RAC_FORMAT_REMINDER);
+    const oldCall = old.out.trace.llmCalls.find((c) => c.purpose === 'toc.rac')!;
+    expect(callText(oldCall)).toContain(RAC_FORMAT_REMINDER);
+    expect(oldCall.messages.at(-1)!.role).toBe('user');
+  });
+
+  it('a continued reply is read with the prefix; a reply that repeats it (a new turn) is read as it is', async () => {
+    expect(racReplyText(' Who played Ron?\nDA 1: Rupert Grint')).toBe('DQ 1: Who played Ron?\nDA 1: Rupert Grint');
+    expect(racReplyText('DQ 1: Who played Ron?\nDA 1: Rupert Grint')).toBe('DQ 1: Who played Ron?\nDA 1: Rupert Grint');
+    expect(racReplyText('Who played Ron?', 'format-reminder')).toBe('Who played Ron?');
+    const { d } = await run(options({ maxTrials: 1, maxExpansions: 1 }), ' Who played Ron Weasley in the films?\nDA 1: Rupert Grint');
+    expect(d.nodes.slice(1).map((n) => n.question)).toEqual(['Who played Ron Weasley in the films?']);
   });
 
   it("pool removal matches the DA string whole (remove_dup_psgs); answerSplit: semicolon splits on ';'", async () => {
