@@ -9,11 +9,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { pairFault, parseDisambiguations, readDisambiguations } from '../../../src/pipelines/parsing';
+import { racReplyText } from '../../../src/pipelines/toc/prompts';
 
 interface Fixture {
   source: string;
   finishReason: string;
   text: string;
+  /** The reply continues the released prompt's `DQ 1:` opening (read as `racReplyText` gives it). */
+  continuesPrefix?: boolean;
   expected: Array<{ question: string; answer: string }>;
 }
 
@@ -23,7 +26,7 @@ describe('ToC reader on real replies', () => {
   it('has fixtures', () => expect(fixtures.length).toBeGreaterThan(0));
 
   it.each(fixtures.map((f, i) => [i, f] as const))('fixture %i: the reader makes the pairs a person reads, each well formed', (_i, f) => {
-    const r = readDisambiguations(f.text);
+    const r = readDisambiguations(f.continuesPrefix ? racReplyText(f.text) : f.text);
     expect(r.pairs).toEqual(f.expected);
     for (const p of r.pairs) {
       expect(pairFault(p.question, p.answer)).toBeNull();
