@@ -54,6 +54,9 @@ describe('readDisambiguations', () => {
     expect(r.pairs).toEqual([PERCY]);
     expect(r.rejected.map((x) => x.reason)).toEqual(['answer longer than 15 words', 'the question does not end with "?"']);
     expect(r.problems.join()).toMatch(/repeated pair/);
+    // Several short answers separated by ';' (the released template's DA format) are one answer.
+    const several = 'Paul Simon; Art Garfunkel; Simon and Garfunkel the duo; the Disturbed heavy metal band from Chicago';
+    expect(readDisambiguations(`DQ 1: ${RON.question}\nDA 1: ${several}`).pairs).toEqual([{ question: RON.question, answer: several }]);
   });
 
   it('stops at the long answer and at a new question block; tolerates markdown and chatter', () => {
