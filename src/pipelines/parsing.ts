@@ -295,16 +295,40 @@ function toAmbiguityType(raw: string): AmbiguityType | null {
   return null;
 }
 
-/** Diva's diversification reply: ambiguity type, reason, and numbered pseudo-interpretations. */
+/** Split `1. Who …? 2. Who …?` (several numbered items on one line) into the items. */
+function splitInlineItems(text: string): string[] {
+  return text
+    .split(/(?:^|\s)\d+\s*[.)]\s+/)
+    .map((x) => x.trim())
+    .filter(Boolean);
+}
+
+const DIVA_LABEL_INSIDE = /\b(?:ambiguity\s+type|type|reason(?:ing)?|(?:pseudo-?)?interpretations?)\s*:/i;
+
+/**
+ * Diva's diversification reply: ambiguity type, reason, and numbered pseudo-interpretations.
+ * Issue 41's audit: fields may share a line (`Type: time|Reason: …|Interpretations: 1. …? 2. …?`),
+ * the list may follow its header on the same line, and a numbered reason is not an
+ * interpretation — once an `Interpretations:` header is seen, only what follows it is read, and
+ * an interpretation holding a field label is dropped (reported), never kept.
+ */
 export function parseAmbiguity(text: string): ParsedAmbiguity {
   const problems: string[] = [];
   const lines = stripMarkdown(text)
-    .split('\n')
+    .split(/\n|\|/)
     .map((l) => l.trim())
     .filter(Boolean);
   let type: AmbiguityType | null = null;
   let reason = '';
+  const hasHeader = lines.some((l) => /^(?:pseudo-?)?interpretations?\s*:?/i.test(l));
+  let inList = !hasHeader;
   const interpretations: string[] = [];
+  const take = (raw: string) => {
+    const q = cleanFragment(raw);
+    if (q === '') return;
+    if (DIVA_LABEL_INSIDE.test(q)) problems.push(`interpretation with a field label dropped: "${q.slice(0, 80)}"`);
+    else interpretations.push(q);
+  };
   for (const line of lines) {
     let m: RegExpExecArray | null;
     if (type === null && (m = /^(?:ambiguity\s+)?type\s*:\s*(.+)$/i.exec(line))) {
@@ -316,13 +340,17 @@ export function parseAmbiguity(text: string): ParsedAmbiguity {
       reason = m[1].trim();
       continue;
     }
-    if (/^(?:pseudo-?)?interpretations?\s*:?\s*$/i.test(line)) continue;
-    if ((m = /^(?:\d+\s*[.):]|[-*•]|interpretation\s*\d*\s*[:.)])\s*(.+)$/i.exec(line))) {
-      const q = cleanFragment(m[1]);
-      if (q) interpretations.push(q);
+    if ((m = /^(?:pseudo-?)?interpretations?\s*:?\s*(.*)$/i.exec(line))) {
+      inList = true;
+      for (const item of splitInlineItems(m[1])) take(item);
       continue;
     }
-    if (line.endsWith('?') && !/^question\s*:/i.test(line)) interpretations.push(cleanFragment(line));
+    if (!inList) continue;
+    if ((m = /^(?:\d+\s*[.):]|[-*•]|interpretation\s*\d*\s*[:.)])\s*(.+)$/i.exec(line))) {
+      for (const item of splitInlineItems(m[1])) take(item);
+      continue;
+    }
+    if (line.endsWith('?') && !/^question\s*:/i.test(line)) take(line);
   }
   if (type === null) problems.push('no ambiguity type');
   if (interpretations.length === 0) problems.push('no interpretations');
