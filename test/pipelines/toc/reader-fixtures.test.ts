@@ -40,4 +40,11 @@ describe('ToC reader on real replies', () => {
     expect(old.some((p) => /DA 1:/.test(p.answer))).toBe(true);
     expect(readDisambiguations(oneLine.text).pairs.every((p) => !/DA/.test(p.answer))).toBe(true);
   });
+
+  it('the reply that pastes passages after its labels gave the reader before issue 41 a passage as an answer; now no pair', () => {
+    const pasted = fixtures.find((f) => f.text.startsWith(' A studio audition'))!;
+    const old = parseDisambiguations(racReplyText(pasted.text)).pairs;
+    expect(old.some((p) => p.answer.split(/\s+/).length > 40)).toBe(true);
+    expect(readDisambiguations(racReplyText(pasted.text)).pairs).toEqual([]);
+  });
 });
