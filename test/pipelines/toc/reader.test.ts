@@ -49,11 +49,16 @@ describe('readDisambiguations', () => {
   });
 
   it('refuses a long answer and a question that does not end a question; drops an exact repeat', () => {
-    const long = 'Rupert Grint played Ron in all eight films of the series from 2001 to 2011 and later starred in Servant';
+    const long = 'Rupert Grint played Ron in all eight films of the Harry Potter series from 2001 to 2011 and later starred in the Apple TV series Servant for four seasons';
     const r = readDisambiguations(`DQ 1: ${RON.question}\nDA 1: ${long}\nDQ 2: Percy Weasley actor\nDA 2: Chris Rankin\nDQ 3: ${PERCY.question}\nDA 3: ${PERCY.answer}\nDQ 4: ${PERCY.question}\nDA 4: ${PERCY.answer}`);
     expect(r.pairs).toEqual([PERCY]);
-    expect(r.rejected.map((x) => x.reason)).toEqual(['answer longer than 15 words', 'the question does not end with "?"']);
+    expect(r.rejected.map((x) => x.reason)).toEqual(['answer longer than 25 words', 'the question does not end with "?"']);
     expect(r.problems.join()).toMatch(/repeated pair/);
+    // One clause answers a "what did … do" question; several sentences are a passage.
+    const clause = 'Under King John significant building resumed at the castle, with the outer bailey wall rebuilt in stone';
+    expect(readDisambiguations(`DQ 1: ${RON.question}\nDA 1: ${clause}`).pairs).toHaveLength(1);
+    const passage = 'King John rebuilt the outer bailey wall. He also dammed the brooks to create the Great Mere around it.';
+    expect(readDisambiguations(`DQ 1: ${RON.question}\nDA 1: ${passage}`).rejected[0]?.reason).toBe('the answer is several sentences (a passage?)');
     // Several short answers separated by ';' (the released template's DA format) are one answer.
     const several = 'Paul Simon; Art Garfunkel; Simon and Garfunkel the duo; the Disturbed heavy metal band from Chicago';
     expect(readDisambiguations(`DQ 1: ${RON.question}\nDA 1: ${several}`).pairs).toEqual([{ question: RON.question, answer: several }]);
