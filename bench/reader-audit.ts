@@ -16,6 +16,7 @@ import { basename, join } from 'node:path';
 import { readJsonl } from '../src/common/jsonl';
 import { parseAmbiguity, parseCot, parseDisambiguations, parseLongAnswer, parseQuestion, readDisambiguations } from '../src/pipelines/parsing';
 import type { Trace } from '../src/trace/types';
+import { RAC_REPLY_PREFIX, racReplyText } from '../src/pipelines/toc/prompts';
 
 const args = process.argv.slice(2);
 const at = args.indexOf('--fixtures');
@@ -72,7 +73,10 @@ for (const dir of runDirs) {
     for (const c of t.llmCalls) {
       if (c.judge) continue;
       c.completions.forEach((comp, sample) => {
-        const o = readReply(c.purpose, comp.text);
+        // A RAC reply continuing the released prompt's `DQ 1:` opening is read with it, as ToC reads it.
+        const last = c.messages.at(-1);
+        const continued = c.purpose === 'toc.rac' && last?.role === 'assistant' && last.content === RAC_REPLY_PREFIX;
+        const o = readReply(c.purpose, continued ? racReplyText(comp.text) : comp.text);
         if (!o) return;
         const row = rows.get(c.purpose) ?? { replies: 0, clean: 0, withProblems: 0, unread: 0, problems: new Map<string, number>() };
         row.replies += 1;
