@@ -14,6 +14,7 @@ import { dataDir } from '../src/config/paths';
 import { loadAsqa } from '../src/datasets/asqa';
 import { normaliseAnswer, normaliseQuestion } from '../src/pipelines/common/text';
 import { pruningEffect } from '../src/pipelines/toc/pruning-figure';
+import { treeQuality } from '../src/pipelines/toc/analysis';
 import type { Trace } from '../src/trace/types';
 import type { TocDecisions } from '../src/pipelines/toc/decisions';
 import { basename, join } from 'node:path';
@@ -48,6 +49,7 @@ const f = (x: number, d = 1) => (Number.isNaN(x) ? '–' : x.toFixed(d));
 console.log('| run | questions | valid nodes per tree: mean, median [min, max] | histogram 0…10+ | distinct valid pairs per tree | LLM calls per question: mean, median [max] | share < 20 calls | stop reasons | restarts per tree | pruning switched off | admitted unverified per tree | un-pruned per tree |');
 console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
 const f1Rows: string[] = [];
+const qualityRows: string[] = [];
 for (const run of runs) {
   const traces = common ? run.traces.filter((t) => shared.has(t.questionId)) : run.traces;
   const ds = traces.map((t) => t.decisions as TocDecisions);
@@ -73,6 +75,13 @@ for (const run of runs) {
       f(mean(ds.map((d) => d.unprunedNodeIds?.length ?? 0)), 2),
     ].join(' | ').replace(/^/, '| ').concat(' |'),
   );
+  // Issue 41: what the valid nodes hold and how the calls were served, per question.
+  for (const t of traces) {
+    const q = treeQuality(t);
+    qualityRows.push(
+      `| ${basename(run.dir)} | ${t.question} | ${q.valid} | ${q.distinctWellFormed} | ${q.garbledValid} | ${q.duplicateValid} | ${q.rejectedPairs} | ${q.calls} (${q.liveCalls} live, ${q.replayedCalls} replayed) | ${(t.decisions as TocDecisions).stopReason} | ${Math.round(t.summary.seconds)} |`,
+    );
+  }
   const stages = pruningEffect(traces, gold);
   f1Rows.push(`| ${basename(run.dir)} | ${stages.map((s) => `${s.nodes > 0 ? f(s.meanF1) : '–'} (${s.nodes})`).join(' | ')} |`);
 }
@@ -80,4 +89,7 @@ const stageNames = pruningEffect([], gold).map((s) => s.stage);
 console.log(`\nnode Answer-F1 (0–100) by stage, nodes in brackets:\n\n| run | ${stageNames.join(' | ')} |`);
 console.log(`|---|${stageNames.map(() => '---').join('|')}|`);
 for (const row of f1Rows) console.log(row);
+console.log('\ntree quality per question (issue 41):\n\n| run | question | valid nodes | distinct well-formed valid pairs | garbled valid | repeated valid | pairs refused by the reader | LLM calls | stop | seconds |');
+console.log('|---|---|---|---|---|---|---|---|---|---|');
+for (const row of qualityRows) console.log(row);
 if (common) console.log(`\n${shared.size} questions answered by every run`);

@@ -123,6 +123,7 @@ export function describeOutcome(outcome: RunOutcome, configFile?: string): strin
     lines.push(`  ${name.padEnd(width)}  ${a.mean.toFixed(1).padStart(5)}  95% CI [${a.ciLow.toFixed(1)}, ${a.ciHigh.toFixed(1)}]`);
   }
   lines.push(...judgeLines(m));
+  lines.push(...treeQualityLines(m));
   lines.push(
     `  LLM: ${m.usage.llm_calls} calls, ${m.usage.cache_hits} cache hits, ${tokenCount(m.usage.prompt_tokens)} prompt + ${tokenCount(m.usage.completion_tokens)} completion tokens`,
   );
@@ -191,6 +192,24 @@ export function judgeLines(m: RunMetrics): string[] {
     const brier = d.brier === null ? '' : `, Brier ${d.brier.toFixed(3)}`;
     return `  judge ${d.verdict} (${d.labelled} of ${d.judgments} judgments labelled${brier})`;
   });
+}
+
+/**
+ * ToC's tree quality (issue 41), when the run's decision statistics carry it: what the valid
+ * nodes hold (distinct well-formed pairs, garbled and duplicate ones, pairs the reader refused)
+ * and how the calls were served (live, or replayed within a question from the cache).
+ */
+export function treeQualityLines(m: RunMetrics): string[] {
+  const d = m.decisions;
+  const distinct = d?.decision_distinct_wellformed_pairs_per_tree;
+  if (d === undefined || distinct === undefined) return [];
+  const f = (k: string) => (d[k] ?? 0).toFixed(1);
+  return [
+    `  trees: ${f('decision_valid_nodes_per_tree')} valid nodes a tree, ${distinct.toFixed(1)} distinct well-formed pairs; ` +
+      `garbled valid ${d.decision_garbled_valid_total ?? 0} in all; duplicate valid ${f('decision_duplicate_valid_per_tree')} a tree; ` +
+      `refused by the reader ${f('decision_rejected_pairs_per_tree')} a tree`,
+    `  calls a tree: ${f('decision_llm_calls_per_tree')} (${f('decision_live_calls_per_tree')} live, ${f('decision_replayed_calls_per_tree')} replayed within the question)`,
+  ];
 }
 
 /** A token count for a summary line; `?` when the endpoint did not report it. */

@@ -295,16 +295,40 @@ function toAmbiguityType(raw: string): AmbiguityType | null {
   return null;
 }
 
-/** Diva's diversification reply: ambiguity type, reason, and numbered pseudo-interpretations. */
+/** Split `1. Who …? 2. Who …?` (several numbered items on one line) into the items. */
+function splitInlineItems(text: string): string[] {
+  return text
+    .split(/(?:^|\s)\d+\s*[.)]\s+/)
+    .map((x) => x.trim())
+    .filter(Boolean);
+}
+
+const DIVA_LABEL_INSIDE = /\b(?:ambiguity\s+type|type|reason(?:ing)?|(?:pseudo-?)?interpretations?)\s*:/i;
+
+/**
+ * Diva's diversification reply: ambiguity type, reason, and numbered pseudo-interpretations.
+ * Issue 41's audit: fields may share a line (`Type: time|Reason: …|Interpretations: 1. …? 2. …?`),
+ * the list may follow its header on the same line, and a numbered reason is not an
+ * interpretation — once an `Interpretations:` header is seen, only what follows it is read, and
+ * an interpretation holding a field label is dropped (reported), never kept.
+ */
 export function parseAmbiguity(text: string): ParsedAmbiguity {
   const problems: string[] = [];
   const lines = stripMarkdown(text)
-    .split('\n')
+    .split(/\n|\|/)
     .map((l) => l.trim())
     .filter(Boolean);
   let type: AmbiguityType | null = null;
   let reason = '';
+  const hasHeader = lines.some((l) => /^(?:pseudo-?)?interpretations?\s*:?/i.test(l));
+  let inList = !hasHeader;
   const interpretations: string[] = [];
+  const take = (raw: string) => {
+    const q = cleanFragment(raw);
+    if (q === '') return;
+    if (DIVA_LABEL_INSIDE.test(q)) problems.push(`interpretation with a field label dropped: "${q.slice(0, 80)}"`);
+    else interpretations.push(q);
+  };
   for (const line of lines) {
     let m: RegExpExecArray | null;
     if (type === null && (m = /^(?:ambiguity\s+)?type\s*:\s*(.+)$/i.exec(line))) {
@@ -316,13 +340,17 @@ export function parseAmbiguity(text: string): ParsedAmbiguity {
       reason = m[1].trim();
       continue;
     }
-    if (/^(?:pseudo-?)?interpretations?\s*:?\s*$/i.test(line)) continue;
-    if ((m = /^(?:\d+\s*[.):]|[-*•]|interpretation\s*\d*\s*[:.)])\s*(.+)$/i.exec(line))) {
-      const q = cleanFragment(m[1]);
-      if (q) interpretations.push(q);
+    if ((m = /^(?:pseudo-?)?interpretations?\s*:?\s*(.*)$/i.exec(line))) {
+      inList = true;
+      for (const item of splitInlineItems(m[1])) take(item);
       continue;
     }
-    if (line.endsWith('?') && !/^question\s*:/i.test(line)) interpretations.push(cleanFragment(line));
+    if (!inList) continue;
+    if ((m = /^(?:\d+\s*[.):]|[-*•]|interpretation\s*\d*\s*[:.)])\s*(.+)$/i.exec(line))) {
+      for (const item of splitInlineItems(m[1])) take(item);
+      continue;
+    }
+    if (line.endsWith('?') && !/^question\s*:/i.test(line)) take(line);
   }
   if (type === null) problems.push('no ambiguity type');
   if (interpretations.length === 0) problems.push('no interpretations');
@@ -359,4 +387,164 @@ export function parseShortAnswer(text: string): ParsedText {
   const out = cleanFragment(line);
   if (out === '') problems.push('empty answer');
   return { text: out, problems };
+}
+
+// ---------------------------------------------------------------- ToC's DQ/DA reader (issue 41)
+
+/** A candidate the strict reader refused, with why; the pipeline records it as a parse failure. */
+export interface RejectedPair {
+  question: string;
+  answer: string;
+  reason: string;
+}
+
+export interface ReadDisambiguations {
+  /** Well-formed pairs, matched by number, in reply order, exact repeats removed. */
+  pairs: QaPairText[];
+  /** Candidates that failed a check (never nodes). */
+  rejected: RejectedPair[];
+  /** Everything else that was odd: unlabelled lines skipped, lone labels, repeats. */
+  problems: string[];
+  /** Which shape the reply had: `lines` (the released alternating lines), `one-line` (`DQ n: …|DA n: …`), `mixed`, `none`. */
+  shape: 'lines' | 'one-line' | 'mixed' | 'none';
+}
+
+// A label where one starts: at the start of a line, or after white space or `|` (the 0.5B model's
+// one-line form). A label after a quote (`start with "DQ 1:"`) is quoted text, not a label.
+const LABEL = /(^|[\s|])D\s?(Q|A)\s*(\d+)?\s*:\s*/gi;
+// Any label-looking text left inside a body makes the pair garbled.
+const LABEL_INSIDE = /\bD\s?[QA]\s*\d*\s*:/i;
+/**
+ * Longest answer (words) the reader accepts. ASQA's short answers are a few words, but a "what
+ * did … do" question is answered by a clause (the held-out question on Kenilworth Castle: 18–22
+ * words, one sentence); a pasted passage is longer and runs over several sentences.
+ */
+export const MAX_ANSWER_WORDS = 25;
+/** An answer of several sentences is a passage once it is longer than this. */
+export const MAX_MULTI_SENTENCE_ANSWER_WORDS = 15;
+/** Longest disambiguated question (words); a pasted passage is longer. */
+export const MAX_QUESTION_WORDS = 40;
+
+interface Segment {
+  kind: 'Q' | 'A';
+  n: number | null;
+  body: string;
+  /** The line it sat on shared it with another label (the one-line form). */
+  inline: boolean;
+}
+
+const words = (s: string): number => s.split(/\s+/).filter(Boolean).length;
+
+/** Why a question body is not a disambiguated question, or null when it is one. */
+function questionFault(q: string): string | null {
+  if (q === '') return 'empty question';
+  if (LABEL_INSIDE.test(q)) return 'a DQ/DA label inside the question';
+  if (!/\?["'”’)\]]*$/.test(q)) return 'the question does not end with "?"';
+  if (words(q) < 3) return 'question too short';
+  if (words(q) > MAX_QUESTION_WORDS) return `question longer than ${MAX_QUESTION_WORDS} words (a passage?)`;
+  return null;
+}
+
+/** Why an answer body is not a short answer, or null when it is one. */
+function answerFault(a: string): string | null {
+  if (a === '') return 'empty answer';
+  if (LABEL_INSIDE.test(a)) return 'a DQ/DA label inside the answer';
+  if (/^(?:reply|answer|write|start|use)\b.*\b(?:examples?|format|DQ|DA)\b/i.test(a)) return 'the answer repeats the instruction';
+  // The released template asks for short answers "separated by semi-colon (;)": each part is
+  // held to the limit, the whole to a few of them.
+  if (a.split(';').some((part) => words(part) > MAX_ANSWER_WORDS) || words(a) > 3 * MAX_ANSWER_WORDS) return `answer longer than ${MAX_ANSWER_WORDS} words`;
+  if (/[a-z0-9)\]]{2}[.!?]\s+[A-Z]/.test(a) && words(a) > MAX_MULTI_SENTENCE_ANSWER_WORDS) return 'the answer is several sentences (a passage?)';
+  if (/\?["'”’)]*$/.test(a)) return 'the answer is a question';
+  return null;
+}
+
+/**
+ * Why a DQ/DA pair is garbled (a label, an instruction or a passage inside, no question mark, a
+ * long answer), or null when it is well formed: the reader's own checks, also applied to the
+ * nodes of traces written before it (tree quality, src/pipelines/toc/analysis.ts).
+ */
+export function pairFault(question: string, answer: string): string | null {
+  return questionFault(question.trim()) ?? answerFault(answer.trim());
+}
+
+/**
+ * ToC's DQ/DA reader: the released `parse_disambig` (gankim/tree-of-clarifications `toc/utils.py`)
+ * reads a `DQ n:` line followed by a `DA n:` line and skips anything else; this reader does the
+ * same and also reads the one-line form the 0.5B model writes (`DQ 1: …?|DA 1: 1957`), labels
+ * with markdown, and pairs spread over several lines. Each `DQ` is matched with the `DA` right
+ * after it, which must carry the same number (when both are numbered); then the pair is checked —
+ * the question ends with "?", the answer is short, neither holds a label — and what fails is
+ * `rejected`, never a pair. Unlabelled lines (chatter, a pasted passage, a long answer) are never
+ * read as a question or an answer. The reply ends at `Answer:` or at a new `Question:` block.
+ */
+export function readDisambiguations(text: string): ReadDisambiguations {
+  const problems: string[] = [];
+  const rejected: RejectedPair[] = [];
+  const segments: Segment[] = [];
+  let sawLines = false;
+  let sawInline = false;
+  const lines = stripMarkdown(text).split('\n');
+  for (const raw of lines) {
+    const line = raw.trim();
+    if (line === '') continue;
+    if (LONG_ANSWER_LINE.test(line) || (QUESTION_LINE.test(line) && segments.length > 0) || CONTEXT_LINE.test(line)) {
+      if (segments.length > 0) break;
+      continue;
+    }
+    const found: Array<{ kind: 'Q' | 'A'; n: number | null; start: number; end: number }> = [];
+    LABEL.lastIndex = 0;
+    let m: RegExpExecArray | null;
+    while ((m = LABEL.exec(line)) !== null) {
+      const start = m.index + m[1].length;
+      found.push({ kind: m[2].toUpperCase() as 'Q' | 'A', n: m[3] !== undefined ? Number(m[3]) : null, start, end: m.index + m[0].length });
+    }
+    if (found.length === 0) {
+      if (segments.length > 0) problems.push(`unlabelled line skipped: "${line.slice(0, 80)}"`);
+      continue;
+    }
+    if (found[0].start > 0 && line.slice(0, found[0].start).replace(/[-*•|\s]/g, '') !== '') {
+      problems.push(`text before a label skipped: "${line.slice(0, Math.min(found[0].start, 80))}"`);
+    }
+    const inline = found.length > 1;
+    if (inline) sawInline = true;
+    else sawLines = true;
+    found.forEach((f, i) => {
+      const body = line.slice(f.end, i + 1 < found.length ? found[i + 1].start : undefined).replace(/[|\s]+$/, '');
+      segments.push({ kind: f.kind, n: f.n, body: cleanFragment(body), inline });
+    });
+  }
+
+  const pairs: QaPairText[] = [];
+  const seen = new Set<string>();
+  for (let i = 0; i < segments.length; i++) {
+    const s = segments[i];
+    if (s.kind === 'A') {
+      problems.push(`DA without a DQ before it: "${s.body.slice(0, 80)}"`);
+      continue;
+    }
+    const next = segments[i + 1];
+    if (next === undefined || next.kind !== 'A') {
+      problems.push(`DQ without its DA: "${s.body.slice(0, 80)}"`);
+      continue;
+    }
+    i += 1;
+    if (s.n !== null && next.n !== null && s.n !== next.n) {
+      rejected.push({ question: s.body, answer: next.body, reason: `DQ ${s.n} followed by DA ${next.n}` });
+      continue;
+    }
+    const fault = pairFault(s.body, next.body);
+    if (fault !== null) {
+      rejected.push({ question: s.body, answer: next.body, reason: fault });
+      continue;
+    }
+    const key = `${s.body.toLowerCase()}\u0000${next.body.toLowerCase()}`;
+    if (seen.has(key)) {
+      problems.push(`repeated pair: "${s.body.slice(0, 60)}" / "${next.body.slice(0, 40)}"`);
+      continue;
+    }
+    seen.add(key);
+    pairs.push({ question: s.body, answer: next.body });
+  }
+  const shape = segments.length === 0 ? 'none' : sawLines && sawInline ? 'mixed' : sawInline ? 'one-line' : 'lines';
+  return { pairs, rejected, problems, shape };
 }

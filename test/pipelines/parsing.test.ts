@@ -104,6 +104,16 @@ describe('other parsers', () => {
     expect(parseAmbiguity('no idea').interpretations).toEqual([]);
   });
 
+  it('issue 41: fields on one line, the list on its header line, a numbered reason — no label or reason becomes an interpretation', () => {
+    const want = ['Who won in 2016?', 'Who won in 2017?'];
+    expect(parseAmbiguity('Type: time|Reason: No year given.|Interpretations: 1. Who won in 2016? 2. Who won in 2017?')).toMatchObject({ type: 'time', reason: 'No year given.', interpretations: want });
+    expect(parseAmbiguity('Type: time\nReason: No year.\nInterpretations: 1. Who won in 2016? 2. Who won in 2017?').interpretations).toEqual(want);
+    expect(parseAmbiguity('Type: time\nReason:\n1. The question names no year.\nInterpretations:\n1. Who won in 2016?\n2. Who won in 2017?').interpretations).toEqual(want);
+    const labelled = parseAmbiguity('Type: time\nInterpretations:\n1. Who won in 2016?\n2. Reason: the year');
+    expect(labelled.interpretations).toEqual(['Who won in 2016?']);
+    expect(labelled.problems.join()).toMatch(/field label dropped/);
+  });
+
   it('reads questions, short answers and long answers', () => {
     expect(parseQuestion('Verifying question: When was Jolyon Palmer born? It matters.').text).toBe('When was Jolyon Palmer born?');
     expect(parseShortAnswer('Answer: Rupert Grint.\nMore text').text).toBe('Rupert Grint');

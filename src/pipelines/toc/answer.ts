@@ -29,7 +29,7 @@ export async function answerTree(s: TocSession): Promise<TreeAnswer> {
   const demos = await selectDemos(rec, ctx, 'toc', example, o.nShots, 'toc.answer.demos', demoFilter(s));
   const { texts } = await callLlm(rec, ctx, {
     purpose: 'toc.answer',
-    messages: answerPrompt(demos, example.question, pairs, passages),
+    messages: answerPrompt(demos, example.question, pairs, passages, o.racPrompt),
     temperature: o.answerTemperature,
     maxTokens: o.maxTokens,
     stop: DEMO_STOPS,

@@ -85,6 +85,12 @@ export const tocExpansionSchema = z.object({
   pruning: z.boolean().optional(),
   /** Passages of this expansion's prompt that contained one of its answers and left the pool (`dropAnsweredPassages`). */
   removedPassageIds: z.array(z.string()).optional(),
+  /** Candidate pairs of the reply the DQ/DA reader refused as garbled (issue 41); each is also a parse failure. Absent in older traces. */
+  rejectedPairs: z.number().optional(),
+  /** The reply's shape as the reader saw it: `lines` (released), `one-line` (`DQ n: …|DA n: …`), `mixed`, `none`. */
+  replyShape: z.enum(['lines', 'one-line', 'mixed', 'none']).optional(),
+  /** The pool held fewer than `nPassages` passages for this prompt (0: none left); the expansion went on with what there was, as the released code does. */
+  poolShort: z.number().optional(),
 });
 
 export const tocDecisionsSchema = z.object({

@@ -8,10 +8,10 @@ import type { TocNode } from './decisions';
 import { checkAborted, selectDemos } from '../common/context';
 import { callLlm, DEMO_STOPS } from '../common/llm';
 import { normaliseAnswer } from '../common/text';
-import { parseDisambiguations } from '../parsing';
+import { readDisambiguations } from '../parsing';
 import type { Demo } from '../types';
 import { detectDemoCopy, type DemoCopy } from './demo-copy';
-import { racPrompt } from './prompts';
+import { racPrompt, racReplyText } from './prompts';
 import { demoFilter, type TocSession } from './session';
 import type { QaPair } from './tree';
 
@@ -28,6 +28,12 @@ export interface Expansion {
   copy: DemoCopy | null;
   /** Distinct answers among the parsed pairs (earlyExit reads it). */
   interpretations: number;
+  /** Candidate pairs the reader refused (garbled: a label, an instruction or a passage inside, numbers unmatched); each is a parse failure in the trace. */
+  rejected: number;
+  /** The reply's shape as the reader saw it (`readDisambiguations`). */
+  shape: 'lines' | 'one-line' | 'mixed' | 'none';
+  /** Set when the pool held fewer than `nPassages` passages for the prompt (0: none). */
+  poolShort?: number;
 }
 
 /**
@@ -43,12 +49,18 @@ export async function expand(s: TocSession, node: TocNode): Promise<Expansion> {
   const before = s.expansions.filter((e) => e.nodeId === node.id).length;
   node.expanded = true;
   const passages = await s.pool.forNode(node);
+  // An exhausted pool is a state, not an error: the released code builds the prompt from
+  // whatever `cur_passages` still holds, an empty context included (issue 41).
+  const poolShort = passages.length < o.nPassages ? passages.length : undefined;
+  if (poolShort !== undefined) {
+    rec.warn('toc.rac', `the pool held ${poolShort} of ${o.nPassages} passages for node ${node.id}`, poolShort === 0 ? 'prompt without passages' : 'prompt with fewer passages');
+  }
   const demoQuestion = o.demosFor === 'node' ? { id: example.id, question: node.question, ...(example.sourceId !== undefined ? { sourceId: example.sourceId } : {}) } : example;
   const demos = await selectDemos(rec, ctx, 'toc', demoQuestion, o.nShots, 'toc.rac.demos', demoFilter(s));
   const seed = before === 0 ? o.seed : (o.seed ?? 0) + before;
   const { texts, callIndex } = await callLlm(rec, ctx, {
     purpose: 'toc.rac',
-    messages: racPrompt(demos, node.question, passages),
+    messages: racPrompt(demos, node.question, passages, o.racPrompt),
     temperature: o.expansionTemperature,
     maxTokens: o.expansionMaxTokens,
     // CHOICE: the tree uses only the DQ/DA pairs, so generation stops where the RAC long answer
@@ -57,7 +69,15 @@ export async function expand(s: TocSession, node: TocNode): Promise<Expansion> {
     topP: o.topP,
     ...(seed !== undefined ? { seed } : {}),
   });
-  const parsed = parseDisambiguations(texts[0]);
+  const reply = racReplyText(texts[0], o.racPrompt);
+  const parsed = readDisambiguations(reply);
+  // Every refused candidate is a parse failure of its own, so a trace shows what the model said
+  // and why it did not become a node.
+  for (const r of parsed.rejected) {
+    rec.parseFailure('toc.rac', `garbled pair (${r.reason}): DQ "${r.question}" / DA "${r.answer}"`, reply, 'not a node');
+  }
+  const rejected = parsed.rejected.length;
+  const shape = parsed.shape;
   const copy = o.dropDemoCopies
     ? detectDemoCopy(
         parsed.pairs.map((p) => p.question),
@@ -73,15 +93,15 @@ export async function expand(s: TocSession, node: TocNode): Promise<Expansion> {
         `are in the demo, ${Math.round(100 * copy.questionOverlap)}% in the question)`,
       'no nodes from this expansion',
     );
-    return { node, callIndex, passages, demos, pairs: [], copy, interpretations: 0 };
+    return { node, callIndex, passages, demos, pairs: [], copy, interpretations: 0, rejected, shape, ...(poolShort !== undefined ? { poolShort } : {}) };
   }
   if (parsed.pairs.length === 0) {
     const why =
-      parsed.problems.join('; ') ||
-      (parsed.longAnswer !== null ? 'the reply has a long answer but no DQ/DA lines' : texts[0].trim() === '' ? 'empty reply' : 'no DQ/DA lines');
-    rec.parseFailure('toc.rac', `no DQ/DA pairs (${why})`, texts[0], 'expansion counted as failed');
+      parsed.problems.slice(0, 3).join('; ') ||
+      (rejected > 0 ? `${rejected} garbled pair${rejected === 1 ? '' : 's'}` : texts[0].trim() === '' ? 'empty reply' : 'no DQ/DA lines');
+    rec.parseFailure('toc.rac', `no DQ/DA pairs (${why})`, reply, 'expansion counted as failed');
   }
   const pairs = parsed.pairs.map((p) => ({ question: p.question, answer: p.answer }));
   const interpretations = new Set(pairs.map((p) => normaliseAnswer(p.answer))).size;
-  return { node, callIndex, passages, demos, pairs, copy: null, interpretations };
+  return { node, callIndex, passages, demos, pairs, copy: null, interpretations, rejected, shape, ...(poolShort !== undefined ? { poolShort } : {}) };
 }

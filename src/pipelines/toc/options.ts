@@ -89,7 +89,21 @@ export const tocOptionsSchema = z
     evidenceFrom: z
       .enum(['retrieved', 'shown'])
       .default('retrieved')
-      .describe("verification evidence among every retrieved passage (run_toc.py passes all_passages) or only those shown in RAC prompts (toc/pruning.py get_evidence); either way the best-reranked one containing the answer"),
+      .describe("with evidence: contains-answer, the candidates: every retrieved passage (run_toc.py passes all_passages) or only those shown in RAC prompts (toc/pruning.py get_evidence)"),
+    evidence: z
+      .enum(['best-shown', 'contains-answer'])
+      .default('best-shown')
+      .describe(
+        "verification evidence: 'best-shown' — the shown passage reranked first for the pair's question (what the released get_evidence does: its answer filter is given a string and passes every passage); 'contains-answer' — the best-reranked passage among evidenceFrom's that contains the answer (ambiqa before issue 41)",
+      ),
+    answerSplit: z
+      .enum(['whole', 'semicolon'])
+      .default('whole')
+      .describe("pool removal (dropAnsweredPassages): a passage leaves when it contains a DA string whole (released remove_dup_psgs) or any of its ';'-separated parts (ambiqa before issue 41)"),
+    racPrompt: z
+      .enum(['released', 'format-reminder'])
+      .default('released')
+      .describe("RAC prompt: 'released' — the instruction, demos, passages and question, as the released completion template (no format line); 'format-reminder' — closed by a line naming the DQ/DA format (ambiqa before issue 41; small models copy it into answers)"),
     verifyWording: z
       .enum(['released', 'any-reading'])
       .default('released')

@@ -14,11 +14,12 @@ import type { Passage, Reranker, ScoredPassage } from '../../retrieval/types';
 import type { TraceRecorder } from '../../trace/recorder';
 import type { TocNode } from './decisions';
 import { passageHasAnswer } from '../common/answers';
+import { hasAnswer } from '../../retrieval/has-answer';
 import { uniquePassages } from '../common/retrieval';
 import type { PipelineContext } from '../types';
 import type { TocOptions } from './options';
 
-type PoolOptions = Pick<TocOptions, 'nPassages' | 'poolSize' | 'retrievePerNode' | 'evidenceFrom' | 'answerPassages'>;
+type PoolOptions = Pick<TocOptions, 'nPassages' | 'poolSize' | 'retrievePerNode' | 'evidenceFrom' | 'evidence' | 'answerSplit' | 'answerPassages'>;
 
 const scored = (ps: Passage[]): ScoredPassage[] => ps.map((passage, rank) => ({ passage, score: 0, rank }));
 
@@ -77,9 +78,12 @@ export class TocPool {
    */
   removeAnswered(context: readonly Passage[], answers: readonly string[]): string[] {
     const out: string[] = [];
+    // `whole` (released `remove_dup_psgs`: `passage_has_answers(passage, answers)` with each DA
+    // string whole); `semicolon`: ambiqa's reading before issue 41, each `;`-separated part.
+    const contains = (p: Passage, a: string) => (this.o.answerSplit === 'semicolon' ? passageHasAnswer(p, a) : a.trim() !== '' && hasAnswer(p, [a.trim()]));
     for (const p of context) {
       if (this.removed.has(p.id)) continue;
-      if (answers.some((a) => passageHasAnswer(p, a))) {
+      if (answers.some((a) => contains(p, a))) {
         this.removed.add(p.id);
         this.removedIds.push(p.id);
         out.push(p.id);
@@ -89,18 +93,23 @@ export class TocPool {
   }
 
   /**
-   * Verification evidence for a pair (METHODS.md: "the single best-ranked passage among those
-   * already retrieved that contains the node's answer"): the candidates (`evidenceFrom`: every
-   * retrieved passage — what run_toc.py passes to `verify_with_evidence` as `all_passages` — or
-   * those shown in RAC prompts, what toc/pruning.py `get_evidence` reads) that contain the answer,
-   * reranked against the pair's question; the best one. None contains it → the best of the shown
-   * passages (as `get_evidence` falls back to all of them; CHOICE for `retrieved`: this bounds the
-   * reranking to a handful of passages).
+   * Verification evidence for a pair. `evidence: best-shown` (default; what the released code
+   * effectively does): toc/pruning.py `get_evidence` filters the shown passages (`slt_psgs`) with
+   * `passage_has_answers(passage, cur_qa['answer'])`, but passes the answer as a string, which dsp
+   * iterates character by character, so every passage passes the filter; the evidence is the
+   * shown passage the reranker puts first for the pair's *question*. `evidence: contains-answer`
+   * (ambiqa before issue 41, METHODS.md's wording): the candidates (`evidenceFrom`) that really
+   * contain the answer, reranked against the question; none → the best shown passage.
    */
   async evidence(pair: { question: string; answer: string }): Promise<Passage | null> {
-    const from = this.o.evidenceFrom === 'shown' ? this.shown : this.retrieved;
-    const withAnswer = from.filter((p) => passageHasAnswer(p, pair.answer));
-    const candidates = withAnswer.length > 0 ? withAnswer : this.shown.length > 0 ? this.shown : this.retrieved;
+    let candidates: Passage[];
+    if (this.o.evidence === 'best-shown') {
+      candidates = this.shown.length > 0 ? this.shown : this.retrieved;
+    } else {
+      const from = this.o.evidenceFrom === 'shown' ? this.shown : this.retrieved;
+      const withAnswer = from.filter((p) => passageHasAnswer(p, pair.answer));
+      candidates = withAnswer.length > 0 ? withAnswer : this.shown.length > 0 ? this.shown : this.retrieved;
+    }
     if (candidates.length === 0) return null;
     if (!this.reranker || candidates.length === 1) return candidates[0]!;
     const best = await this.reranker.rerank(pair.question, scored(candidates), 1);
@@ -126,9 +135,10 @@ export class TocPool {
     const rest = this.shown.filter((p) => !covering.includes(p));
     let chosen: Passage[];
     if (this.reranker) {
-      const fill = covering.length < n ? await this.reranker.rerank(question, scored(rest), n - covering.length) : [];
+      const fill = covering.length < n && rest.length > 0 ? await this.reranker.rerank(question, scored(rest), n - covering.length) : [];
       const picked = [...covering, ...fill.map((f) => f.passage)];
-      chosen = (await this.reranker.rerank(question, scored(picked), picked.length)).map((c) => c.passage);
+      // No passage shown at all (an empty corpus or pool): the answer prompt goes without passages.
+      chosen = picked.length === 0 ? [] : (await this.reranker.rerank(question, scored(picked), picked.length)).map((c) => c.passage);
     } else {
       chosen = [...covering, ...rest].slice(0, n);
     }
@@ -138,7 +148,7 @@ export class TocPool {
 
   /** The best `k` of `candidates` for `query` by the reranker (else in their order), recorded under `purpose`. */
   private async rank(query: string, candidates: Passage[], k: number, purpose: string): Promise<Passage[]> {
-    if (!this.reranker) {
+    if (!this.reranker || candidates.length === 0) {
       const top = candidates.slice(0, k);
       this.rec.recordRetrieval(purpose, this.ctx.retriever?.name ?? 'toc-pool', query, k, scored(top));
       return top;

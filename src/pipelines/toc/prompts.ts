@@ -23,20 +23,49 @@ export const RAC_INSTRUCTION =
 type Pair = { question: string; answer: string };
 
 /**
- * The reminder closing the RAC turn. CHOICE: the demo turns hold only a question, the real turn
- * passages and a question, and a small model then tends to skip the DQ/DA lines and answer
- * directly ("Answer: Simon."); naming the expected first line right before it replies keeps it
- * in the demos' format.
+ * The reminder closing the RAC turn with `racPrompt: format-reminder` (ambiqa before issue 41):
+ * the demo turns hold only a question, the real turn passages and a question, and the line was
+ * meant to keep a small model in the demos' format. The 0.5B model copies it into its answers
+ * (`DA 1: start with "DQ 1:", then "DA 1:", and so on`), and the released prompt (dsp's
+ * completion template, toc/templates/load.py `get_rac_template`) has no such line, so it is off
+ * by default.
  */
 export const RAC_FORMAT_REMINDER = 'Reply as in the examples: start with "DQ 1:", then "DA 1:", and so on.';
 
-/** Clarify `question` (a tree node) with the given passages. */
-export function racPrompt(demos: Demo[], question: string, passages: Passage[]): ChatMessage[] {
-  return fewShot(
-    RAC_INSTRUCTION,
-    inPromptOrder(demos).map(clarifyingShot),
-    `Context:\n${formatContext(passages)}\n\nQuestion: ${question}\n\n${RAC_FORMAT_REMINDER}`,
-  );
+/** Which RAC prompt: the released template's content (default), or with the format reminder. */
+export type RacPromptStyle = 'released' | 'format-reminder';
+
+/**
+ * With `racPrompt: released`, the reply is opened with this, as the released completion prompt
+ * ends with the "Disambiguations:" field its demos answer with `DQ 1: …` lines (dsp completes the
+ * template after the field's prefix). CHOICE: in chat turns the demos' replies open with "DQ 1:",
+ * so the same words open the model's reply; without them the 0.5B model answered the first
+ * held-out question directly ("Answer: The original artist …", no DQ line).
+ */
+export const RAC_REPLY_PREFIX = 'DQ 1:';
+
+/** The RAC turns without the reply's opening: instruction, demos, context and question (and the reminder when asked for). */
+function racTurns(demos: Demo[], question: string, passages: Passage[], style: RacPromptStyle): ChatMessage[] {
+  const reminder = style === 'format-reminder' ? `\n\n${RAC_FORMAT_REMINDER}` : '';
+  return fewShot(RAC_INSTRUCTION, inPromptOrder(demos).map(clarifyingShot), `Context:\n${formatContext(passages)}\n\nQuestion: ${question}${reminder}`);
+}
+
+/**
+ * Clarify `question` (a tree node) with the given passages: the instruction (the released
+ * template's instructions and format description, in ambiqa's words), the kNN demos, then the
+ * context and the question — as the released completion prompt orders them; `released` opens the
+ * model's reply with `RAC_REPLY_PREFIX` (a server that does not continue a final assistant
+ * message answers in a new turn; `racReplyText` reads either).
+ */
+export function racPrompt(demos: Demo[], question: string, passages: Passage[], style: RacPromptStyle = 'released'): ChatMessage[] {
+  const turns = racTurns(demos, question, passages, style);
+  return style === 'released' ? [...turns, { role: 'assistant', content: RAC_REPLY_PREFIX }] : turns;
+}
+
+/** The RAC reply as the reader should see it: with the prefix the prompt opened it with, unless the reply repeats it. */
+export function racReplyText(reply: string, style: RacPromptStyle = 'released'): string {
+  if (style !== 'released' || /^\s*[*_]*\s*DQ\s*\d*\s*:/i.test(reply)) return reply;
+  return `${RAC_REPLY_PREFIX}${/^\s/.test(reply) ? '' : ' '}${reply}`;
 }
 
 /**
@@ -47,9 +76,9 @@ export function racPrompt(demos: Demo[], question: string, passages: Passage[]):
  * the embedded model reuse their evaluated prefix. A chat server that does not continue a final
  * assistant message answers in a new turn; `parseLongAnswer` reads either.
  */
-export function answerPrompt(demos: Demo[], question: string, pairs: Pair[], passages: Passage[]): ChatMessage[] {
+export function answerPrompt(demos: Demo[], question: string, pairs: Pair[], passages: Passage[], style: RacPromptStyle = 'released'): ChatMessage[] {
   return [
-    ...racPrompt(demos, question, passages),
+    ...racTurns(demos, question, passages, style),
     { role: 'assistant', content: `${pairs.length > 0 ? `${pairLines(pairs)}\n` : ''}Answer:` },
   ];
 }

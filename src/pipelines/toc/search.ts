@@ -70,6 +70,9 @@ function expansionRecord(e: Expansion, admitted: Admitted | null, extra: Partial
     failed: valid === 0,
     ...(reason !== undefined ? { reason } : {}),
     ...(e.copy ? { copiedDemoId: e.copy.demoId } : {}),
+    ...(e.rejected > 0 ? { rejectedPairs: e.rejected } : {}),
+    replyShape: e.shape,
+    ...(e.poolShort !== undefined ? { poolShort: e.poolShort } : {}),
     ...extra,
   };
 }

@@ -5,17 +5,26 @@
  * unverified after the released search switched pruning off, dropped as a duplicate). Children
  * of an expansion made after a restart of the emptied queue hang on dashed edges; the caption
  * names the restarts and the step pruning was switched off. Hovering shows the question, the
- * answer, the verdict and the evidence passage.
+ * answer, the verdict and the evidence passage. Valid nodes whose pair is garbled or repeats an
+ * earlier valid pair get their own marks, and the caption gives the tree quality (issue 41).
  */
 import { AmbiqaError } from '../../errors';
 import type { Trace } from '../../trace/types';
 import { tocDecisionsOf, type TocDecisions, type TocNode } from './decisions';
+import { treeQuality, type TreeQuality } from './analysis';
+import { isValidNode } from './tree';
+import { normaliseAnswer, normaliseQuestion } from '../common/text';
+import { pairFault } from '../parsing';
 import { plotlyText, truncate, wrapForHover } from '../../plots/text';
 import { baseLayout, colors, type Figure, type PlotlyTrace } from '../../plots/types';
 
-export type NodeStatus = 'root' | 'used in answer' | 'kept' | 'restored' | 'admitted, pruning off' | 'pruned' | 'duplicate';
+export type NodeStatus = 'root' | 'used in answer' | 'kept' | 'restored' | 'admitted, pruning off' | 'pruned' | 'duplicate' | 'garbled (valid)' | 'repeats a valid node';
 
-export function nodeStatus(node: TocNode, decisions: TocDecisions): NodeStatus {
+export function nodeStatus(node: TocNode, decisions: TocDecisions, flagged?: { garbled: ReadonlySet<number>; repeated: ReadonlySet<number> }): NodeStatus {
+  // A valid node whose pair is garbled or repeats an earlier valid pair is shown as such (issue
+  // 41), so a tree counted with such nodes does not look healthy.
+  if (flagged?.garbled.has(node.id)) return 'garbled (valid)';
+  if (flagged?.repeated.has(node.id)) return 'repeats a valid node';
   if (node.parentId === null) return 'root';
   if (node.duplicateOf !== undefined) return 'duplicate';
   if (node.pruned) return 'pruned';
@@ -32,6 +41,8 @@ const STATUS_STYLE: Record<NodeStatus, { color: string; symbol: string }> = {
   'admitted, pruning off': { color: '#7570b3', symbol: 'triangle-up' },
   pruned: { color: colors.incorrect, symbol: 'x' },
   duplicate: { color: '#999999', symbol: 'circle-open-dot' },
+  'garbled (valid)': { color: '#e7298a', symbol: 'star' },
+  'repeats a valid node': { color: '#a6761d', symbol: 'hexagon-open' },
 };
 
 export interface NodePosition {
@@ -93,12 +104,21 @@ export function nodesAfterRestart(decisions: TocDecisions): Set<number> {
 }
 
 /** The caption's account of the search: stop reason, restarts, when pruning was switched off. */
-export function searchSummary(decisions: TocDecisions): string {
+export function searchSummary(decisions: TocDecisions, quality?: TreeQuality): string {
   const parts = [`stop: ${decisions.stopReason}`];
   const restarts = decisions.restarts ?? [];
   if (restarts.length > 0) parts.push(`${restarts.length} restart${restarts.length === 1 ? '' : 's'} (step ${restarts.map((r) => r.step).join(', ')})`);
   if (decisions.pruningOffAtStep !== undefined) parts.push(`pruning off after step ${decisions.pruningOffAtStep}`);
   parts.push(`${decisions.validNodeIds.length} nodes used`, `${decisions.expansions.length} expansions`);
+  if (quality) {
+    parts.push(
+      `${quality.distinctWellFormed} distinct well-formed pairs`,
+      ...(quality.garbledValid > 0 ? [`${quality.garbledValid} garbled valid`] : []),
+      ...(quality.duplicateValid > 0 ? [`${quality.duplicateValid} repeated valid`] : []),
+      ...(quality.rejectedPairs > 0 ? [`${quality.rejectedPairs} refused by the reader`] : []),
+      `calls ${quality.liveCalls} live / ${quality.replayedCalls} replayed`,
+    );
+  }
   return parts.join(' · ');
 }
 
@@ -116,6 +136,8 @@ export function clarificationTreeFigure(trace: Trace, options: { title?: string;
   const pos = layoutTree(nodes);
   const byId = new Map(nodes.map((n) => [n.id, n]));
   const afterRestart = nodesAfterRestart(decisions);
+  const flagged = flaggedNodes(decisions);
+  const quality = treeQuality(trace);
   const data: PlotlyTrace[] = [];
   for (const restarted of [false, true]) {
     const edgeX: Array<number | null> = [];
@@ -139,10 +161,10 @@ export function clarificationTreeFigure(trace: Trace, options: { title?: string;
       showlegend: restarted,
     });
   }
-  const statuses: NodeStatus[] = ['root', 'used in answer', 'kept', 'restored', 'admitted, pruning off', 'pruned', 'duplicate'];
+  const statuses: NodeStatus[] = ['root', 'used in answer', 'kept', 'restored', 'admitted, pruning off', 'pruned', 'duplicate', 'garbled (valid)', 'repeats a valid node'];
   const labelChars = options.labelChars ?? 28;
   for (const status of statuses) {
-    const group = nodes.filter((n) => nodeStatus(n, decisions) === status && pos.has(n.id));
+    const group = nodes.filter((n) => nodeStatus(n, decisions, flagged) === status && pos.has(n.id));
     if (group.length === 0) continue;
     const style = STATUS_STYLE[status];
     data.push({
@@ -169,12 +191,27 @@ export function clarificationTreeFigure(trace: Trace, options: { title?: string;
       legend: { orientation: 'h', y: -0.05, x: 0 },
       annotations: [
         {
-          text: searchSummary(decisions),
+          text: searchSummary(decisions, quality),
           xref: 'paper', yref: 'paper', x: 1, y: 1.04, xanchor: 'right', showarrow: false, font: { size: 11, color: colors.neutral },
         },
       ],
     }, options.title ? undefined : plotlyText(truncate(trace.question, 90))),
   };
+}
+
+/** Valid nodes whose pair is garbled (`pairFault`) or repeats an earlier valid node's pair. */
+export function flaggedNodes(decisions: TocDecisions): { garbled: Set<number>; repeated: Set<number> } {
+  const garbled = new Set<number>();
+  const repeated = new Set<number>();
+  const seen = new Set<string>();
+  for (const n of decisions.nodes) {
+    if (!isValidNode(n)) continue;
+    if (pairFault(n.question, n.answer ?? '') !== null) garbled.add(n.id);
+    const key = `${normaliseQuestion(n.question)}\u0000${normaliseAnswer(n.answer ?? '')}`;
+    if (seen.has(key)) repeated.add(n.id);
+    seen.add(key);
+  }
+  return { garbled, repeated };
 }
 
 function hoverFor(node: TocNode, byId: Map<number, TocNode>, decisions: TocDecisions, afterRestart: ReadonlySet<number>): string {
@@ -186,6 +223,8 @@ function hoverFor(node: TocNode, byId: Map<number, TocNode>, decisions: TocDecis
   }
   if (afterRestart.has(node.id)) lines.push('made after a restart of the emptied queue');
   if (node.evidencePassageId) lines.push(`evidence: ${plotlyText(node.evidencePassageId)}`);
+  const fault = node.answer !== null ? pairFault(node.question, node.answer) : null;
+  if (fault !== null) lines.push(`<b>garbled:</b> ${fault}`);
   if (node.duplicateOf !== undefined) {
     const of = byId.get(node.duplicateOf);
     lines.push(`duplicate of node ${node.duplicateOf}${of ? `: ${wrapForHover(truncate(of.question, 60))}` : ''}`);

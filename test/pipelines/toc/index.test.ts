@@ -177,9 +177,9 @@ describe('ToC tree search', () => {
     expect(d.expansions[1]).toMatchObject({ nodeId: 1, failed: true });
   });
 
-  it('picks as evidence the best passage containing the answer, else the best overall', async () => {
+  it('evidence: contains-answer picks the best passage containing the answer, else the best overall', async () => {
     const rac = 'DQ 1: Who played Percy Weasley?\nDA 1: Chris Rankin\nDQ 2: Who played the oldest brother?\nDA 2: Nobody Known';
-    const { d, out } = await run(options({ nPassages: 5, maxTrials: 1 }), { 'toc.rac': rac, 'toc.verify': 'True' });
+    const { d, out } = await run(options({ nPassages: 5, maxTrials: 1, evidence: 'contains-answer' }), { 'toc.rac': rac, 'toc.verify': 'True' });
     expect(d.nodes[1].evidencePassageId).toBe('p4');
     expect(d.nodes[1].evidenceHasAnswer).toBe(true);
     // No shown passage contains "Nobody Known": the best passage overall (top-ranked, no reranker).
@@ -347,10 +347,21 @@ describe('ToC graded self-verification', () => {
     expect(() => parsePipelineOptions('toc', { pruneThreshold: 'high' })).toThrow(/options?[ .]pruneThreshold: expected number/);
   });
 
-  it('draws evidence from every retrieved passage, not only those shown in the prompt', async () => {
-    // nPassages 1: only the top passage is shown; the one naming Chris Rankin is elsewhere in the pool.
+  it('evidence: best-shown (default, as the released get_evidence effectively chooses) is the best shown passage, answer or not', async () => {
+    expect(options().evidence).toBe('best-shown');
     const rac = 'DQ 1: Who played Percy Weasley?\nDA 1: Chris Rankin';
     const { d, out } = await run(options({ nPassages: 1, poolSize: 5, maxTrials: 1 }), { 'toc.rac': rac }, {}, { 'toc.verify': 0.8 });
+    const shown = out.trace.retrievals[0].hits[0].id;
+    expect(shown).not.toBe('p4');
+    // The answer-bearing p4 is in the pool but was never shown: the evidence is the shown passage.
+    expect(d.nodes[1].evidencePassageId).toBe(shown);
+    expect(d.nodes[1].evidenceHasAnswer).toBe(false);
+  });
+
+  it('evidence: contains-answer draws evidence from every retrieved passage, not only those shown in the prompt', async () => {
+    // nPassages 1: only the top passage is shown; the one naming Chris Rankin is elsewhere in the pool.
+    const rac = 'DQ 1: Who played Percy Weasley?\nDA 1: Chris Rankin';
+    const { d, out } = await run(options({ nPassages: 1, poolSize: 5, maxTrials: 1, evidence: 'contains-answer' }), { 'toc.rac': rac }, {}, { 'toc.verify': 0.8 });
     const shown = out.trace.retrievals[0].hits[0].id;
     expect(shown).not.toBe('p4');
     expect(d.nodes[1].evidencePassageId).toBe('p4');
