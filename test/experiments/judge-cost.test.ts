@@ -38,7 +38,7 @@ beforeAll(async () => {
   saveCorpus(corpus, buildCorpus([{ kind: 'asqa', path: join(examplesDir, 'asqa-mini.json') }]).passages);
   server = await startFaultServer();
   // Judgments ask for logprobs: P(True) = 0.8, so ToC keeps its nodes. Generations get a RAC reply.
-  server.replyFor = (body) => (body.logprobs === true ? 'True' : 'DQ 1: Which one? DA 1: This one.\nDQ 2: Which other? DA 2: That one.');
+  server.replyFor = (body) => (body.logprobs === true ? 'True' : 'DQ 1: Which one is meant here? DA 1: This one.\nDQ 2: Which other one is meant? DA 2: That one.');
   server.logprobsFor = () => ({
     content: [{ token: 'True', logprob: Math.log(0.8), top_logprobs: [{ token: 'True', logprob: Math.log(0.8) }, { token: 'False', logprob: Math.log(0.2) }] }],
   });
@@ -109,7 +109,8 @@ describe("a judge: section's calls count in the run's cost, at the judge's own p
     const total = generated * GEN + judged * JUDGE_BUILTIN;
 
     const metrics = JSON.parse(readFileSync(join(runDir('judged'), 'metrics.json'), 'utf8')) as RunMetrics;
-    expect(metrics.usage.cost_usd).toBeCloseTo(total, 10);
+    // metrics.json states cost to the micro-dollar (runner.ts rounds it to 6 decimals).
+    expect(metrics.usage.cost_usd).toBeCloseTo(total, 6);
     const state = JSON.parse(readFileSync(join(runDir('judged'), 'run.json'), 'utf8')) as RunState;
     expect(state.costUsd).toBeCloseTo(total, 10);
 

@@ -40,7 +40,7 @@ function config(judgeModel: string | undefined, judgeSection?: ExperimentInput['
       provider: 'scripted',
       model: 'generator',
       replies: {
-        'toc.rac': 'DQ 1: Which one? DA 1: This one.\nDQ 2: Which other? DA 2: That one.',
+        'toc.rac': 'DQ 1: Which one is meant here? DA 1: This one.\nDQ 2: Which other one is meant? DA 2: That one.',
         'toc.answer': 'The answer is this one or that one.',
         // What the generator would say if it were asked to judge: never, when a judge is set.
         'toc.verify': 'False',

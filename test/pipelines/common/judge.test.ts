@@ -92,7 +92,9 @@ async function runToc(judgeCalibration: 'none' | 'content-free') {
   const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), demos: fixedDemos() };
   // One expansion's pairs judged once each: the stop-when-empty search (the released one would
   // switch pruning off and admit more pairs unverified).
-  const opts = tocOptionsSchema.parse({ search: 'stop-when-empty', nShots: 1, poolSize: 2, nPassages: 2, reranker: 'none', maxTrials: 1, maxDepth: 1, minValidNodes: 0, judgeCalibration });
+  // Evidence that contains the node's answer (the filtered reading, not the released best-shown
+  // passage): the scripted judge's P depends on whether the evidence names the answer.
+  const opts = tocOptionsSchema.parse({ search: 'stop-when-empty', nShots: 1, poolSize: 2, nPassages: 2, reranker: 'none', maxTrials: 1, maxDepth: 1, minValidNodes: 0, judgeCalibration, evidence: 'contains-answer' });
   const out = await new TocPipeline(opts).answer(asqaExample('q1', AQ), ctx);
   return { out, d: tocDecisionsSchema.parse(out.trace.decisions), provider };
 }
