@@ -200,7 +200,7 @@ export function loadDataset(name: DatasetName, path: string, options: LoadOption
     throw new AmbiqaError(`${path}: no ${name} examples${options.ids ? ' left after the id filter' : ''}`);
   }
   refuseLongQuestions(path, examples, options.maxQuestionChars ?? DEFAULT_MAX_QUESTION_CHARS);
-  refuseOversizedFields(path, examples);
+  refuseOversizedFields(path, examples, options.maxQuestionChars ?? DEFAULT_MAX_QUESTION_CHARS);
   return examples;
 }
 
@@ -211,8 +211,9 @@ export function loadDataset(name: DatasetName, path: string, options: LoadOption
  * (an ASQA long answer is under 3,000 characters, a HotpotQA paragraph under 10,000):
  *
  * - an id: `MAX_ID_CHARS` characters, no control characters (ids appear in every log line);
- * - an answer (a gold answer, a short answer, an alternative, an interpretation's question):
- *   `MAX_ANSWER_CHARS`;
+ * - an answer (a gold answer, a short answer, an alternative): `MAX_ANSWER_CHARS`;
+ * - an interpretation's (disambiguated) question: the questions' own limit (`maxQuestionChars`),
+ *   since `questions: disambiguated` asks it as the question;
  * - any other text (long answers, passages, contexts, rationales, format-specific facts):
  *   `MAX_TEXT_CHARS`;
  * - any list: `MAX_LIST_ITEMS` items; nesting: `MAX_DEPTH` levels.
@@ -223,14 +224,15 @@ export const MAX_TEXT_CHARS = 200_000;
 export const MAX_LIST_ITEMS = 10_000;
 const MAX_DEPTH = 8;
 
-function refuseOversizedFields(path: string, examples: readonly Example[]): void {
+function refuseOversizedFields(path: string, examples: readonly Example[], maxQuestionChars: number): void {
   const refuse = (e: Example, field: string, what: string, limit: string): never => {
     throw new AmbiqaError(`${path}: question ${quoteForDisplay(e.id, 60)}: ${field} ${what}, over the limit of ${limit}`, 'fix the data file (a field of that size is a broken record)');
   };
-  const answerFields = /^(answers|alternativeAnswers|qaPairs\[\d+\]\.(question|shortAnswers))(\[\d+\])?$/;
+  const answerFields = /^(answers|alternativeAnswers|qaPairs\[\d+\]\.shortAnswers)(\[\d+\])?$/;
+  const questionFields = /^qaPairs\[\d+\]\.question$/;
   const walk = (e: Example, value: unknown, field: string, depth: number): void => {
     if (typeof value === 'string') {
-      const limit = answerFields.test(field) ? MAX_ANSWER_CHARS : MAX_TEXT_CHARS;
+      const limit = questionFields.test(field) ? maxQuestionChars : answerFields.test(field) ? MAX_ANSWER_CHARS : MAX_TEXT_CHARS;
       if (value.length > limit) refuse(e, field, `has ${value.length.toLocaleString('en-US')} characters`, `${limit.toLocaleString('en-US')}`);
       return;
     }
