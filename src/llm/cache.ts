@@ -1,6 +1,6 @@
+import { openCacheDatabase } from '../common/sqlite';
 import { createHash } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { cacheDir } from '../config/paths';
 import { AmbiqaError } from '../errors';
@@ -147,21 +147,11 @@ export class LlmCache {
       throw new AmbiqaError('LlmCache was created with mode `off`', 'create no cache when the mode is `off` (see openCache)');
     }
     this.path = resolve(options.path ?? defaultCachePath());
-    try {
-      mkdirSync(dirname(this.path), { recursive: true });
-      this.db = new Database(this.path);
-    } catch (error) {
-      throw new AmbiqaError(
-        `cannot open the LLM cache at ${this.path}: ${(error as Error).message}`,
-        'set `cache.path` in the llm config to a writable file, or `cache.mode: off`',
-      );
-    }
-    // busy_timeout first: switching to WAL itself needs a lock another process may hold.
-    this.db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 10_000))}`);
-    this.db.pragma('journal_mode = WAL');
-    // NORMAL is durable across application crashes in WAL mode; only an OS crash may lose the
-    // last transactions, which for a cache costs a re-computation, nothing more.
-    this.db.pragma('synchronous = NORMAL');
+    this.db = openCacheDatabase(this.path, {
+      what: 'LLM cache',
+      fix: 'set `cache.path` in the llm config to a writable file, or `cache.mode: off`',
+      ...(options.busyTimeoutMs !== undefined ? { busyTimeoutMs: options.busyTimeoutMs } : {}),
+    });
     this.db.exec(`CREATE TABLE IF NOT EXISTS completions (
       key TEXT PRIMARY KEY,
       provider TEXT NOT NULL,

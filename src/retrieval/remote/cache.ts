@@ -11,9 +11,9 @@
  * (recomputing is cheaper than a row). `refresh` recomputes and overwrites, as the LLM cache's.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
+import { openCacheDatabase } from '../../common/sqlite';
 import { cacheDir } from '../../config/paths';
 import { AmbiqaError } from '../../errors';
 import type { Retriever, ScoredPassage } from '../types';
@@ -52,15 +52,11 @@ export class RetrievalCache {
 
   constructor(options: { path?: string; busyTimeoutMs?: number } = {}) {
     this.path = resolve(options.path ?? defaultRetrievalCachePath());
-    try {
-      mkdirSync(dirname(this.path), { recursive: true });
-      this.db = new Database(this.path);
-    } catch (error) {
-      throw new AmbiqaError(`cannot open the retrieval cache at ${this.path}: ${(error as Error).message}`, 'set AMBIQA_CACHE_DIR to a writable folder, or retriever.cache: off');
-    }
-    this.db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 10_000))}`);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
+    this.db = openCacheDatabase(this.path, {
+      what: 'retrieval cache',
+      fix: 'set AMBIQA_CACHE_DIR to a writable folder, or retriever.cache: off',
+      ...(options.busyTimeoutMs !== undefined ? { busyTimeoutMs: options.busyTimeoutMs } : {}),
+    });
     this.db.exec(`CREATE TABLE IF NOT EXISTS retrievals (
       key TEXT PRIMARY KEY,
       retriever TEXT NOT NULL,
