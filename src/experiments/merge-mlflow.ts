@@ -5,6 +5,7 @@ import { escapeControl, safeName } from '../common/safe-name';
 import type { Experiment, MlflowClient, Run } from '../tracking/index';
 import { runFiles, writeRunJson, type MlflowRecord } from '../run-files';
 import { mergeRuns, type MergeOutcome, type MergeRequest } from './merge';
+import { warnOf } from './observers';
 import { runStarted } from './run-dir';
 import { formatShard, parseShard, type Shard } from './shard';
 import { checkShardGroup, parseUploadManifest, sha256, SHARD_GROUP_TAG, SHARD_TAG, UPLOADS_TAG } from './shard-group';
@@ -103,7 +104,7 @@ export async function mergeFromMlflow(request: MlflowMergeRequest): Promise<Mlfl
     if (finished.length === 0) {
       const others = candidates.map((p) => `run ${p.run.info.runId} is ${p.run.info.status}`);
       const what = `missing shard ${label} (${others.length > 0 ? others.join(', ') : 'no run'})`;
-      if (request.partial) request.warn?.(`${what}: merged without it (--partial)`);
+      if (request.partial) warnOf(request.env)(`${what}: merged without it (--partial)`);
       else {
         problems.push(what);
         hints.push(`finish it (resubmit: \`ambiqa slurm <config> --shards ${count} --group ${group} --only ${index}\`, or \`ambiqa run <config> --shard ${label} --shard-group ${group} --resume\`), or pass --partial`);
@@ -177,7 +178,7 @@ export async function mergeFromMlflow(request: MlflowMergeRequest): Promise<Mlfl
     ...request,
     dirs: shardRuns.map((s) => s.dir),
     name,
-    tags: { ...request.tags, 'ambiqa.merged_group': group },
+    env: { ...request.env, tags: { ...request.env?.tags, 'ambiqa.merged_group': group } },
     // The indexes missing here were refused above unless --partial; mergeRuns counts them again.
     partial: request.partial ?? false,
   }).catch((error: unknown) => {

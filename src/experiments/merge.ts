@@ -14,6 +14,7 @@ import { runStarted } from './run-dir';
 import { configParams, guard, metricsForMlflow, type TrackingFactory } from './run-tracking';
 import { addDecisions, summariseRun } from './runner';
 import { parseShard } from './shard';
+import { warnOf, type RunEnvironment } from './observers';
 // Registers every built-in method's analysis (judges, decision statistics), which the merged
 // metrics find through src/metrics/methods.ts.
 import '../pipelines/registry';
@@ -32,8 +33,8 @@ export interface MergeRequest {
   /** Merge even when some shards are missing. */
   partial?: boolean;
   tracking?: TrackingFactory | null;
-  tags?: Record<string, string>;
-  warn?: (message: string) => void;
+  /** Warnings and MLflow tags (the other parts of a run's environment do not apply to a merge). */
+  env?: Pick<RunEnvironment, 'warn' | 'tags'>;
 }
 
 export interface MergeOutcome {
@@ -54,7 +55,7 @@ interface ShardRun {
 }
 
 export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
-  const warn = request.warn ?? ((m: string) => process.stderr.write(`warning: ${m}\n`));
+  const warn = warnOf(request.env);
   if (request.dirs.length === 0) throw new AmbiqaError('merge: no run directories given', 'pass the shards\' run dirs, e.g. artifacts/runs/toc-asqa.shard-*');
   const shards: ShardRun[] = request.dirs.map((d) => {
     const dir = resolve(d);
@@ -190,7 +191,7 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
       runName: name,
       tags: {
         ...config.tracking.tags,
-        ...request.tags,
+        ...request.env?.tags,
         'ambiqa.merged_shards': String(shards.length),
         'ambiqa.pipeline': config.pipeline.name,
         'ambiqa.dataset': config.dataset.name,

@@ -1,14 +1,10 @@
 import type { Example } from '../datasets/types';
-import type { UsageTotals } from '../llm/types';
-import { addUsage, meteredModel } from '../llm/usage';
 import { CostLimitError } from '../llm/budget';
 import type { PriceSource } from '../llm/pricing';
 import type { Pipeline, PipelineContext, PipelineOutput } from '../pipelines/types';
 import { questionKey } from '../retrieval/types';
 import type { Trace, TraceSummary } from '../trace/types';
-import { JsonlAppender, writeJsonlAtomic } from '../common/jsonl';
-import type { ProgressSink, ProgressState } from './progress';
-import { type ExampleResult, type LabelledJudgment, type MetricAggregate, readResults, readTraces } from '../run-files';
+import type { ExampleResult, LabelledJudgment, MetricAggregate } from '../run-files';
 import type { IndexedExample } from './run-state';
 
 /** What a run is made of; built from a config by `compose.ts`, or by hand in tests. */
@@ -16,7 +12,7 @@ export interface RunComponents {
   /** The run's whole selection (sampling and limit applied, not the shard), in evaluation order. */
   examples: Example[];
   pipeline: Pipeline;
-  /** Shared by all examples. The runner puts `llm` under the run's cost cap and wraps it to count usage and honour its signal. */
+  /** Shared by all examples. The runner puts `llm` under the run's cost cap and wraps it, once, to count usage and honour its signal. */
   context: PipelineContext;
   score(example: Example, output: { output: string; answer?: string; trace?: Trace }): Promise<Record<string, number>> | Record<string, number>;
   aggregate(results: ExampleResult[]): Record<string, MetricAggregate>;
@@ -41,76 +37,41 @@ export interface RunComponents {
 }
 
 export interface AnswerRequest {
+  /** The run's parts; `context.llm` is the session's model (capped, metered, stopped by the session's signal: runner.ts). */
   components: RunComponents;
   todo: IndexedExample[];
-  /** Examples of this shard (for the progress total). */
-  total: number;
-  /** Finished in earlier sessions. */
-  resumedCount: number;
   concurrency: number;
   /** Stop after this many errors in a row with no success in this session. */
   maxConsecutiveErrors: number;
-  resultsPath: string;
-  tracesPath: string;
-  progress: ProgressSink;
-  signal?: AbortSignal;
-  /** This session's usage before the first question (batch-calibration judgments): counted in the progress line and the session's spend. */
-  usageBefore?: UsageTotals;
-  /** Called after each example's result line is written, with the example's trace and this session's usage so far. */
-  onAnswered(result: ExampleResult, done: number, trace: Trace, usage: UsageTotals): void;
+  /**
+   * The session's controller: its signal (Ctrl-C, the cost cap) stops the loop, and the loop
+   * aborts it when it gives up after a run of errors.
+   */
+  session: AbortController;
+  /** A question is done (answered: with its trace; failed: `row.error`, no trace). Awaited before the worker takes the next. */
+  onQuestion(row: ExampleResult, trace: Trace | undefined): void | Promise<void>;
 }
 
 export interface AnswerOutcome {
-  /** The run's own signal fired (Ctrl-C, a kernel interrupt, or too many errors). */
+  /** The session's signal fired (Ctrl-C, a kernel interrupt, the cost cap, or too many errors). */
   interrupted: boolean;
   /** Set when the session gave up after a run of errors. */
   fatal?: string;
   /** Set when the cost cap stopped the session (resumable, like an interrupt). */
   stoppedBy?: string;
   answeredNow: number;
-  progress: ProgressState;
-  usage: UsageTotals;
 }
 
 /**
- * Answers `todo` with a pool of `concurrency` workers. Each finished example's trace and then its
- * result are appended (fsynced) to the run files, so a result line marks an example done. An
- * interrupt abandons examples in flight: they are not written and are answered on resume.
+ * Answers `todo` with a pool of `concurrency` workers and hands each finished question to
+ * `onQuestion` (the runner emits it to the run's observers, which write it). An interrupt
+ * abandons questions in flight: they are not emitted and are answered on resume, where the
+ * cache replays their finished calls.
  */
 export async function answerExamples(request: AnswerRequest): Promise<AnswerOutcome> {
-  const { components, todo, progress } = request;
-  const abort = new AbortController();
-  const onOuterAbort = () => abort.abort(request.signal?.reason);
-  if (request.signal?.aborted) abort.abort(request.signal.reason);
-  request.signal?.addEventListener('abort', onOuterAbort, { once: true });
-  // The run's cost cap is on `components.context.llm` already (runner.ts); when it stops a call it
-  // aborts the session's signal with its error, which stops this pool like Ctrl-C: questions in
-  // flight are abandoned and answered on resume, where the cache replays their finished calls.
-  const llm = meteredModel(components.context.llm, { signal: abort.signal });
-  const context: PipelineContext = { ...components.context, llm, signal: abort.signal };
-
-  const resultsOut = new JsonlAppender(request.resultsPath);
-  const tracesOut = new JsonlAppender(request.tracesPath);
-  const state: ProgressState = {
-    done: request.resumedCount,
-    total: request.total,
-    resumed: request.resumedCount,
-    errors: 0,
-    usage: sessionUsage(),
-    ...(components.price?.free ? { costFree: true } : {}),
-  };
-  function sessionUsage(): UsageTotals {
-    return request.usageBefore ? addUsage(request.usageBefore, llm.usage.snapshot()) : llm.usage.snapshot();
-  }
-  const syncProgress = () => {
-    state.usage = sessionUsage();
-  };
-  const ticker = setInterval(() => {
-    syncProgress();
-    progress.update(state);
-  }, 1000);
-  ticker.unref();
-  progress.update(state);
+  const { components, todo, session } = request;
+  const signal = session.signal;
+  const context: PipelineContext = { ...components.context, signal };
 
   let consecutiveErrors = 0;
   let successesNow = 0;
@@ -125,93 +86,64 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
       const retriever = context.retriever?.forQuestion?.(questionKey(example.dataset, example.sourceId ?? example.id));
       out = await components.pipeline.answer(example, retriever ? { ...context, retriever } : context);
     } catch (error) {
-      if (abort.signal.aborted) return; // abandoned by Ctrl-C: not done, answered again on resume
+      if (signal.aborted) return; // abandoned by Ctrl-C: not done, answered again on resume
       const message = error instanceof Error ? error.message : String(error);
       const metrics = await components.score(example, { output: '' });
-      resultsOut.append(failedResult(example, index, metrics, message));
-      state.errors += 1;
+      await request.onQuestion(questionRow(example, index, { error: message, metrics }), undefined);
       consecutiveErrors += 1;
       if (successesNow === 0 && consecutiveErrors >= request.maxConsecutiveErrors) {
         fatal = `${consecutiveErrors} examples failed in a row and none succeeded; last error: ${message}`;
-        abort.abort(new Error(fatal));
+        session.abort(new Error(fatal));
       }
       return;
     }
     const metrics = await components.score(example, out);
     const judgments = components.labelJudgments?.(example, out.trace) ?? [];
-    const result: ExampleResult = {
-      id: example.id,
-      index,
-      question: example.question,
-      output: out.output,
-      ...(out.answer !== undefined ? { answer: out.answer } : {}),
-      metrics,
-      usage: out.trace.summary,
-      ...(judgments.length > 0 ? { judgments } : {}),
-    };
-    // The trace goes first: a result line is the mark that an example is done.
-    tracesOut.append(out.trace);
-    resultsOut.append(result);
     consecutiveErrors = 0;
     successesNow += 1;
     answeredNow += 1;
-    state.done += 1;
-    request.onAnswered(result, state.done, out.trace, sessionUsage());
-    syncProgress();
-    progress.update(state);
+    await request.onQuestion(questionRow(example, index, { output: out, metrics, judgments }), out.trace);
   };
 
   const worker = async () => {
-    while (!abort.signal.aborted && next < todo.length) {
+    while (!signal.aborted && next < todo.length) {
       const item = todo[next++];
       await answerOne(item);
     }
   };
-  try {
-    await Promise.all(Array.from({ length: Math.min(request.concurrency, Math.max(1, todo.length)) }, worker));
-  } finally {
-    clearInterval(ticker);
-    request.signal?.removeEventListener('abort', onOuterAbort);
-    resultsOut.close();
-    tracesOut.close();
-  }
-  syncProgress();
-  const reason: unknown = abort.signal.reason;
+  await Promise.all(Array.from({ length: Math.min(request.concurrency, Math.max(1, todo.length)) }, worker));
+  const reason: unknown = signal.reason;
   return {
-    interrupted: abort.signal.aborted,
+    interrupted: signal.aborted,
     ...(fatal ? { fatal } : {}),
     ...(reason instanceof CostLimitError ? { stoppedBy: reason.message } : {}),
     answeredNow,
-    progress: state,
-    usage: state.usage,
   };
 }
 
-function failedResult(example: Example, index: number, metrics: Record<string, number>, error: string): ExampleResult {
-  return { id: example.id, index, question: example.question, output: '', metrics, usage: emptySummary(), error };
+/** How one question ended: its pipeline's output, or the error it failed with. */
+export type QuestionEnd =
+  | { output: PipelineOutput; metrics: Record<string, number>; judgments: LabelledJudgment[] }
+  | { error: string; metrics: Record<string, number> };
+
+/** The results row of one question: the one place a row is built. */
+export function questionRow(example: Example, index: number, end: QuestionEnd): ExampleResult {
+  if ('error' in end) {
+    return { id: example.id, index, question: example.question, output: '', metrics: end.metrics, usage: emptySummary(), error: end.error };
+  }
+  const out = end.output;
+  return {
+    id: example.id,
+    index,
+    question: example.question,
+    output: out.output,
+    ...(out.answer !== undefined ? { answer: out.answer } : {}),
+    metrics: end.metrics,
+    usage: out.trace.summary,
+    ...(end.judgments.length > 0 ? { judgments: end.judgments } : {}),
+  };
 }
 
 function emptySummary(): TraceSummary {
   return { llmCalls: 0, promptTokens: 0, completionTokens: 0, cacheHits: 0, seconds: 0, retrievals: 0, parseFailures: 0 };
-}
-
-/**
- * The latest result of each selected example, in evaluation order. With `rewrite`, both files are
- * rewritten in that order, one line per example, so that an interrupted and resumed run leaves
- * the same files as an uninterrupted one.
- */
-export function collectResults(selection: IndexedExample[], resultsPath: string, tracesPath: string, rewrite: boolean): ExampleResult[] {
-  const latest = new Map<string, ExampleResult>();
-  for (const r of readResults(resultsPath)) latest.set(r.id, r);
-  const ordered = selection.map((x) => latest.get(x.example.id)).filter((r): r is ExampleResult => r !== undefined);
-  if (rewrite) {
-    writeJsonlAtomic(resultsPath, ordered);
-    const traces = new Map<string, Trace>();
-    for (const t of readTraces(tracesPath)) traces.set(t.questionId, t);
-    writeJsonlAtomic(
-      tracesPath,
-      ordered.map((r) => traces.get(r.id)).filter((t): t is Trace => t !== undefined),
-    );
-  }
-  return ordered;
 }

@@ -1,27 +1,13 @@
 import type { UsageTotals } from '../llm/types';
 import { formatUsd } from '../llm/pricing';
+import type { ProgressSink, ProgressState, RunObserver } from './observers';
 
 /**
  * The live progress line of `ambiqa run` on stderr: examples done/total, ETA, LLM calls, tokens,
  * cache hits and errors. On a terminal it redraws one line; elsewhere (CI logs, files) it prints
  * a plain line every 10% or every 15 seconds, whichever comes first.
  */
-export interface ProgressState {
-  done: number;
-  total: number;
-  /** Examples finished in earlier sessions of a resumed run (not used for the ETA). */
-  resumed: number;
-  errors: number;
-  /** LLM usage of this session so far (calls finished, cache hits included). */
-  usage: UsageTotals;
-  /** The model costs nothing (the embedded one): the line says so beside its $0. */
-  costFree?: boolean;
-}
-
-export interface ProgressSink {
-  update(state: ProgressState): void;
-  finish(state: ProgressState, note?: string): void;
-}
+export type { ProgressSink, ProgressState } from './observers';
 
 export interface ProgressOptions {
   label: string;
@@ -101,6 +87,52 @@ export class ProgressBar implements ProgressSink {
     parts.push(`errors ${state.errors}`);
     return parts.join(' | ');
   }
+}
+
+/**
+ * The progress line as an observer: made when the session starts (a bar's clock starts with
+ * it), redrawn after each question and every second (the session's usage grows during a question
+ * too), closed with the session's end and why it stopped early.
+ */
+export function progressObserver(make: () => ProgressSink): RunObserver {
+  let sink: ProgressSink | undefined;
+  let state: ProgressState | undefined;
+  let ticker: NodeJS.Timeout | undefined;
+  return {
+    name: 'progress',
+    onStart(run) {
+      const shown: ProgressState = {
+        done: run.resumedCount,
+        total: run.selection.length,
+        resumed: run.resumedCount,
+        errors: 0,
+        usage: run.usage(),
+        ...(run.costFree ? { costFree: true } : {}),
+      };
+      const bar = make();
+      [sink, state] = [bar, shown];
+      ticker = setInterval(() => {
+        shown.usage = run.usage();
+        bar.update(shown);
+      }, 1000);
+      ticker.unref();
+      bar.update(shown);
+    },
+    onQuestion(row, _trace, usage) {
+      if (!sink || !state) return;
+      if (row.error !== undefined) state.errors += 1;
+      else state.done += 1;
+      state.usage = usage;
+      sink.update(state);
+    },
+    onEnd(end) {
+      clearInterval(ticker);
+      if (!sink || !state || end.status === 'CRASHED') return;
+      const answered = end.results.filter((r) => r.error === undefined).length;
+      const note = end.status === 'FINISHED' ? undefined : end.status === 'KILLED' ? (end.stoppedBy ?? 'stopped') : end.error;
+      sink.finish({ ...state, usage: end.usage, done: answered }, note);
+    },
+  };
 }
 
 /** A sink that prints nothing (library use, tests). */

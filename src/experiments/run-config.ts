@@ -12,11 +12,10 @@ import { runsDir } from '../run-files';
 import type { Composer } from './compose';
 import type { ExperimentConfig } from './config';
 import { preflightError } from './preflight';
-import type { ProgressSink } from './progress';
+import { noteOf, type RunEnvironment } from './observers';
 import { checkRunDir } from './run-dir';
 import { acquireDirLock } from './run-lock';
-import type { FigureLogger } from './run-tracking';
-import { runExperiment, type RunOutcome } from './runner';
+import { runSession, type RunOutcome } from './runner';
 
 export interface RunConfigOptions {
   composer: Composer;
@@ -28,25 +27,13 @@ export interface RunConfigOptions {
   resume: boolean | ((runDir: string) => boolean);
   /** Check every endpoint before the first model call (preflight.ts). Default true. */
   preflight?: boolean;
-  signal?: AbortSignal;
-  /** Live progress, made when the first question is about to start (a bar's clock starts with it). */
-  progress?: () => ProgressSink | undefined;
-  /** MLflow tags beside the composer's provenance tags (e.g. a shard's launch group). */
-  tags?: Record<string, string>;
-  figures?: FigureLogger;
-  /** What is fine but worth saying (the lock, the preflight's notes). Default: stderr, `note: …`. */
-  note?: (message: string) => void;
-  /** The session's warnings (MLflow trouble, repaired files). Default: the runner's, stderr. */
-  warn?: (message: string) => void;
+  /** Signal, warnings, notes, progress, tags beside the composer's provenance tags, figures. */
+  env?: RunEnvironment;
 }
 
 /** The folder of a run under the project's artifacts. */
 export function runDirOf(config: ExperimentConfig): string {
   return join(runsDir(), config.name);
-}
-
-function stderrNote(message: string): void {
-  process.stderr.write(`note: ${message}\n`);
 }
 
 /**
@@ -55,11 +42,12 @@ function stderrNote(message: string): void {
  */
 export async function runConfig(config: ExperimentConfig, options: RunConfigOptions): Promise<RunOutcome | undefined> {
   const { composer } = options;
-  const note = options.note ?? stderrNote;
+  const env = options.env ?? {};
+  const note = noteOf(env);
   const runDir = runDirOf(config);
-  // Held from here to the end of the session: a second process for this folder is refused now,
-  // naming the holder, before its preflight or any model loads (run-lock.ts). Taken before the
-  // folder is read or emptied.
+  // Taken once, here, and held to the end of the session: a second process for this folder is
+  // refused now, naming the holder, before its preflight or any model loads (run-lock.ts). Taken
+  // before the folder is read or emptied.
   const lock = acquireDirLock(runDir, { notify: note });
   try {
     const resume = typeof options.resume === 'function' ? options.resume(runDir) : options.resume;
@@ -67,20 +55,15 @@ export async function runConfig(config: ExperimentConfig, options: RunConfigOpti
     const exists = checkRunDir(runDir, resume);
     if (options.resume === true && !exists) note(`no run at ${runDir} yet; starting it`);
     if (options.preflight !== false) await preflightAll(composer, [config], note);
-    if (options.signal?.aborted) return undefined; // stopped during the preflight: nothing started
+    if (env.signal?.aborted) return undefined; // stopped during the preflight: nothing started
     const components = await composer.components(config);
-    const progress = options.progress?.();
-    return await runExperiment({
+    return await runSession({
       config,
       runDir,
       resume,
       components,
       tracking: composer.tracking(),
-      tags: { ...composer.tags(config), ...options.tags },
-      ...(options.figures ? { figures: options.figures } : {}),
-      ...(progress ? { progress } : {}),
-      ...(options.signal ? { signal: options.signal } : {}),
-      ...(options.warn ? { warn: options.warn } : {}),
+      env: { ...env, tags: { ...composer.tags(config), ...env.tags } },
     });
   } finally {
     lock.release();
@@ -92,7 +75,7 @@ export async function runConfig(config: ExperimentConfig, options: RunConfigOpti
  * point late in the grid with an unserved model must not be found after the others have spent
  * their calls). Notes are said once each; the problems, each once, are thrown together.
  */
-export async function preflightAll(composer: Composer, configs: readonly ExperimentConfig[], note: (message: string) => void = stderrNote): Promise<void> {
+export async function preflightAll(composer: Composer, configs: readonly ExperimentConfig[], note: (message: string) => void = noteOf(undefined)): Promise<void> {
   const problems: string[] = [];
   const notes = new Set<string>();
   for (const config of configs) {

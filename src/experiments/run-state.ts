@@ -4,13 +4,10 @@ import type { ExperimentConfig } from './config';
 import type { UsageTotals } from '../llm/types';
 import { type ExampleResult, readResults } from '../run-files';
 import { readRunJson, writeRunJson, type RunState } from '../run-files';
+import type { IndexedExample, RunObserver } from './observers';
 import { parseShard, selectShard } from './shard';
 
-export interface IndexedExample {
-  example: Example;
-  /** Position in the run's unsharded selection; results and merged shards are ordered by it. */
-  index: number;
-}
+export type { IndexedExample } from './observers';
 
 /** What this session must answer, given the shard and what earlier sessions finished. */
 export interface WorkPlan {
@@ -18,6 +15,11 @@ export interface WorkPlan {
   selection: IndexedExample[];
   /** Examples finished without error in earlier sessions, by id (kept as they are). */
   finished: Map<string, ExampleResult>;
+  /**
+   * The latest row of each example of the run in earlier sessions, failed ones included: the one
+   * read of `results.jsonl` in a session (the session keeps its rows in memory from here).
+   */
+  earlier: Map<string, ExampleResult>;
   /** Examples to answer now (failed ones are tried again). */
   todo: IndexedExample[];
   resumedCount: number;
@@ -40,7 +42,7 @@ export function planWork(config: ExperimentConfig, examples: Example[], resultsP
   // Failed examples are tried again on resume; finished ones are kept as they are.
   const finished = new Map([...previous].filter(([id, r]) => r.error === undefined && ids.has(id)));
   const todo = selection.filter((x) => !finished.has(x.example.id));
-  return { selection, finished, todo, resumedCount: selection.length - todo.length };
+  return { selection, finished, earlier: previous, todo, resumedCount: selection.length - todo.length };
 }
 
 /**
@@ -56,6 +58,8 @@ export class RunStateFile {
   readonly priorLiveCalls: number;
   private readonly sessionStart = performance.now();
   private lastCheckpoint = 0;
+  /** When the session's clock was stopped (`stop`); its wall time stays as it was then. */
+  private stoppedAt: number | undefined;
 
   constructor(
     private readonly path: string,
@@ -81,12 +85,22 @@ export class RunStateFile {
 
   /** Writes the current wall time; `force: false` skips it when the last one is under a second old. */
   checkpoint(force = true): void {
-    const now = performance.now();
+    const now = this.stoppedAt ?? performance.now();
     if (!force && now - this.lastCheckpoint < 1000) return;
     this.lastCheckpoint = now;
     this.state.wallSeconds = this.baseWall + (now - this.sessionStart) / 1000;
     this.state.updatedAt = new Date().toISOString();
     this.write();
+  }
+
+  /**
+   * Stops the session's clock and returns the run's wall time (all sessions): the figure
+   * metrics.json states is then the one run.json keeps.
+   */
+  stop(): number {
+    this.stoppedAt ??= performance.now();
+    this.checkpoint();
+    return this.state.wallSeconds;
   }
 
   /** This session's live spend so far, added to the earlier sessions'. */
@@ -117,4 +131,28 @@ export class RunStateFile {
   private write(): void {
     writeRunJson(this.path, 'state', this.state);
   }
+}
+
+/**
+ * run.json as an observer: each answered question moves `done` and the session's spend, written
+ * at most once a second; the end records the status (or the unexpected error).
+ */
+export function runStateObserver(file: RunStateFile): RunObserver {
+  return {
+    name: 'run state',
+    onQuestion(row, _trace, usage) {
+      if (row.error !== undefined) return;
+      file.state.done += 1;
+      file.setSessionCost(usage);
+      file.checkpoint(false);
+    },
+    onEnd(end) {
+      if (end.status === 'CRASHED') {
+        file.fail(end.error instanceof Error ? end.error.message : String(end.error));
+        return;
+      }
+      file.setSessionCost(end.usage);
+      file.end(end.status, end.results.filter((r) => r.error === undefined).length, end.error, end.stoppedBy);
+    },
+  };
 }

@@ -6,17 +6,14 @@ import type { Example } from '../datasets/types';
 import type { Trace } from '../trace/types';
 import type { ExperimentConfig } from './config';
 import { describeRunStart, modelTags } from './run-page';
-import { readRunJson, writeRunJson, type MlflowRecord, type RunMetrics } from '../run-files';
+import { readRunJson, writeRunJson, type ExampleResult, type MlflowRecord, type RunMetrics } from '../run-files';
+import type { FigureLogger, RunEnd, RunObserver } from './observers';
 import { SHARD_TAG, UPLOADS_PENDING, UPLOADS_TAG, uploadManifest } from './shard-group';
 
 /** Opens the tracking backend for a run dir (live MLflow, or an on-disk buffer when it is down). */
 export type TrackingFactory = (runDir: string) => Promise<Tracking>;
 
-/**
- * Draws a finished run's (or sweep's) figures from its directory and logs them to its MLflow run
- * (`logRunFigures` in src/report, injected by the CLI so that experiments need not know plots).
- */
-export type FigureLogger = (dir: string, tracker: RunTracker) => Promise<unknown>;
+export type { FigureLogger } from './observers';
 
 /** MLflow trouble must never cost a finished run its results: warn and go on. */
 export async function guard(warn: (m: string) => void, what: string, fn: () => Promise<void>): Promise<void> {
@@ -38,8 +35,6 @@ export interface RunTrackingRequest {
   /** 1 for a fresh run; more for a resumed one (tagged). */
   session: number;
   factory: TrackingFactory | null | undefined;
-  /** Logs the run's figures before it is marked finished. */
-  figures?: FigureLogger;
   /** The run's selection: logged as the run's dataset input. */
   examples?: readonly Example[];
   parentRunId?: string;
@@ -60,9 +55,9 @@ export class RunTrackingSession {
 
   private constructor(
     readonly record: MlflowRecord | null,
-    private readonly tracker: RunTracker | null,
+    /** The MLflow run; null when the session is not tracked. */
+    readonly tracker: RunTracker | null,
     private readonly warn: (m: string) => void,
-    private readonly figureLogger?: { log: FigureLogger; dir: string },
   ) {}
 
   static async start(request: RunTrackingRequest): Promise<RunTrackingSession> {
@@ -100,7 +95,7 @@ export class RunTrackingSession {
     writeRunJson(request.recordPath, 'mlflow', record);
     await guard(warn, 'log params to MLflow', () => tracker.logParams({ ...configParams(request.redacted), ...request.settings }));
     await guard(warn, 'log the dataset and description to MLflow', () => describeRunStart(tracker, request.redacted, request.examples ?? []));
-    const session = new RunTrackingSession(record, tracker, warn, request.figures ? { log: request.figures, dir: request.runDir } : undefined);
+    const session = new RunTrackingSession(record, tracker, warn);
     session.exportTraces = config.tracking.traces !== false;
     return session;
   }
@@ -138,8 +133,6 @@ export class RunTrackingSession {
     // Written after the last upload and only when every one was stored (or journaled, in
     // order, for `ambiqa sync`): a merge from MLflow checks each file against it.
     if (!failed) await guard(this.warn, 'tag the MLflow run with its uploads', () => tracker.setTags({ [UPLOADS_TAG]: uploadManifest(uploaded) }));
-    const figures = this.figureLogger;
-    if (figures && status === 'FINISHED') await guard(this.warn, 'log the figures to MLflow', async () => void (await figures.log(figures.dir, tracker)));
     await guard(this.warn, 'finish the MLflow run', () => tracker.finish(status));
   }
 
@@ -148,6 +141,56 @@ export class RunTrackingSession {
     const tracker = this.tracker;
     if (tracker) await guard(this.warn, 'mark the MLflow run FAILED', () => tracker.finish('FAILED'));
   }
+}
+
+/**
+ * MLflow as an observer: the run is started (or re-opened, on resume) when the session starts,
+ * each answered question's trace goes to MLflow Tracing, and the end logs the metrics, uploads
+ * the run files and sets the status (FAILED after an unexpected error).
+ */
+export class MlflowObserver implements RunObserver {
+  readonly name = 'MLflow';
+  private session: RunTrackingSession | undefined;
+
+  constructor(private readonly request: RunTrackingRequest) {}
+
+  /** What `mlflow.json` holds once the session started. */
+  get record(): MlflowRecord | null {
+    return this.session?.record ?? null;
+  }
+
+  /** The session's MLflow run, null when not tracked. */
+  get tracker(): RunTracker | null {
+    return this.session?.tracker ?? null;
+  }
+
+  async onStart(): Promise<void> {
+    this.session = await RunTrackingSession.start(this.request);
+  }
+
+  onQuestion(row: ExampleResult, trace: Trace | undefined): void {
+    if (trace) this.session?.logQuestion(trace, row.metrics);
+  }
+
+  async onEnd(end: RunEnd): Promise<void> {
+    if (end.status === 'CRASHED') await this.session?.fail();
+    else await this.session?.finish(end.metrics, end.files, end.status);
+  }
+}
+
+/**
+ * A finished run's figures, drawn from its folder (written by then) into its MLflow run before
+ * that run is closed: listed before the MLflow observer. Skipped when the run is not tracked.
+ */
+export function figuresObserver(log: FigureLogger, runDir: string, tracker: () => RunTracker | null, warn: (m: string) => void): RunObserver {
+  return {
+    name: 'figures',
+    async onEnd(end) {
+      const target = tracker();
+      if (end.status !== 'FINISHED' || !target) return;
+      await guard(warn, 'log the figures to MLflow', async () => void (await log(runDir, target)));
+    },
+  };
 }
 
 /** `metrics.json` as MLflow metrics: `<name>`, `<name>_ci_low`, `<name>_ci_high`, usage totals. */

@@ -1,23 +1,26 @@
 import type { ExperimentConfig } from './config';
-import { answerExamples, collectResults, type RunComponents } from './orchestrate';
-import { silentProgress, type ProgressSink } from './progress';
+import { answerExamples, type RunComponents } from './orchestrate';
 import { type ExampleResult, type MetricAggregate, type RunMetrics, readTraces } from '../run-files';
 import { openRunDir } from './run-dir';
 import { acquireDirLock } from './run-lock';
-import { planWork, RunStateFile } from './run-state';
-import { RunTrackingSession, type FigureLogger, type TrackingFactory } from './run-tracking';
-import { writeRunJson, type MlflowRecord } from '../run-files';
+import { planWork, RunStateFile, runStateObserver } from './run-state';
+import { figuresObserver, MlflowObserver, type TrackingFactory } from './run-tracking';
+import type { MlflowRecord } from '../run-files';
 import { decisionStatistics } from '../metrics/decisions';
 import { runJudgeDiagnostics } from '../metrics/judge-quality';
 import type { Trace } from '../trace/types';
 import { judgePriorSettings, withJudgePriors } from './judge-priors';
 import { CostCap, CostLimitError, withSpendGuard } from '../llm/budget';
-import { emptyUsage } from '../llm/types';
+import { emptyUsage, type UsageTotals } from '../llm/types';
 import { addUsage, meteredModel } from '../llm/usage';
 import { summaryUsage } from '../trace/usage';
+import { emit, noteOf, warnOf, type RunEnvironment, type RunObserver } from './observers';
+import { progressObserver } from './progress';
+import { runFilesObserver } from './run-writer';
 
 export { checkRunDir } from './run-dir';
 export type { RunComponents } from './orchestrate';
+export type { RunEnvironment, RunObserver } from './observers';
 export { configParams, metricsForMlflow, type TrackingFactory } from './run-tracking';
 
 export interface RunRequest {
@@ -27,18 +30,14 @@ export interface RunRequest {
   components: RunComponents;
   /** null: do not track (tracking.enabled false, or tests). */
   tracking?: TrackingFactory | null;
-  /** Draw and log the run's figures to MLflow when it finishes (the CLI passes report's logRunFigures). */
-  figures?: FigureLogger;
-  /** Nest the MLflow run under this one (sweeps, merges). */
+  /** Signal, warnings, notes, progress, tags and figures (observers.ts). Default: none, words to stderr. */
+  env?: RunEnvironment;
+  /** Nest the MLflow run under this one (sweeps). */
   parentRunId?: string;
-  /** Tags added to the MLflow run (provenance, sweep point). */
-  tags?: Record<string, string>;
-  progress?: ProgressSink;
-  signal?: AbortSignal;
   /** Stop after this many errors in a row with no success in this session. Default 5. */
   maxConsecutiveErrors?: number;
-  /** Warnings (MLflow trouble, repaired files) go here. Default: stderr. */
-  warn?: (message: string) => void;
+  /** Observers after the run's own (a notebook's live table, tests). */
+  observers?: readonly RunObserver[];
 }
 
 export interface RunOutcome {
@@ -62,36 +61,41 @@ export interface RunOutcome {
  * Durability: a run killed at any point (SIGKILL included) is finished by running it again with
  * `resume: true`. Finished examples are skipped; the LLM cache replays every call that had
  * finished, so nothing is paid twice; the MLflow run recorded in `mlflow.json` is re-opened,
- * not duplicated. Ctrl-C (the `signal`) stops cleanly: in-flight examples are abandoned, what
- * is done is written, and the MLflow run is marked KILLED.
+ * not duplicated. Ctrl-C (the environment's `signal`) stops cleanly: in-flight examples are
+ * abandoned, what is done is written, and the MLflow run is marked KILLED.
  *
- * One session of a run, in three parts: the run directory (`run-dir.ts`: may it be written,
- * does a resume keep its config), the tracking lifecycle (`run-tracking.ts`: MLflow run
- * start, final metrics, uploads, status) and the orchestration (`orchestrate.ts`: the worker
- * pool, progress, evaluation order), with the resume state in `run-state.ts`.
+ * The folder is locked for the session (run-lock.ts); `runConfig`, which decides about the folder
+ * under its lock before the session, calls `runSession` instead.
  */
 export async function runExperiment(request: RunRequest): Promise<RunOutcome> {
-  const warn = request.warn ?? ((m: string) => process.stderr.write(`warning: ${m}\n`));
-  // One writer per run folder, for the whole session (run-lock.ts); re-entrant when the caller
-  // (`ambiqa run`, a sweep) already holds it.
-  const lock = acquireDirLock(request.runDir, { notify: warn });
+  const lock = acquireDirLock(request.runDir, { notify: noteOf(request.env) });
   try {
-    return await runSession(request, warn);
+    return await runSession(request);
   } finally {
     lock.release();
   }
 }
 
-async function runSession(request: RunRequest, warn: (message: string) => void): Promise<RunOutcome> {
+/**
+ * One session of a run whose folder the caller has locked. In order: the run directory
+ * (`run-dir.ts`: may it be written, does a resume keep its config) and the work left
+ * (`planWork`: the one read of the earlier sessions' rows); the observers are told the session
+ * starts; the judge calibration; the loop (`orchestrate.ts`), which emits each finished question;
+ * the metrics, from the rows in memory; the observers are told it ended.
+ */
+export async function runSession(request: RunRequest): Promise<RunOutcome> {
   const { config, runDir, components } = request;
-  const progress = request.progress ?? silentProgress;
+  const env = request.env ?? {};
+  const warn = warnOf(env);
   const resume = request.resume ?? false;
 
   const { paths, redacted } = openRunDir(config, runDir, resume, warn);
   const plan = planWork(config, components.examples, paths.results);
+  // The earlier sessions' traces, read once like their rows: the final files and the decision
+  // statistics are written from memory.
+  const earlierTraces = resume ? readTraces(paths.traces) : [];
   const runState = new RunStateFile(paths.state, plan.selection.length, plan.resumedCount);
-  const maxCostUsd = (config.llm as { maxCostUsd?: number }).maxCostUsd;
-  const tracking = await RunTrackingSession.start({
+  const tracking = new MlflowObserver({
     config,
     redacted,
     runDir,
@@ -100,69 +104,88 @@ async function runSession(request: RunRequest, warn: (message: string) => void):
     session: runState.state.sessions,
     factory: request.tracking,
     examples: components.examples,
-    ...(request.figures ? { figures: request.figures } : {}),
-    ...(request.parentRunId ? { parentRunId: request.parentRunId } : {}),
-    ...(request.tags ? { tags: request.tags } : {}),
-    ...(components.settings ? { settings: components.settings } : {}),
+    parentRunId: request.parentRunId,
+    tags: env.tags,
+    settings: components.settings,
     warn,
   });
+  // Listed once, called in this order: the files are written before run.json counts a question
+  // done, and both before MLflow uploads them; the figures go to the MLflow run before it is closed.
+  const observers: RunObserver[] = [
+    runFilesObserver(paths),
+    runStateObserver(runState),
+    ...(env.progress ? [progressObserver(() => env.progress!(config.name))] : []),
+    ...(env.figures ? [figuresObserver(env.figures, runDir, () => tracking.tracker, warn)] : []),
+    tracking,
+    ...(request.observers ?? []),
+  ];
 
-  // The session's signal: Ctrl-C (the caller's signal), or the cost cap when it stops a call.
+  // The session's signal: Ctrl-C (the environment's signal), the cost cap when it stops a call,
+  // or the loop when it gives up after a run of errors.
   const session = new AbortController();
-  const onInterrupt = () => session.abort(request.signal?.reason);
-  if (request.signal?.aborted) onInterrupt();
-  request.signal?.addEventListener('abort', onInterrupt, { once: true });
-  try {
-    // The run's cost cap, installed once on the run's clients for the whole session: the
-    // calibration's judgments and every question's calls count against one cap, which starts
-    // from what earlier sessions spent (run.json) and, when a call would pass it, stops the
-    // session like Ctrl-C (KILLED, resumable) with its message.
-    const cap = maxCostUsd !== undefined ? new CostCap(maxCostUsd, runState.priorCostUsd ?? 0, runState.priorLiveCalls, (e) => session.abort(e)) : undefined;
-    const capped: RunComponents = cap ? { ...components, context: { ...components.context, llm: withSpendGuard(components.context.llm, cap) } } : components;
+  const onInterrupt = () => session.abort(env.signal?.reason);
+  // The run's cost cap and usage meter, installed once on the run's model for the whole session:
+  // the calibration's judgments and every question's calls count against one cap, which starts
+  // from what earlier sessions spent (run.json) and, when a call would pass it, stops the session
+  // like Ctrl-C (KILLED, resumable) with its message.
+  const maxCostUsd = (config.llm as { maxCostUsd?: number }).maxCostUsd;
+  const cap = maxCostUsd !== undefined ? new CostCap(maxCostUsd, runState.priorCostUsd ?? 0, runState.priorLiveCalls, (e) => session.abort(e)) : undefined;
+  const llm = meteredModel(cap ? withSpendGuard(components.context.llm, cap) : components.context.llm, { signal: session.signal });
+  const sessionUsage = (): UsageTotals => llm.usage.snapshot();
+  const wired: RunComponents = { ...components, context: { ...components.context, llm } };
 
+  await emit(observers, 'onStart', {
+    config,
+    runDir,
+    resume,
+    selection: plan.selection,
+    resumedCount: plan.resumedCount,
+    session: runState.state.sessions,
+    usage: sessionUsage,
+    costFree: components.price?.free === true,
+  });
+  if (env.signal?.aborted) onInterrupt();
+  env.signal?.addEventListener('abort', onInterrupt, { once: true });
+  try {
     // judgeCalibration batch: the prior is judged (or read back, on resume) before any question.
     // Its judgments are live calls of the run like the questions' (often the judge's, at the
     // judge's price): metered into the session's spend, under the run's cap, stopped by Ctrl-C.
-    const calibrationLlm = meteredModel(capped.context.llm, { signal: session.signal });
-    let calibrated: Awaited<ReturnType<typeof withJudgePriors>> = { components: capped };
+    let calibrated: Awaited<ReturnType<typeof withJudgePriors>> = { components: wired };
     try {
-      calibrated = await withJudgePriors(capped, runDir, calibrationLlm);
+      calibrated = await withJudgePriors(wired, runDir, llm);
     } catch (error) {
       // The cap or Ctrl-C stopped the calibration: the session's signal has fired, so no question
       // starts and the session ends as an interrupted one does (the cap's message and exit status).
       if (!(error instanceof CostLimitError) && !session.signal.aborted) throw error;
       if (!session.signal.aborted) session.abort(error);
     }
-    const calibrationUsage = calibrationLlm.usage.snapshot();
-    runState.setSessionCost(calibrationUsage);
+    runState.setSessionCost(sessionUsage());
+
+    // The rows of this run, kept in memory: the earlier sessions' (read once, above) and this one's.
+    const rows = new Map<string, ExampleResult>(plan.earlier);
+    const traces = new Map<string, Trace>();
+    for (const t of earlierTraces) traces.set(t.questionId, t);
     const answered = await answerExamples({
       components: calibrated.components,
       todo: plan.todo,
-      total: plan.selection.length,
-      resumedCount: plan.resumedCount,
       concurrency: config.concurrency,
       maxConsecutiveErrors: request.maxConsecutiveErrors ?? 5,
-      resultsPath: paths.results,
-      tracesPath: paths.traces,
-      progress,
-      signal: session.signal,
-      usageBefore: calibrationUsage,
-      onAnswered: (result, done, trace, usage) => {
-        runState.state.done = done;
-        runState.setSessionCost(usage);
-        runState.checkpoint(false);
-        tracking.logQuestion(trace, result.metrics);
+      session,
+      onQuestion: async (row, trace) => {
+        rows.set(row.id, row);
+        if (trace) traces.set(row.id, trace);
+        await emit(observers, 'onQuestion', row, trace, sessionUsage());
       },
     });
 
     const { fatal } = answered;
     const status: RunOutcome['status'] = fatal ? 'FAILED' : answered.interrupted ? 'KILLED' : 'FINISHED';
-    const results = collectResults(plan.selection, paths.results, paths.traces, status === 'FINISHED');
-    const answeredCount = results.filter((r) => r.error === undefined).length;
-    runState.setSessionCost(answered.usage);
-    runState.end(status, answeredCount, fatal, answered.stoppedBy);
+    const results = plan.selection.map((x) => rows.get(x.example.id)).filter((r): r is ExampleResult => r !== undefined);
+    const resultTraces = results.map((r) => traces.get(r.id)).filter((t): t is Trace => t !== undefined);
+    const usage = sessionUsage();
+    runState.setSessionCost(usage);
 
-    const metrics = summariseRun(results, components.aggregate, { wallSeconds: runState.state.wallSeconds, total: plan.selection.length, status });
+    const metrics = summariseRun(results, components.aggregate, { wallSeconds: runState.stop(), total: plan.selection.length, status });
     // The run's whole spend includes calls of attempts abandoned by an interrupt or the cap
     // (their questions' traces, written on resume, replay them at 0).
     const spent = runState.state.costUsd;
@@ -178,15 +201,19 @@ async function runSession(request: RunRequest, warn: (message: string) => void):
       metrics.usage.calibration_llm_calls = calibrated.priors.usage.llmCalls;
       if (calibrated.priors.usage.promptTokens !== undefined) metrics.usage.calibration_prompt_tokens = calibrated.priors.usage.promptTokens;
     }
-    addDecisions(metrics, results, readTraces(paths.traces));
-    writeRunJson(paths.metrics, 'metrics', metrics);
-    progress.finish(
-      { ...answered.progress, done: answeredCount },
-      status === 'FINISHED' ? undefined : status === 'KILLED' ? (answered.stoppedBy ?? 'stopped') : fatal,
-    );
+    addDecisions(metrics, results, resultTraces);
 
     const files = [paths.config, paths.metrics, paths.results, paths.traces, paths.state, ...(calibrated.priors ? [paths.judgePriors] : [])];
-    await tracking.finish(metrics, files, status);
+    await emit(observers, 'onEnd', {
+      status,
+      results,
+      traces: resultTraces,
+      metrics,
+      usage,
+      files,
+      ...(fatal ? { error: fatal } : {}),
+      ...(answered.stoppedBy ? { stoppedBy: answered.stoppedBy } : {}),
+    });
     return {
       status,
       runDir,
@@ -200,11 +227,10 @@ async function runSession(request: RunRequest, warn: (message: string) => void):
   } catch (error) {
     // An unexpected failure (a scorer bug, a full disk): the run dir keeps what is done, and the
     // MLflow run must not stay RUNNING forever.
-    await tracking.fail();
-    runState.fail(error instanceof Error ? error.message : String(error));
+    await emit(observers, 'onEnd', { status: 'CRASHED', error });
     throw error;
   } finally {
-    request.signal?.removeEventListener('abort', onInterrupt);
+    env.signal?.removeEventListener('abort', onInterrupt);
   }
 }
 

@@ -16,7 +16,6 @@ import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { AmbiqaError } from '../errors';
 import { defaultAlternativesPath, loadDataset } from '../datasets/index';
-import type { RunTracker } from '../tracking/types';
 import { loadRun, loadSweep, type LoadedRun, type LoadedSweep } from '../report/load';
 import { runsDir, sweepsDir, runFiles, type ExampleResult, type MetricAggregate } from '../run-files';
 import { aggregateResults, createScorer } from './bindings';
@@ -27,9 +26,10 @@ import { createReader, parseReaderSpec } from './reader';
 import { runStarted } from './run-dir';
 import type { RunOutcome } from './runner';
 import { preflightAll, runConfig, runDirOf } from './run-config';
-import { checkSweepDir, planSweep, runSweep, type SweepOutcome } from './sweep';
-import { logRunFigures } from '../report/run-figures';
-import { acquireDirLock, RUN_LOCK_FILE, SWEEP_LOCK_FILE } from './run-lock';
+import { planSweep, runSweep, type SweepOutcome, type SweepPlan } from './sweep';
+import { RUN_LOCK_FILE, SWEEP_LOCK_FILE } from './run-lock';
+import { commandEnvironment } from './environment';
+import { noteOf, type RunEnvironment } from './observers';
 
 let shared: Composer | undefined;
 
@@ -123,16 +123,18 @@ function interruptible(outer?: AbortSignal): { signal: AbortSignal; dispose(): v
   };
 }
 
-function sinkFor(progress: SessionRunOptions['progress'], label: string): ProgressSink | undefined {
-  return typeof progress === 'function' ? progress(label) : progress;
-}
-
-// A static import: under tslab the library is compiled to CommonJS by tsx, where a dynamic
-// `import()` of an extensionless .ts path goes to Node's ES-module resolver and fails ("Cannot
-// find module …/run-figures"), so notebooks lost their MLflow figures. The library entry loads
-// the report module anyway (src/index.ts exports it), so this costs nothing there.
-async function logFigures(dir: string, tracker: RunTracker): Promise<void> {
-  await logRunFigures(dir, tracker);
+/**
+ * A notebook call's environment: its interrupt, its words (notes and warnings to `warn` when
+ * given, else stderr), its progress, and the figures every command run draws.
+ */
+function sessionEnvironment(options: SessionRunOptions, signal: AbortSignal): RunEnvironment {
+  const { progress, warn } = options;
+  return commandEnvironment({
+    signal,
+    note: warn ?? noteToStderr,
+    ...(warn ? { warn } : {}),
+    ...(progress ? { progress: (label: string) => (typeof progress === 'function' ? progress(label) : progress) } : {}),
+  });
 }
 
 /** Whether an existing run dir is to be resumed, per `existing`. */
@@ -166,11 +168,7 @@ export async function runInProcess(input: ExperimentInput, options: SessionRunOp
         composer: sharedComposer(),
         resume: (dir) => resumeExisting(config, dir, options.existing ?? 'auto'),
         preflight: options.preflight !== false,
-        signal: interrupt.signal,
-        progress: () => sinkFor(options.progress, config.name),
-        figures: logFigures,
-        note: options.warn ?? noteToStderr,
-        ...(options.warn ? { warn: options.warn } : {}),
+        env: sessionEnvironment(options, interrupt.signal),
       });
       // Interrupted during the preflight: nothing was started, so there is no run to return.
       if (!outcome) throw interrupt.signal.reason;
@@ -227,31 +225,26 @@ export async function sweepInProcess(input: ExperimentInput, options: SessionSwe
   };
   const plan = planSweep(request);
   return exclusive(plan.dir, async () => {
-    const warn = options.warn ?? noteToStderr;
-    // Before the folder is emptied or read: a sweep of another process there is refused.
-    const lock = acquireDirLock(plan.dir, { file: SWEEP_LOCK_FILE, what: 'sweep directory', notify: warn });
     const interrupt = interruptible(options.signal);
     try {
-      if (options.existing === 'fresh') emptyFolderBut(plan.dir, SWEEP_LOCK_FILE);
-      const resume = existsSync(join(plan.dir, 'sweep.yaml'));
-      checkSweepDir(plan.dir, resume);
-      if (options.preflight !== false) await preflightAll(composer, plan.points.map((p) => p.config), warn);
+      const env = sessionEnvironment(options, interrupt.signal);
       const outcome = await runSweep({
         ...request,
-        resume,
+        // Under the sweep folder's lock (runSweep takes it): a sweep of another process there is
+        // refused before the folder is emptied or read.
+        resume: (dir) => {
+          if (options.existing === 'fresh') emptyFolderBut(dir, SWEEP_LOCK_FILE);
+          return existsSync(join(dir, 'sweep.yaml'));
+        },
+        ...(options.preflight !== false ? { preflight: (p: SweepPlan) => preflightAll(composer, p.points.map((x) => x.config), noteOf(env)) } : {}),
         components: (config) => composer.components(config),
         tracking: composer.tracking(),
-        tags: composer.tags(plan.base),
-        figures: logFigures,
-        ...(options.progress ? { progress: (label: string) => sinkFor(options.progress, label)! } : {}),
-        signal: interrupt.signal,
-        ...(options.warn ? { warn: options.warn } : {}),
+        env: { ...env, tags: composer.tags(plan.base) },
         ...(options.log ? { log: options.log } : {}),
       });
       return { ...loadSweep(plan.dir), status: outcome.status, summary: outcome.summary };
     } finally {
       interrupt.dispose();
-      lock.release();
     }
   });
 }

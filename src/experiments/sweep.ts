@@ -6,11 +6,11 @@ import type { RunTracker } from '../tracking/types';
 import { configToYaml, resolveExperimentConfig, type ConfigRegistry, type ExperimentConfig, type LoadOptions } from './config';
 import { expandGrid, gridAxes, type GridAxis, type GridPoint } from './grid';
 import { applyOverrides } from './overrides';
-import type { ProgressSink } from './progress';
+import { noteOf, warnOf, type RunEnvironment } from './observers';
 import { readRunJson, runFiles, writeJson, writeRunJson, type MlflowRecord } from '../run-files';
 import { runStarted } from './run-dir';
 import { acquireDirLock, SWEEP_LOCK_FILE } from './run-lock';
-import { configParams, guard, type FigureLogger, type TrackingFactory } from './run-tracking';
+import { configParams, guard, type TrackingFactory } from './run-tracking';
 import { runExperiment, type RunComponents } from './runner';
 import { redactConfig } from './secrets';
 import { stepsAreValues, sweepPairedMetrics, sweepPointMetrics, sweepPointTags, sweepStep } from './sweep-charts';
@@ -35,16 +35,21 @@ export interface SweepRequest {
   registry: ConfigRegistry;
   options: Pick<LoadOptions, 'name' | 'limit' | 'checkFiles'> & { defaultName: string };
   sweepDir: (name: string) => string;
-  resume?: boolean;
+  /**
+   * Whether an existing sweep is finished. A function: decided under the sweep folder's lock
+   * (the notebook's `existing: 'fresh'` empties the folder there first).
+   */
+  resume?: boolean | ((dir: string) => boolean);
+  /** Checks before the first point runs, under the sweep folder's lock (the preflight of every point). */
+  preflight?: (plan: SweepPlan) => Promise<void>;
   /** Builds a point's components; the caller shares models and caches between calls. */
   components: (config: ExperimentConfig) => Promise<RunComponents>;
   tracking?: TrackingFactory | null;
-  /** Draw and log figures (each point's and the sweep's ablations) to MLflow. */
-  figures?: FigureLogger;
-  tags?: Record<string, string>;
-  progress?: (label: string) => ProgressSink;
-  signal?: AbortSignal;
-  warn?: (message: string) => void;
+  /**
+   * Signal, warnings, progress (labelled by point), tags and figures (each point's and the
+   * sweep's ablations) for every point and the parent run.
+   */
+  env?: RunEnvironment;
   /** Printed lines (the plan, the summary). Default: stdout. */
   log?: (line: string) => void;
 }
@@ -131,22 +136,24 @@ export function checkSweepDir(dir: string, resume: boolean): void {
 
 export async function runSweep(request: SweepRequest): Promise<SweepOutcome> {
   const plan = planSweep(request);
-  // One writer per sweep folder, as per run folder (run-lock.ts); each point's run folder is
-  // locked by its own session too.
-  const lock = acquireDirLock(plan.dir, { file: SWEEP_LOCK_FILE, what: 'sweep directory', ...(request.warn ? { notify: request.warn } : {}) });
+  // One writer per sweep folder, as per run folder (run-lock.ts), taken once, here; each point's
+  // run folder is locked by its own session.
+  const lock = acquireDirLock(plan.dir, { file: SWEEP_LOCK_FILE, what: 'sweep directory', notify: noteOf(request.env) });
   try {
-    return await sweepSession(request, plan);
+    const resume = typeof request.resume === 'function' ? request.resume(plan.dir) : (request.resume ?? false);
+    checkSweepDir(plan.dir, resume);
+    await request.preflight?.(plan);
+    return await sweepSession(request, plan, resume);
   } finally {
     lock.release();
   }
 }
 
-async function sweepSession(request: SweepRequest, plan: SweepPlan): Promise<SweepOutcome> {
+async function sweepSession(request: SweepRequest, plan: SweepPlan, resume: boolean): Promise<SweepOutcome> {
   const log = request.log ?? ((l: string) => process.stdout.write(l + '\n'));
-  const warn = request.warn ?? ((m: string) => process.stderr.write(`warning: ${m}\n`));
-  const resume = request.resume ?? false;
+  const env = request.env ?? {};
+  const warn = warnOf(env);
   const sweepFile = join(plan.dir, 'sweep.yaml');
-  checkSweepDir(plan.dir, resume);
   mkdirSync(join(plan.dir, 'runs'), { recursive: true });
   writeFileSync(sweepFile, configToYaml(redactConfig(plan.base), `sweep ${plan.name}: ${plan.points.length} points`));
   log(`sweep ${plan.name}: ${plan.points.length} runs over ${plan.axes.map((a) => `${a.key} ∈ ${JSON.stringify(a.values)}`).join(' × ')}`);
@@ -163,7 +170,7 @@ async function sweepSession(request: SweepRequest, plan: SweepPlan): Promise<Swe
       ...(resume && mlflow?.runId ? { resumeRunId: mlflow.runId } : {}),
       tags: {
         ...plan.base.tracking.tags,
-        ...request.tags,
+        ...env.tags,
         'ambiqa.sweep': plan.name,
         'ambiqa.sweep.role': 'parent',
         'ambiqa.sweep.axes': plan.axes.map((a) => a.key).join(','),
@@ -191,7 +198,7 @@ async function sweepSession(request: SweepRequest, plan: SweepPlan): Promise<Swe
   let status: SweepOutcome['status'] = 'FINISHED';
   try {
     for (const { point, config, runDir } of plan.points) {
-      if (request.signal?.aborted) {
+      if (env.signal?.aborted) {
         status = 'KILLED';
         rows.push({ point, runDir, status: 'NOT RUN', metrics: null, exitStatus: ExitStatus.interrupted });
         continue;
@@ -205,18 +212,21 @@ async function sweepSession(request: SweepRequest, plan: SweepPlan): Promise<Swe
       }
       log(`[${point.index + 1}/${plan.points.length}] ${point.label}`);
       const components = await request.components(config);
+      const progress = env.progress;
       const outcome = await runExperiment({
         config,
         runDir,
         resume: resume && runStarted(runDir),
         components,
         tracking: request.tracking ?? null,
-        ...(request.figures ? { figures: request.figures } : {}),
-        ...(parent ? { parentRunId: parent.runId } : {}),
-        tags: { ...request.tags, 'ambiqa.sweep': plan.name, 'ambiqa.sweep.point': point.label, ...sweepPointTags(plan.axes, point) },
-        ...(request.progress ? { progress: request.progress(point.label) } : {}),
-        ...(request.signal ? { signal: request.signal } : {}),
-        warn,
+        parentRunId: parent?.runId,
+        env: {
+          ...env,
+          warn,
+          tags: { ...env.tags, 'ambiqa.sweep': plan.name, 'ambiqa.sweep.point': point.label, ...sweepPointTags(plan.axes, point) },
+          // The point's progress line is labelled by its point, not its run name.
+          progress: progress && (() => progress(point.label)),
+        },
       });
       rows.push({ point, runDir, status: outcome.status, metrics: outcome.metrics, exitStatus: runExitStatus(outcome) });
       if (outcome.status === 'KILLED') status = 'KILLED';
@@ -273,7 +283,7 @@ async function sweepSession(request: SweepRequest, plan: SweepPlan): Promise<Swe
       if (!existsSync(join(plan.dir, f))) continue;
       await guard(warn, `upload ${f}`, () => parent!.logArtifact(join(plan.dir, f)));
     }
-    const figures = request.figures;
+    const figures = env.figures;
     if (figures && status === 'FINISHED') await guard(warn, 'log the sweep figures to MLflow', async () => void (await figures(plan.dir, parent!)));
     await guard(warn, 'finish the sweep run', () => parent!.finish(status));
   }

@@ -46,7 +46,7 @@ async function run(name: string, llm: LlmConfigInput, n: number, progress?: Prog
       resume: true,
       components: { ...components, ...(price ? { price } : {}) },
       tracking: async () => tracking,
-      ...(progress ? { progress } : {}),
+      ...(progress ? { env: { progress: () => progress } } : {}),
     });
     return { outcome };
   } finally {

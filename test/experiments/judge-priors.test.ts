@@ -68,7 +68,7 @@ describe('judge-priors.json', () => {
   it('is computed once before the questions, counted in metrics.json, and reused on resume', async () => {
     const dir = join(root, 'run');
     const counter = { calibrations: 0, sampled: [] as string[][] };
-    const first = await runExperiment({ config: baseConfig({ concurrency: 1 }), runDir: dir, components: components(counter), tracking: null, signal: undefined });
+    const first = await runExperiment({ config: baseConfig({ concurrency: 1 }), runDir: dir, components: components(counter), tracking: null, env: { signal: undefined } });
     expect(first.status).toBe('FINISHED');
     expect(counter.calibrations).toBe(1);
     expect(counter.sampled[0]!.every((id) => id.startsWith('pool-'))).toBe(true);

@@ -59,7 +59,7 @@ describe('runConfig', () => {
     const c = config('stopped');
     try {
       const stopping = { ...composer, preflight: async () => (controller.abort(), { problems: [], notes: [] }) };
-      expect(await runConfig(c, { composer: stopping, resume: true, signal: controller.signal, note: (m) => notes.push(m) })).toBeUndefined();
+      expect(await runConfig(c, { composer: stopping, resume: true, env: { signal: controller.signal, note: (m) => notes.push(m) } })).toBeUndefined();
       expect(notes).toEqual([`no run at ${runDirOf(c)} yet; starting it`]);
       expect(existsSync(join(runDirOf(c), 'config.yaml'))).toBe(false);
     } finally {

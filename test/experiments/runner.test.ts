@@ -121,7 +121,7 @@ describe('runExperiment', () => {
       runDir: dir,
       components: exactMatchComponents(examples, echoPipeline(), client(first, cachePath)),
       tracking: async () => tracking,
-      signal: controller.signal,
+      env: { signal: controller.signal },
     });
     // Abort once a few examples are done.
     await new Promise<void>((resolve) => {

@@ -41,7 +41,7 @@ describe.skipIf(!uri)('cost_usd in MLflow (real server)', () => {
         runDir: join(root, 'priced'),
         components: { ...exactMatchComponents(makeExamples(6), echoPipeline(), client), settings: { 'llm.pricing': price.source }, price },
         tracking: async () => openTracking({ uri, notify: (m) => warnings.push(m) }),
-        warn: (m) => warnings.push(m),
+        env: { warn: (m) => warnings.push(m) },
       });
     } finally {
       client.close();

@@ -4,6 +4,7 @@ import { AmbiqaError } from '../../errors';
 import { safeName } from '../../common/safe-name';
 import { createComposer } from '../../experiments/compose';
 import { mergeRuns, type MergeOutcome } from '../../experiments/merge';
+import { commandEnvironment } from '../../experiments/environment';
 import { mergeFromMlflow } from '../../experiments/merge-mlflow';
 import { runsDir } from '../../run-files';
 import { describeExitStatus, describeOutcome, runExitStatus } from '../../experiments/cli-support';
@@ -71,6 +72,7 @@ export async function run(argv: string[]): Promise<number> {
       aggregate: composer.aggregate,
       partial: values.partial ?? false,
       tracking: values['no-tracking'] ? null : composer.tracking(),
+      env: commandEnvironment(),
     };
     let outcome: MergeOutcome;
     if (group !== undefined) {
@@ -80,7 +82,6 @@ export async function run(argv: string[]): Promise<number> {
         group,
         client: new MlflowClient(uri),
         ...(values.experiment !== undefined ? { experiment: values.experiment } : {}),
-        warn: (m) => process.stderr.write(`warning: ${m}\n`),
       });
     } else {
       outcome = await mergeRuns({ ...common, dirs: positionals });

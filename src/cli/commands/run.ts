@@ -1,4 +1,3 @@
-import type { RunTracker } from '../../tracking/types';
 import { parseArgs } from 'node:util';
 import { AmbiqaError } from '../../errors';
 import { loadExperimentConfig } from '../../experiments/config';
@@ -6,6 +5,7 @@ import { createComposer } from '../../experiments/compose';
 import { parseOverride } from '../../experiments/overrides';
 import { ProgressBar } from '../../experiments/progress';
 import { runConfig } from '../../experiments/run-config';
+import { commandEnvironment } from '../../experiments/environment';
 import { ExitStatus } from '../../experiments/exit-status';
 import { describePipelines } from '../../pipelines/registry';
 import { resolveShardSpec } from '../../experiments/shard';
@@ -113,11 +113,11 @@ export async function run(argv: string[]): Promise<number> {
         composer,
         resume: values.resume ?? false,
         preflight: !values['skip-preflight'],
-        signal: interrupt.signal,
-        ...(values.quiet ? {} : { progress: () => new ProgressBar({ label: config.name }) }),
-        ...(group !== undefined ? { tags: { [SHARD_GROUP_TAG]: group } } : {}),
-        // Figures (HTML + PNG) go to the MLflow run when tracking is on; loaded lazily (plotly, chromium).
-        figures: async (dir: string, tracker: RunTracker) => (await import('../../report/run-figures')).logRunFigures(dir, tracker),
+        env: commandEnvironment({
+          signal: interrupt.signal,
+          ...(values.quiet ? {} : { progress: (label: string) => new ProgressBar({ label }) }),
+          ...(group !== undefined ? { tags: { [SHARD_GROUP_TAG]: group } } : {}),
+        }),
       });
       if (!outcome) return ExitStatus.interrupted; // Ctrl-C during the preflight: nothing started
       console.log(describeOutcome(outcome, positionals[0]));

@@ -1,4 +1,3 @@
-import type { RunTracker } from '../../tracking/types';
 import { basename, extname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AmbiqaError } from '../../errors';
@@ -8,7 +7,8 @@ import { readExperimentFile } from '../../experiments/config';
 import { applyOverrides, parseOverride } from '../../experiments/overrides';
 import { ProgressBar } from '../../experiments/progress';
 import { sweepsDir } from '../../run-files';
-import { checkSweepDir, planSweep, runSweep } from '../../experiments/sweep';
+import { checkSweepDir, planSweep, runSweep, type SweepPlan } from '../../experiments/sweep';
+import { commandEnvironment } from '../../experiments/environment';
 import { preflightAll } from '../../experiments/run-config';
 
 export const summary = 'run a config over the grid in its sweep: section (nested MLflow runs, shared LLM cache, summary table)';
@@ -87,21 +87,22 @@ export async function run(argv: string[]): Promise<number> {
       for (const p of plan.points) console.log(`  ${p.point.label}`);
       return 0;
     }
+    // Refused before any model loads; checked again under the sweep folder's lock.
     checkSweepDir(plan.dir, values.resume ?? false);
-    // Every point before the first runs.
-    if (!values['skip-preflight']) await preflightAll(composer, plan.points.map((p) => p.config));
     const interrupt = interruptSignal();
     try {
       const outcome = await runSweep({
         ...request,
         resume: values.resume ?? false,
+        // Every point before the first runs.
+        ...(values['skip-preflight'] ? {} : { preflight: (p: SweepPlan) => preflightAll(composer, p.points.map((x) => x.config)) }),
         components: (config) => composer.components(config),
         tracking: composer.tracking(),
-        tags: composer.tags(plan.base),
-        // Figures (HTML + PNG) go to the MLflow run when tracking is on; loaded lazily (plotly, chromium).
-        figures: async (dir: string, tracker: RunTracker) => (await import('../../report/run-figures')).logRunFigures(dir, tracker),
-        ...(values.quiet ? {} : { progress: (label: string) => new ProgressBar({ label }) }),
-        signal: interrupt.signal,
+        env: commandEnvironment({
+          signal: interrupt.signal,
+          tags: composer.tags(plan.base),
+          ...(values.quiet ? {} : { progress: (label: string) => new ProgressBar({ label }) }),
+        }),
       });
       console.log(`sweep ${plan.name} ${outcome.status}: ${outcome.dir}/summary.md`);
       if (outcome.mlflow?.runUrl) console.log(`MLflow parent run: ${outcome.mlflow.runUrl}`);
