@@ -134,16 +134,23 @@ export async function runSession(request: RunRequest): Promise<RunOutcome> {
   const sessionUsage = (): UsageTotals => llm.usage.snapshot();
   const wired: RunComponents = { ...components, context: { ...components.context, llm } };
 
-  await emit(observers, 'onStart', {
-    config,
-    runDir,
-    resume,
-    selection: plan.selection,
-    resumedCount: plan.resumedCount,
-    session: runState.state.sessions,
-    usage: sessionUsage,
-    costFree: components.price?.free === true,
-  });
+  try {
+    await emit(observers, 'onStart', {
+      config,
+      runDir,
+      resume,
+      selection: plan.selection,
+      resumedCount: plan.resumedCount,
+      session: runState.state.sessions,
+      usage: sessionUsage,
+      costFree: components.price?.free === true,
+    });
+  } catch (error) {
+    // An observer could not start (the MLflow backend refused the run): the ones that did are
+    // closed (the run files' descriptors), and run.json says why the session ended.
+    await emit(observers, 'onEnd', { status: 'CRASHED', error });
+    throw error;
+  }
   if (env.signal?.aborted) onInterrupt();
   env.signal?.addEventListener('abort', onInterrupt, { once: true });
   try {
