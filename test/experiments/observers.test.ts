@@ -8,6 +8,7 @@ import { runExperiment } from '../../src/experiments/runner';
 import * as runFiles from '../../src/run-files';
 import type { ExampleResult } from '../../src/run-files';
 import type { Trace } from '../../src/trace/types';
+import type { RunTracker } from '../../src/tracking/types';
 import { scriptedLlm } from '../pipelines/fakes';
 import { baseConfig, echoPipeline, exactMatchComponents, FakeTracking, makeExamples } from './helpers/fixtures';
 
@@ -138,5 +139,26 @@ describe('the run loop emits start, question and end to its observers', () => {
     expect(obs.events).toEqual(['start 3 resumed 0 session 1', 'end CRASHED']);
     expect(JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8'))).toMatchObject({ status: 'FAILED', error: 'scorer bug' });
     expect(tracking.runs.get('run-1')!.statuses).toEqual(['RUNNING', 'FAILED']);
+  });
+
+  it('draws the figures into the MLflow run of a finished session before the run is closed, and of no other', async () => {
+    const tracking = new FakeTracking();
+    const drawn: Array<{ dir: string; statuses: string[] }> = [];
+    const figures = async (dir: string, tracker: RunTracker) => {
+      drawn.push({ dir, statuses: [...tracking.runs.get(tracker.runId)!.statuses] });
+    };
+    const components = () => exactMatchComponents(makeExamples(2), echoPipeline(), scriptedLlm({ 'closed-book.answer': 'answer 1' }).llm);
+    const done = join(root, 'figures-done');
+    await runExperiment({ config: baseConfig(), runDir: done, components: components(), tracking: async () => tracking, env: { figures } });
+    expect(drawn).toEqual([{ dir: done, statuses: ['RUNNING'] }]);
+    expect(tracking.runs.get('run-1')!.statuses).toEqual(['RUNNING', 'FINISHED']);
+
+    const stopped = new AbortController();
+    stopped.abort(new Error('stopped'));
+    const killed = await runExperiment({ config: baseConfig(), runDir: join(root, 'figures-killed'), components: components(), tracking: async () => tracking, env: { figures, signal: stopped.signal } });
+    expect(killed.status).toBe('KILLED');
+    // Untracked: nothing to draw into.
+    await runExperiment({ config: baseConfig(), runDir: join(root, 'figures-untracked'), components: components(), tracking: null, env: { figures } });
+    expect(drawn).toHaveLength(1);
   });
 });
