@@ -16,8 +16,9 @@
  * touched recently is refused with the path to remove once that process is known to be gone.
  * Shards write folders of their own, so they never share a lock.
  *
- * Within one process the lock is re-entrant: `ambiqa run` takes it before its preflight and the
- * runner takes it again around the session.
+ * Each session takes its folder's lock once (`runConfig` before its preflight, `runExperiment`
+ * for a sweep's point, `runSweep` for the sweep folder). Within one process the lock is still
+ * re-entrant, so a library caller that holds it may run a session there.
  */
 import { closeSync, constants, existsSync, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmdirSync, statSync, unlinkSync, utimesSync, writeFileSync, type Stats } from 'node:fs';
 import { hostname } from 'node:os';
