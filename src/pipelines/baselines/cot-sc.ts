@@ -69,6 +69,7 @@ export class CotScPipeline implements Pipeline {
       answer,
       task === 'long' ? undefined : answer,
     );
-    return { output: answer, ...(task === 'long' ? {} : { answer }), trace };
+    // The majority's vote share is the confidence `auc` ranks by (the row keeps it).
+    return { output: answer, ...(task === 'long' ? {} : { answer }), confidence: vote.consistency, trace };
   }
 }
