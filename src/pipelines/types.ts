@@ -89,7 +89,8 @@ export interface PipelineOutput {
   answer?: string;
   /**
    * How confident the method is in this answer, in [0, 1], where it has such a signal:
-   * Verify-and-Edit's consistency and CoT-SC's vote share. The accuracy–coverage AUC (`auc`)
+   * Verify-and-Edit's consistency and CoT-SC's vote share (long answers: the medoid's mean token
+   * F1 to the other samples). The accuracy–coverage AUC (`auc`)
    * ranks predictions by it, the consistency KDE draws it, and the results row keeps it. Absent
    * for methods without one (ToC, Diva, COMBO grade nodes and passages, not their answer).
    */

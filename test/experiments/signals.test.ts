@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createScorer, storedSignals } from '../../src/experiments/bindings';
+import { selfConsistencyDecisionsSchema } from '../../src/pipelines/baselines/decisions';
 import { createPipeline, methodCatalog } from '../../src/pipelines/registry';
 import { createMethodCatalog } from '../../src/plots/methods';
 import type { Trace } from '../../src/trace/types';
@@ -16,7 +17,7 @@ describe('pipelines hand their signals over (PipelineOutput.confidence / answerL
       llm: scriptedLlm({ 'cot-sc.sample': (_r, i) => `Because. So the answer is: ${answers[i]}` }).llm,
     });
     expect(sc.confidence).toBeCloseTo(0.6, 12);
-    expect(sc.confidence).toBe((sc.trace.decisions as { consistency: number }).consistency);
+    expect(sc.confidence).toBe(selfConsistencyDecisionsSchema.parse(sc.trace.decisions).consistency);
     expect(sc.answerLogprob).toBeUndefined();
     const cot = await createPipeline('cot', { nShots: 0 }).answer(example, { llm: scriptedLlm({ 'cot.answer': 'Because. So the answer is: Seine' }).llm });
     expect(cot.confidence).toBeUndefined();

@@ -69,7 +69,8 @@ export class CotScPipeline implements Pipeline {
       answer,
       task === 'long' ? undefined : answer,
     );
-    // The majority's vote share is the confidence `auc` ranks by (the row keeps it).
+    // The majority's vote share (long answers: the medoid's mean token F1) is the confidence `auc`
+    // ranks by; the results row keeps it.
     return { output: answer, ...(task === 'long' ? {} : { answer }), confidence: vote.consistency, trace };
   }
 }
