@@ -6,13 +6,14 @@
  */
 import { logRunFigures } from '../report/run-figures';
 import type { RunTracker } from '../tracking/types';
+import { methodCatalog } from './bindings';
 import type { RunEnvironment } from './observers';
 
 // A static import: under tslab the library is compiled to CommonJS by tsx, where a dynamic
 // `import()` of an extensionless .ts path goes to Node's ES-module resolver and fails ("Cannot
 // find module …/run-figures"), so notebooks lost their MLflow figures.
 async function logFigures(dir: string, tracker: RunTracker): Promise<void> {
-  await logRunFigures(dir, tracker);
+  await logRunFigures(dir, tracker, methodCatalog());
 }
 
 export function commandEnvironment(env: Omit<RunEnvironment, 'figures'> = {}): RunEnvironment {

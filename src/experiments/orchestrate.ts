@@ -141,6 +141,9 @@ export function questionRow(example: Example, index: number, end: QuestionEnd): 
     metrics: end.metrics,
     usage: out.trace.summary,
     ...(end.judgments.length > 0 ? { judgments: end.judgments } : {}),
+    // The method's signals, as its output handed them over (`ambiqa score`, figures read them here).
+    ...(out.confidence !== undefined ? { confidence: out.confidence } : {}),
+    ...(out.answerLogprob !== undefined ? { answerLogprob: out.answerLogprob } : {}),
   };
 }
 

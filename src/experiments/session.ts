@@ -18,7 +18,7 @@ import { AmbiqaError } from '../errors';
 import { defaultAlternativesPath, loadDataset } from '../datasets/index';
 import { loadRun, loadSweep, type LoadedRun, type LoadedSweep } from '../report/load';
 import { runsDir, sweepsDir, runFiles, type ExampleResult, type MetricAggregate } from '../run-files';
-import { aggregateResults, createScorer } from './bindings';
+import { aggregateResults, createScorer, methodCatalog, storedSignals } from './bindings';
 import { createComposer, type Composer } from './compose';
 import { configFingerprint, diffConfigs, readResolvedConfig, resolveExperimentConfig, type ExperimentConfig, type ExperimentInput } from './config';
 import type { ProgressSink } from './progress';
@@ -283,6 +283,7 @@ export async function scoreRun(nameOrDir: string, options: { metrics?: string[] 
   const reader = readerMetricWanted && config.reader ? await createReader(parseReaderSpec(config.reader)) : undefined;
   try {
     const scorer = createScorer(config.dataset.name, metrics, reader ? { reader: reader.reader } : {});
+    const methods = methodCatalog();
     const traces = new Map(run.traces.map((t) => [t.questionId, t]));
     const perQuestion = new Map<string, Record<string, number>>();
     const rescored: ExampleResult[] = [];
@@ -290,8 +291,8 @@ export async function scoreRun(nameOrDir: string, options: { metrics?: string[] 
       if (r.error !== undefined) continue;
       const example = examples.get(r.id);
       if (!example) throw new AmbiqaError(`score ${dir}: question ${r.id} is not in ${config.dataset.path}`);
-      const trace = traces.get(r.id);
-      const values = await scorer.score(example, { output: r.output, ...(r.answer !== undefined ? { answer: r.answer } : {}), ...(trace ? { trace } : {}) });
+      const signals = storedSignals(r, traces.get(r.id), methods);
+      const values = await scorer.score(example, { output: r.output, ...(r.answer !== undefined ? { answer: r.answer } : {}), ...signals });
       perQuestion.set(r.id, values);
       rescored.push({ ...r, metrics: values });
     }
