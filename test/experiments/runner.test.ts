@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { readJsonl } from '../../src/common/jsonl';
-import type { ExampleResult, RunMetrics } from '../../src/run-files';
+import { scoreValues, type ExampleResult, type RunMetrics } from '../../src/run-files';
 import { runExperiment } from '../../src/experiments/runner';
 import { LlmClient } from '../../src/llm/client';
 import { sleep } from '../../src/llm/limiter';
@@ -42,7 +42,7 @@ function client(provider: LanguageModelProvider, cachePath: string): LlmClient {
 }
 
 function outputs(results: ExampleResult[]) {
-  return results.map((r) => ({ id: r.id, output: r.output, metrics: r.metrics, index: r.index }));
+  return results.map((r) => ({ id: r.id, output: r.output, metrics: scoreValues(r), index: r.index }));
 }
 
 describe('runExperiment', () => {
@@ -67,7 +67,7 @@ describe('runExperiment', () => {
     expect(traces.map((t) => t.questionId)).toEqual(results.map((r) => r.id));
 
     const metrics = JSON.parse(readFileSync(join(dir, 'metrics.json'), 'utf8')) as RunMetrics;
-    const expectedEm = (100 * results.filter((r) => r.metrics.em === 100).length) / 12;
+    const expectedEm = (100 * results.filter((r) => scoreValues(r).em === 100).length) / 12;
     expect(metrics.metrics.em.mean).toBeCloseTo(expectedEm);
     expect(metrics.n).toBe(12);
     expect(metrics.usage.llm_calls).toBe(12);
@@ -198,7 +198,7 @@ describe('runExperiment', () => {
     expect(out.metrics.n).toBe(6);
     const failed = out.results.find((r) => r.id === 'ex-002')!;
     expect(failed.error).toBe('cannot answer ex-002');
-    expect(failed.metrics.em).toBe(0);
+    expect(scoreValues(failed).em).toBe(0);
     const again = await runExperiment({ config: baseConfig(), runDir: dir, resume: true, components: exactMatchComponents(examples, echoPipeline(), llm), tracking: null });
     expect(again.answeredNow).toBe(1);
     expect(again.metrics.errors).toBe(0);

@@ -1,3 +1,4 @@
+import { scoreValues } from '../../src/run-files';
 import { spawnSync } from 'node:child_process';
 // Each method's figures come from its pipeline entry, registered on import (as the CLI and library do).
 import '../../src/pipelines/registry';
@@ -42,7 +43,7 @@ describe('run and sweep directories', () => {
     const dir = writeRunDir(join(tmp, 'runs', 'plain'), run('plain', { name: 'plain' }, [result('q1', { em: 0 }), result('q2', { em: 100 })], []));
     appendFileSync(join(dir, 'results.jsonl'), JSON.stringify(result('q1', { em: 100 })) + '\n{"id": "q3", "trunc');
     const loaded = loadRun(dir);
-    expect(loaded.results.map((r) => [r.id, r.metrics.em])).toEqual([
+    expect(loaded.results.map((r) => [r.id, scoreValues(r).em])).toEqual([
       ['q1', 100],
       ['q2', 100],
     ]);
