@@ -52,7 +52,7 @@ describe('answered and failed questions', () => {
     const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
     return { rougeL: { mean, ciLow: Math.min(...xs), ciHigh: Math.max(...xs), n: xs.length } };
   };
-  const scored = (id: string, rougeL: number, error?: string) => ({ ...result(id, error), metrics: { rougeL } });
+  const scored = (id: string, rougeL: number, error?: string) => ({ ...result(id, error), scores: { rougeL: { value: rougeL } } });
 
   it('are counted separately, and metrics cover the answered ones only', () => {
     const results = [scored('a', 40), scored('b', 60), scored('c', 0, 'HTTP 500 from x (gave up after 4 attempts)')];

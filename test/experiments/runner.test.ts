@@ -61,8 +61,8 @@ describe('runExperiment', () => {
     expect(outcome.status).toBe('FINISHED');
     const results = readJsonl<ExampleResult>(join(dir, 'results.jsonl'));
     expect(results.map((r) => r.id)).toEqual(examples.map((e) => e.id)); // evaluation order, despite concurrency 3
-    expect(results[1]).toMatchObject({ id: 'ex-001', output: 'answer 1', metrics: { em: 100 }, index: 1 });
-    expect(results[5]).toMatchObject({ output: 'answer 1', metrics: { em: 0 } });
+    expect(results[1]).toMatchObject({ format: 3, id: 'ex-001', output: 'answer 1', scores: { em: { value: 100 } }, index: 1, target: { answers: ['answer 1'] } });
+    expect(results[5]).toMatchObject({ output: 'answer 1', scores: { em: { value: 0 } }, target: { answers: ['answer 2'] } });
     const traces = readJsonl<Trace>(join(dir, 'traces.jsonl'));
     expect(traces.map((t) => t.questionId)).toEqual(results.map((r) => r.id));
 
