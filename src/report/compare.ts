@@ -26,7 +26,7 @@ import { loadRunOrSweep, type LoadedRun } from './load';
 import { compactTrace, header, page } from './render';
 
 export interface CompareDirsOptions extends CompareOptions {
-  /** Dataset file with the gold answers (default: the baseline's config dataset.path). */
+  /** Dataset file with the gold of rows written before format 3, which carry none (default: the baseline's config dataset.path). */
   dataPath?: string;
 }
 
