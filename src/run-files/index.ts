@@ -1,9 +1,11 @@
 /**
- * The files of a run directory and their shapes: `results.jsonl` (one `ExampleResult` per line),
- * `traces.jsonl` (one `Trace` per line), `metrics.json` (`RunMetrics`), `mlflow.json`
- * (`MlflowRecord`) and `run.json` (`RunState`). The runner writes them; metrics, plots, reports,
- * notebooks and merge read them and never re-run a pipeline. This module sits below all of
- * those, so none of them has to import the experiment runner to know a file's shape.
+ * The files of a run directory and their shapes: `results.jsonl` (one `ExampleResult`, the
+ * question's record, per line), `traces.jsonl` (one `Trace` per line; its schema is
+ * src/trace/schema.ts), `metrics.json` (`RunMetrics`), `mlflow.json` (`MlflowRecord`) and
+ * `run.json` (`RunState`). Each has one zod schema, the only definition of its shape: the types
+ * are inferred from it and the readers parse with it. The runner writes them; metrics, plots,
+ * reports, notebooks and merge read them and never re-run a pipeline. This module sits below all
+ * of those, so none of them has to import the experiment runner to know a file's shape.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -49,7 +51,10 @@ export function sweepsDir(): string {
  *   1  `llm:` and `judge:` of config.yaml hold every provider's fields;
  *   2  each holds its provider's fields only; the JSON files are stamped; a token count a
  *      provider did not report is left out (traces, results, metrics.json) where format 1
- *      wrote 0.
+ *      wrote 0;
+ *   3  each results line is stamped and is the question's whole record: its `target` (the gold
+ *      its metrics read) and `scores` with value, reason and metadata where formats 1 and 2
+ *      kept numbers (`metrics`) and no gold. Those lines are migrated when read (`readResults`).
  * Readers take every format up to this one and refuse a later one by name.
  */
 export const RUN_FORMAT = 3;
@@ -226,15 +231,14 @@ function resultLineSchema(line: unknown): z.ZodType<ExampleResult> {
     }));
   }
   if (format === 3) return exampleResultSchema.loose();
-  return z.looseObject({
-    format: z.custom<never>(() => false, { error: () => `format ${JSON.stringify(format)} is not one this version of ambiqa reads (rows of formats 1 to ${RUN_FORMAT})` }),
-  }) as unknown as z.ZodType<ExampleResult>;
+  const refused = `format ${JSON.stringify(format)} is not one this version of ambiqa reads (rows of formats 1 to ${RUN_FORMAT})`;
+  return z.custom<ExampleResult>(() => false, { error: () => refused, path: ['format'] });
 }
 
-// ---------------------------------------------------------------- traces.jsonl
+// ---------------------------------------------------------------- reading the JSONL files
 
 /** Parse JSON-lines records with a schema; a line that does not fit is an error naming the file, line and field. */
-function readJsonlWith<T>(path: string, schemaOf: (record: unknown) => z.ZodType, what: string): T[] {
+function readJsonlWith<T>(path: string, schemaOf: (record: unknown) => z.ZodType<T>, what: string): T[] {
   const out: T[] = [];
   let records: unknown[];
   try {
@@ -250,19 +254,19 @@ function readJsonlWith<T>(path: string, schemaOf: (record: unknown) => z.ZodType
         'the file may have been edited by hand or written by another program; re-run with --resume to rewrite it',
       );
     }
-    out.push(parsed.data as T);
+    out.push(parsed.data);
   });
   return out;
 }
 
 /** The records of a results.jsonl (a torn last line is dropped, as readJsonl does). */
 export function readResults(path: string): ExampleResult[] {
-  return readJsonlWith<ExampleResult>(path, resultLineSchema, 'a question result');
+  return readJsonlWith(path, resultLineSchema, 'a question result');
 }
 
 /** The traces of a traces.jsonl. */
 export function readTraces(path: string): Trace[] {
-  return readJsonlWith<Trace>(path, () => traceSchema, 'a trace');
+  return readJsonlWith(path, () => traceSchema, 'a trace');
 }
 
 const metricAggregateSchema = z.object({
@@ -403,7 +407,7 @@ export function readRunJson<K extends RunJsonFile>(path: string, kind: K): RunJs
       'read the run with the version of ambiqa that wrote it, or a newer one',
     );
   }
-  // Formats 1 and 2 of these files differ only by the stamp, which the schema leaves out.
+  // Formats 1 to 3 of these files differ only by the stamp, which the schema leaves out.
   const schema = runJsonSchemas[kind];
   const parsed = schema.safeParse(value);
   if (!parsed.success) {
