@@ -6,6 +6,8 @@ import { loadDataset } from '../../src/datasets/index';
 import { AmbiqaError } from '../../src/errors';
 import { closeSession, runInProcess, scoreRun } from '../../src/experiments/session';
 import type { ExperimentInput } from '../../src/experiments/config';
+import { exampleOfRecord, questionRecord, targetOf } from '../../src/experiments/record';
+import type { Example } from '../../src/datasets/types';
 import { escapeHtml } from '../../src/plots/export';
 import { buildReport, loadRun } from '../../src/report/index';
 import { readResults, readRunJson, RUN_FORMAT, scoreValues, type ExampleResult } from '../../src/run-files';
@@ -146,6 +148,49 @@ describe('a format-2 run folder from before (test/run-files/fixtures/format-2-as
     const report = buildReport(copy);
     expect(report.notes).toContain(`gold answers not shown: dataset file ${join(dir, 'gone.json')} not found (pass --data <file>)`);
     expect(report.html).toContain('The answer is 1995 in Paris.');
+  });
+});
+
+describe('questionRecord: the one function that builds a row', () => {
+  const example: Example = {
+    id: 'q7',
+    dataset: 'hotpotqa-adversarial',
+    question: 'Where were the 2014 Winter Olympics held?',
+    answers: ['Sochi, Russia'],
+    alternativeAnswers: ['Sochi'],
+    qaPairs: [],
+    longAnswers: [],
+    passages: [{ title: 'Sochi', text: 'A long passage the target leaves to the dataset.' }],
+  };
+  const scores = { em: { value: 0 }, em_alt: { value: 100 }, f1: { value: 66.7, metadata: { best: 'Sochi, Russia' } } };
+
+  it('an answered question: target, output, every score whole, usage from the trace, judgments when there are some', () => {
+    const summary = { llmCalls: 2, cacheHits: 0, seconds: 0.5, retrievals: 1, parseFailures: 0 };
+    const row = questionRecord(example, 7, { answered: { output: 'Sochi', answer: 'Sochi', trace: { summary } } }, scores, [{ purpose: 've.consistency', p: 0.8, label: true }]);
+    expect(row).toEqual({
+      format: 3,
+      id: 'q7',
+      index: 7,
+      question: example.question,
+      target: { answers: ['Sochi, Russia'], qaPairs: [], longAnswers: [], alternativeAnswers: ['Sochi'] },
+      output: 'Sochi',
+      answer: 'Sochi',
+      scores,
+      usage: summary,
+      judgments: [{ purpose: 've.consistency', p: 0.8, label: true }],
+    });
+    // What `score` re-scores from: the example back, without its passages (no metric reads them).
+    const { passages: _p, ...gold } = example;
+    expect(exampleOfRecord(row, 'hotpotqa-adversarial')).toEqual({ ...gold, passages: [] });
+  });
+
+  it('a failed question: its target and scores still, an empty output, no usage, the error', () => {
+    const row = questionRecord(example, 3, { error: 'HTTP 500' }, { em: { value: 0 } });
+    expect(row).toMatchObject({ format: 3, id: 'q7', index: 3, output: '', error: 'HTTP 500', scores: { em: { value: 0 } }, usage: { llmCalls: 0 } });
+    expect(row.target).toEqual(targetOf(example));
+    expect(row).not.toHaveProperty('judgments');
+    const migrated = { ...row, target: undefined };
+    expect(exampleOfRecord(migrated, 'hotpotqa-adversarial')).toBeUndefined();
   });
 });
 
