@@ -13,6 +13,9 @@ import type { TraceSummary } from '../trace/types';
 export interface AnsweredOutput {
   output: string;
   answer?: string;
+  /** The method's signals as its output handed them over (`PipelineOutput`); kept on the row. */
+  confidence?: number;
+  answerLogprob?: number;
   trace: { summary: TraceSummary };
 }
 
@@ -40,6 +43,9 @@ export function questionRecord(
     scores,
     usage: out.trace.summary,
     ...(judgments.length > 0 ? { judgments: [...judgments] } : {}),
+    // The method's signals, as its output handed them over (`ambiqa score`, figures read them here).
+    ...(out.confidence !== undefined ? { confidence: out.confidence } : {}),
+    ...(out.answerLogprob !== undefined ? { answerLogprob: out.answerLogprob } : {}),
   };
 }
 

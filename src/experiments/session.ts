@@ -22,7 +22,7 @@ import type { RunTracker } from '../tracking/types';
 import { loadRun, loadSweep, type LoadedRun, type LoadedSweep } from '../report/load';
 import { runsDir, sweepsDir, runFiles, scoreValues, type ExampleResult, type MetricAggregate } from '../run-files';
 import { exampleOfRecord } from './record';
-import { aggregateResults, createScorer } from './bindings';
+import { aggregateResults, createScorer, methodCatalog, storedSignals } from './bindings';
 import { createComposer, type Composer } from './compose';
 import { configFingerprint, diffConfigs, readResolvedConfig, resolveExperimentConfig, type ExperimentConfig, type ExperimentInput } from './config';
 import type { ProgressSink } from './progress';
@@ -135,7 +135,7 @@ function sinkFor(progress: SessionRunOptions['progress'], label: string): Progre
 // find module …/run-figures"), so notebooks lost their MLflow figures. The library entry loads
 // the report module anyway (src/index.ts exports it), so this costs nothing there.
 async function logFigures(dir: string, tracker: RunTracker): Promise<void> {
-  await logRunFigures(dir, tracker);
+  await logRunFigures(dir, tracker, methodCatalog());
 }
 
 /** Whether an existing run dir is to be resumed, per `existing`. */
@@ -307,12 +307,13 @@ export async function scoreRun(nameOrDir: string, options: { metrics?: string[] 
   const reader = readerMetricWanted && config.reader ? await createReader(parseReaderSpec(config.reader)) : undefined;
   try {
     const scorer = createScorer(config.dataset.name, metrics, reader ? { reader: reader.reader } : {});
+    const methods = methodCatalog();
     const traces = new Map(run.traces.map((t) => [t.questionId, t]));
     const perQuestion = new Map<string, Record<string, number>>();
     const rescored: ExampleResult[] = [];
     for (const r of counted) {
-      const trace = traces.get(r.id);
-      const scores = await scorer.score(exampleOf(r), { output: r.output, ...(r.answer !== undefined ? { answer: r.answer } : {}), ...(trace ? { trace } : {}) });
+      const signals = storedSignals(r, traces.get(r.id), methods);
+      const scores = await scorer.score(exampleOf(r), { output: r.output, ...(r.answer !== undefined ? { answer: r.answer } : {}), ...signals });
       const row = { ...r, scores };
       perQuestion.set(r.id, scoreValues(row));
       rescored.push(row);

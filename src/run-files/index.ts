@@ -190,6 +190,13 @@ const exampleResultSchema = z.object({
   judgments: z.array(labelledJudgmentSchema).optional(),
   /** Set when the pipeline failed on this example (the run goes on). */
   error: z.string().optional(),
+  /**
+   * The confidence the method ranks this prediction by, in [0, 1] (`PipelineOutput.confidence`,
+   * e.g. Verify-and-Edit's consistency); absent for methods without one and in rows written before.
+   */
+  confidence: z.number().optional(),
+  /** The final answer's log-probability (`PipelineOutput.answerLogprob`), where the method asked for it. */
+  answerLogprob: z.number().optional(),
 });
 export type ExampleResult = z.output<typeof exampleResultSchema>;
 /** The format-3 row by the name the record seam gives it. */

@@ -9,6 +9,7 @@ import type { ExperimentInput } from '../../src/experiments/config';
 import { exampleOfRecord, questionRecord, targetOf } from '../../src/experiments/record';
 import type { Example } from '../../src/datasets/types';
 import { escapeHtml } from '../../src/plots/export';
+import { methodCatalog } from '../../src/pipelines/registry';
 import { buildReport, loadRun } from '../../src/report/index';
 import { readResults, readRunJson, RUN_FORMAT, scoreValues, type ExampleResult } from '../../src/run-files';
 
@@ -19,6 +20,7 @@ import { readResults, readRunJson, RUN_FORMAT, scoreValues, type ExampleResult }
  * still reads and reports.
  */
 const root = resolve(__dirname, '../..');
+const methods = methodCatalog();
 const fixture = join(root, 'test/run-files/fixtures/format-2-asqa');
 const dir = mkdtempSync(join(tmpdir(), 'ambiqa-record-'));
 const before = { artifacts: process.env.AMBIQA_ARTIFACTS_DIR, tracking: process.env.AMBIQA_TRACKING };
@@ -91,7 +93,7 @@ describe('a run whose rows carry their target (format 3)', () => {
   });
 
   it('shows each DQ its own gold in the report', () => {
-    const report = buildReport(runDir);
+    const report = buildReport(runDir, { methods });
     expect(report.notes.filter((n) => n.startsWith('gold answers not shown'))).toEqual([]);
     for (const e of examples) expect(rowOf(report.html, e.id)).toContain(goldLine(e.qaPairs[0]!));
   });
@@ -100,7 +102,7 @@ describe('a run whose rows carry their target (format 3)', () => {
     const copy = join(dir, 'elsewhere', 'dqs');
     cpSync(runDir, copy, { recursive: true });
     rmSync(dataPath);
-    const report = buildReport(copy);
+    const report = buildReport(copy, { methods });
     expect(report.notes.filter((n) => n.startsWith('gold answers not shown'))).toEqual([]);
     for (const e of examples) expect(rowOf(report.html, e.id)).toContain(goldLine(e.qaPairs[0]!));
 
@@ -128,7 +130,7 @@ describe('a format-2 run folder from before (test/run-files/fixtures/format-2-as
   });
 
   it('reports, with the gold of its dataset file (the fallback for rows without a target), and re-scores', async () => {
-    const report = buildReport(fixture);
+    const report = buildReport(fixture, { methods });
     expect(report.notes.filter((n) => n.startsWith('gold answers not shown'))).toEqual([]);
     const examples = loadDataset('asqa', join(root, 'examples/asqa-mini.json'));
     for (const e of examples) expect(rowOf(report.html, e.id)).toContain(goldLine(e.qaPairs[0]!));
@@ -145,7 +147,7 @@ describe('a format-2 run folder from before (test/run-files/fixtures/format-2-as
     cpSync(fixture, copy, { recursive: true });
     const configPath = join(copy, 'config.yaml');
     writeFileSync(configPath, readFileSync(configPath, 'utf8').replace('path: examples/asqa-mini.json', `path: ${join(dir, 'gone.json')}`));
-    const report = buildReport(copy);
+    const report = buildReport(copy, { methods });
     expect(report.notes).toContain(`gold answers not shown: dataset file ${join(dir, 'gone.json')} not found (pass --data <file>)`);
     expect(report.html).toContain('The answer is 1995 in Paris.');
   });
