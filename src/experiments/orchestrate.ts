@@ -3,8 +3,9 @@ import { CostLimitError } from '../llm/budget';
 import type { PriceSource } from '../llm/pricing';
 import type { Pipeline, PipelineContext, PipelineOutput } from '../pipelines/types';
 import { questionKey } from '../retrieval/types';
-import type { Trace, TraceSummary } from '../trace/types';
-import type { ExampleResult, LabelledJudgment, MetricAggregate } from '../run-files';
+import type { Trace } from '../trace/types';
+import type { ExampleResult, LabelledJudgment, MetricAggregate, QuestionScores } from '../run-files';
+import { questionRecord } from './record';
 import type { IndexedExample } from './run-state';
 
 /** What a run is made of; built from a config by `compose.ts`, or by hand in tests. */
@@ -14,7 +15,8 @@ export interface RunComponents {
   pipeline: Pipeline;
   /** Shared by all examples. The runner puts `llm` under the run's cost cap and wraps it, once, to count usage and honour its signal. */
   context: PipelineContext;
-  score(example: Example, output: { output: string; answer?: string; trace?: Trace }): Promise<Record<string, number>> | Record<string, number>;
+  /** The question's scores with their reasons and metadata (kept whole in its row; `scoreValues` gives the numbers). */
+  score(example: Example, output: { output: string; answer?: string; trace?: Trace }): Promise<QuestionScores> | QuestionScores;
   aggregate(results: ExampleResult[]): Record<string, MetricAggregate>;
   /**
    * How the numbers were measured, resolved when the parts were built (e.g. `metric.reader`,
@@ -88,8 +90,8 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
     } catch (error) {
       if (signal.aborted) return; // abandoned by Ctrl-C: not done, answered again on resume
       const message = error instanceof Error ? error.message : String(error);
-      const metrics = await components.score(example, { output: '' });
-      await request.onQuestion(questionRow(example, index, { error: message, metrics }), undefined);
+      const scores = await components.score(example, { output: '' });
+      await request.onQuestion(questionRecord(example, index, { error: message }, scores), undefined);
       consecutiveErrors += 1;
       if (successesNow === 0 && consecutiveErrors >= request.maxConsecutiveErrors) {
         fatal = `${consecutiveErrors} examples failed in a row and none succeeded; last error: ${message}`;
@@ -97,12 +99,12 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
       }
       return;
     }
-    const metrics = await components.score(example, out);
+    const scores = await components.score(example, out);
     const judgments = components.labelJudgments?.(example, out.trace) ?? [];
     consecutiveErrors = 0;
     successesNow += 1;
     answeredNow += 1;
-    await request.onQuestion(questionRow(example, index, { output: out, metrics, judgments }), out.trace);
+    await request.onQuestion(questionRecord(example, index, { answered: out }, scores, judgments), out.trace);
   };
 
   const worker = async () => {
@@ -119,34 +121,4 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
     ...(reason instanceof CostLimitError ? { stoppedBy: reason.message } : {}),
     answeredNow,
   };
-}
-
-/** How one question ended: its pipeline's output, or the error it failed with. */
-export type QuestionEnd =
-  | { output: PipelineOutput; metrics: Record<string, number>; judgments: LabelledJudgment[] }
-  | { error: string; metrics: Record<string, number> };
-
-/** The results row of one question: the one place a row is built. */
-export function questionRow(example: Example, index: number, end: QuestionEnd): ExampleResult {
-  if ('error' in end) {
-    return { id: example.id, index, question: example.question, output: '', metrics: end.metrics, usage: emptySummary(), error: end.error };
-  }
-  const out = end.output;
-  return {
-    id: example.id,
-    index,
-    question: example.question,
-    output: out.output,
-    ...(out.answer !== undefined ? { answer: out.answer } : {}),
-    metrics: end.metrics,
-    usage: out.trace.summary,
-    ...(end.judgments.length > 0 ? { judgments: end.judgments } : {}),
-    // The method's signals, as its output handed them over (`ambiqa score`, figures read them here).
-    ...(out.confidence !== undefined ? { confidence: out.confidence } : {}),
-    ...(out.answerLogprob !== undefined ? { answerLogprob: out.answerLogprob } : {}),
-  };
-}
-
-function emptySummary(): TraceSummary {
-  return { llmCalls: 0, promptTokens: 0, completionTokens: 0, cacheHits: 0, seconds: 0, retrievals: 0, parseFailures: 0 };
 }

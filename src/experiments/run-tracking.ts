@@ -6,7 +6,7 @@ import type { Example } from '../datasets/types';
 import type { Trace } from '../trace/types';
 import type { ExperimentConfig } from './config';
 import { describeRunStart, modelTags } from './run-page';
-import { readRunJson, writeRunJson, type ExampleResult, type MlflowRecord, type RunMetrics } from '../run-files';
+import { readRunJson, scoreValues, writeRunJson, type ExampleResult, type MlflowRecord, type RunMetrics } from '../run-files';
 import type { FigureLogger, RunEnd, RunObserver } from './observers';
 import { SHARD_TAG, UPLOADS_PENDING, UPLOADS_TAG, uploadManifest } from './shard-group';
 
@@ -169,7 +169,7 @@ export class MlflowObserver implements RunObserver {
   }
 
   onQuestion(row: ExampleResult, trace: Trace | undefined): void {
-    if (trace) this.session?.logQuestion(trace, row.metrics);
+    if (trace) this.session?.logQuestion(trace, scoreValues(row));
   }
 
   async onEnd(end: RunEnd): Promise<void> {
