@@ -164,14 +164,32 @@ const exampleResultSchema = z.looseObject({
  * retrieval lists, the summary, the output) and its decisions' `kind`; each method's own fields
  * are its decisions schema's business (src/pipelines/<method>/decisions.ts).
  */
+/** A call's or retrieval's place on the timeline (`SpanFields`, trace/types.ts); absent before issue 45. */
+const spanFields = { startedAt: z.number().optional(), spanId: z.string().optional(), parentSpanId: z.string().optional() };
+
 const traceSchema = z.looseObject({
   pipeline: z.string(),
   questionId: z.string(),
   question: z.string(),
   llm: z.looseObject({ provider: z.string(), model: z.string() }),
   demoIds: z.array(z.string()),
-  llmCalls: z.array(z.looseObject({ index: z.number(), purpose: z.string(), completions: z.array(z.looseObject({ text: z.string() })) })),
-  retrievals: z.array(z.looseObject({ purpose: z.string(), query: z.string() })),
+  llmCalls: z.array(z.looseObject({ index: z.number(), purpose: z.string(), completions: z.array(z.looseObject({ text: z.string() })), ...spanFields })),
+  retrievals: z.array(z.looseObject({ purpose: z.string(), query: z.string(), ...spanFields })),
+  // The timeline (issue 45); traces written before it have none of these fields.
+  startedAt: z.number().optional(),
+  steps: z
+    .array(
+      z.looseObject({
+        name: z.string(),
+        spanId: z.string(),
+        parentSpanId: z.string().optional(),
+        startedAt: z.number(),
+        endedAt: z.number(),
+        attributes: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+        error: z.string().optional(),
+      }),
+    )
+    .optional(),
   parseFailures: z.array(z.looseObject({ purpose: z.string() })),
   decisions: z.looseObject({ kind: z.string() }),
   summary: z.looseObject({ llmCalls: z.number() }),

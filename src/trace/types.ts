@@ -12,7 +12,40 @@ import type { ChatMessage, JudgeMode } from '../llm/types';
  */
 export type PipelineName = string;
 
-export interface LlmCallRecord {
+/**
+ * Where a record sits on the question's timeline (issue 45): when it started, its own span id and
+ * the id of the step span it ran inside (`StepRecord.spanId`; absent: directly under the
+ * question). Span ids are short strings unique within one trace (`s1`, `s2`, … in the order the
+ * spans opened); the MLflow export maps them to OTLP ids. Traces written before issue 45 have
+ * none of these fields: their timeline is reconstructed from durations (src/tracking/otel-export.ts).
+ */
+export interface SpanFields {
+  /** Epoch milliseconds at which the call, retrieval or step began. */
+  startedAt?: number;
+  spanId?: string;
+  parentSpanId?: string;
+}
+
+/**
+ * A step a pipeline opened with `TraceRecorder.span` (ToC: a node, its expansion, its
+ * verification, the answer), in the order the steps began. LLM calls and retrievals made inside
+ * it name it as their `parentSpanId`.
+ */
+export interface StepRecord {
+  name: string;
+  spanId: string;
+  parentSpanId?: string;
+  /** Epoch milliseconds. */
+  startedAt: number;
+  /** Epoch milliseconds; equal to `startedAt` while the step has not finished. */
+  endedAt: number;
+  /** What identifies the step (node id, depth, loop step …): small scalars, shown on the span. */
+  attributes: Record<string, string | number | boolean>;
+  /** Set when the step threw: the error's message (the question itself may still go on). */
+  error?: string;
+}
+
+export interface LlmCallRecord extends SpanFields {
   /** Position in the question's call sequence (0-based). */
   index: number;
   /** What the call was for, e.g. `toc.rac`, `toc.verify`, `ve.edit.answer`. */
@@ -85,7 +118,7 @@ export interface LlmCallRecord {
   };
 }
 
-export interface RetrievalRecord {
+export interface RetrievalRecord extends SpanFields {
   index: number;
   purpose: string;
   retriever: string;
@@ -94,6 +127,8 @@ export interface RetrievalRecord {
   hits: Array<{ id: string; score: number }>;
   /** Set when a reranker re-ordered the hits. */
   reranker?: string;
+  /** How long the search (or rerank) took; absent in traces before issue 45. */
+  wallSeconds?: number;
 }
 
 /** A model reply that did not parse and what the pipeline did instead. Counted, never fatal. */
@@ -172,6 +207,10 @@ export interface Trace {
   demoIds: string[];
   llmCalls: LlmCallRecord[];
   retrievals: RetrievalRecord[];
+  /** The pipeline's steps as spans (`TraceRecorder.span`); absent in traces before issue 45. */
+  steps?: StepRecord[];
+  /** Epoch milliseconds at which the question began (the recorder was opened); absent before issue 45. */
+  startedAt?: number;
   parseFailures: ParseFailure[];
   /** Worked-around conditions (empty retrieval, no demos, budget); absent in old traces. */
   warnings?: TraceWarning[];

@@ -46,8 +46,9 @@ class RecordingRetriever implements Retriever {
   }
 
   async search(query: string, k: number): Promise<ScoredPassage[]> {
+    const started = this.rec.now();
     const hits = await this.inner.search(query, k);
-    this.rec.recordRetrieval(this.purpose, this.inner.name, query, k, hits);
+    this.rec.recordRetrieval(this.purpose, this.inner.name, query, k, hits, undefined, started);
     return hits;
   }
 }
@@ -128,8 +129,9 @@ export class DivaPipeline implements Pipeline {
     const multi = new MultiQueryRetriever(new RecordingRetriever(retriever, rec, 'diva.retrieve'), embedder, {
       perQueryK: o.perInterpretationK,
     });
+    const selecting = rec.now();
     const selected = await multi.searchMany(interpretations, o.nPassages);
-    rec.recordRetrieval('diva.select', multi.name, interpretations.join(' | '), o.nPassages, selected, `mean-cosine:${embedder.name}`);
+    rec.recordRetrieval('diva.select', multi.name, interpretations.join(' | '), o.nPassages, selected, `mean-cosine:${embedder.name}`, selecting);
     const passages: Passage[] = selected.map((s) => s.passage);
     if (passages.length === 0) rec.warn('diva.retrieve', 'no passages for any interpretation', 'retrieval judged Useless');
 

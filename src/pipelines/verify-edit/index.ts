@@ -274,8 +274,9 @@ export class VerifyEditPipeline implements Pipeline {
     }
 
     const retriever = ctx.retriever!;
+    const searched = rec.now();
     const hits = await retriever.search(verifyingQuestion, o.retrievalK);
-    rec.recordRetrieval('ve.retrieve', retriever.name, verifyingQuestion, o.retrievalK, hits);
+    rec.recordRetrieval('ve.retrieve', retriever.name, verifyingQuestion, o.retrievalK, hits, undefined, searched);
     // Candidate sentences, each prefixed with its passage title so pronouns keep their subject.
     const candidates: Array<{ text: string; passageId: string }> = [];
     for (const h of hits) {
