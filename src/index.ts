@@ -117,6 +117,8 @@ export {
   ScriptedProvider,
   OpenAICompatibleProvider,
   LlamaCppProvider,
+  wrapModel,
+  type ModelMiddleware,
   type LanguageModel,
   type LlmConfig,
   type LlmConfigInput,
