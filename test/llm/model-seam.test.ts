@@ -6,10 +6,12 @@
  * syntax tree, not text, so comments and strings never count; the first test shows it catches the
  * wrappers this project used to have.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import { createClientFor } from '../../src/llm/provider-registry';
 
 const SRC = join(import.meta.dirname, '..', '..', 'src');
 /** Where a model-shaped object is the point: the folded view, and the innermost model. */
@@ -99,6 +101,17 @@ function callsOf(source: ts.SourceFile, name: string): number {
   return count;
 }
 
+/** `new Name(...)` expressions in a file. */
+function newsOf(source: ts.SourceFile, name: string): number {
+  let count = 0;
+  const visit = (node: ts.Node) => {
+    if (ts.isNewExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === name) count += 1;
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return count;
+}
+
 /** Identifiers (not comments or strings) named `name`. */
 function identifiersNamed(source: ts.SourceFile, name: string): number {
   let count = 0;
@@ -144,5 +157,26 @@ describe('the model seam', () => {
     const runModelCalls = [...srcTrees('runModel')].filter(([file]) => !file.startsWith('llm/')).flatMap(([file, tree]) => Array.from({ length: callsOf(tree, 'runModel') }, () => file));
     expect(runModelCalls).toEqual(['experiments/runner.ts']);
     expect([...srcTrees('withSpendGuard')].filter(([, tree]) => identifiersNamed(tree, 'withSpendGuard') > 0).map(([file]) => file)).toEqual([]);
+  });
+
+  it('models are made through the provider registry', async () => {
+    // Outside src/llm/ (the registry and the factories it calls), no client is built from a
+    // provider by hand. The one exception: the preflight asks an OpenAI-compatible reader
+    // endpoint for its /models listing, a probe that never makes a model call.
+    const made = (name: string, make: 'new' | 'call') =>
+      [...srcTrees(name)]
+        .filter(([file]) => !file.startsWith('llm/'))
+        .filter(([, tree]) => (make === 'new' ? newsOf(tree, name) : callsOf(tree, name)) > 0)
+        .map(([file]) => file);
+    expect(made('createLanguageModel', 'call')).toEqual([]);
+    expect(made('LlamaCppProvider', 'new')).toEqual([]);
+    expect(made('OpenAICompatibleProvider', 'new')).toEqual(['experiments/preflight.ts']);
+    // A section given as a plain object (the D-F1 reader's) is checked by its provider's schema.
+    const cache = join(mkdtempSync(join(tmpdir(), 'ambiqa-registry-')), 'llm.sqlite');
+    const client = await createClientFor({ provider: 'scripted', model: 'reader-model', reply: 'span', cache });
+    expect([client.provider, client.model]).toEqual(['scripted', 'reader-model']);
+    expect((await client.generate({ prompt: 'q' })).completions[0]!.text).toBe('span');
+    client.close();
+    await expect(createClientFor({ provider: 'scripted', model: 'm', temperature: 2 } as never)).rejects.toThrow(/temperature/);
   });
 });
