@@ -86,6 +86,7 @@ export {
   definePipeline,
   registerPipeline,
   pipelineEntries,
+  methodCatalog,
   describePipelines,
   ClosedBookPipeline,
   VanillaRagPipeline,
@@ -181,6 +182,9 @@ export {
   runJudgeDiagnostics,
   judgePurposes,
   type JudgeQualityOptions,
+  type MethodAnalyses,
+  type MethodAnalysis,
+  type MethodJudge,
 } from './metrics/index';
 export type { JudgeDiagnostics, LabelledJudgment, ReliabilityBin } from './run-files';
 export { rougeL, rougeLsum } from './metrics/rouge';
@@ -210,7 +214,8 @@ export * from './pipelines/toc/tree-figure';
 export * from './pipelines/toc/pruning-figure';
 export * from './pipelines/verify-edit/threshold-figure';
 export { exportFigures, writeFigureHtml, figurePageHtml } from './plots/export';
-export { buildReport, writeReport, type BuiltReport } from './report/build';
+export { writeReport, type BuiltReport } from './report/build';
+export { buildReport } from './notebook/report';
 
 // ---------------------------------------------------------------- notebook display
 

@@ -25,6 +25,7 @@ import {
   allowedMetrics,
   createPipeline,
   createScorer,
+  methodCatalog,
   defaultMetrics,
   metricNames,
   metricsNeedingReader,
@@ -242,6 +243,7 @@ export function createComposer(options: { notify?: (message: string) => void } =
         reader = await handle;
       }
       const scorer = createScorer(name, config.metrics, reader ? { reader: reader.reader } : {});
+      const methods = methodCatalog();
       const price = runPrice(config);
       return {
         examples,
@@ -249,7 +251,7 @@ export function createComposer(options: { notify?: (message: string) => void } =
         context,
         ...(judge ? { judge } : {}),
         score: (example, out) => scorer.score(example, out),
-        labelJudgments: (example, trace) => labelJudgments(trace, example, passageText),
+        labelJudgments: (example, trace) => labelJudgments(trace, example, methods, passageText),
         aggregate: aggregateResults,
         settings: { ...llmSettings(config.llm), ...(config.judge ? llmSettings(config.judge, 'judge') : {}), ...retrieverSettings, ...scorer.settings },
         ...(retrievalCache ? { retrievalCache } : {}),

@@ -153,6 +153,9 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
       metrics,
       usage: out.trace.summary,
       ...(judgments.length > 0 ? { judgments } : {}),
+      // The method's signals, as its output handed them over (`ambiqa score`, figures read them here).
+      ...(out.confidence !== undefined ? { confidence: out.confidence } : {}),
+      ...(out.answerLogprob !== undefined ? { answerLogprob: out.answerLogprob } : {}),
     };
     // The trace goes first: a result line is the mark that an example is done.
     tracesOut.append(out.trace);

@@ -19,7 +19,7 @@ import { defaultAlternativesPath, loadDataset } from '../datasets/index';
 import type { RunTracker } from '../tracking/types';
 import { loadRun, loadSweep, type LoadedRun, type LoadedSweep } from '../report/load';
 import { runsDir, sweepsDir, runFiles, type ExampleResult, type MetricAggregate } from '../run-files';
-import { aggregateResults, createScorer } from './bindings';
+import { aggregateResults, createScorer, methodCatalog, storedSignals } from './bindings';
 import { createComposer, type Composer } from './compose';
 import { configFingerprint, diffConfigs, readResolvedConfig, resolveExperimentConfig, type ExperimentConfig, type ExperimentInput } from './config';
 import type { ProgressSink } from './progress';
@@ -132,7 +132,7 @@ function sinkFor(progress: SessionRunOptions['progress'], label: string): Progre
 // find module …/run-figures"), so notebooks lost their MLflow figures. The library entry loads
 // the report module anyway (src/index.ts exports it), so this costs nothing there.
 async function logFigures(dir: string, tracker: RunTracker): Promise<void> {
-  await logRunFigures(dir, tracker);
+  await logRunFigures(dir, tracker, methodCatalog());
 }
 
 /** Whether an existing run dir is to be resumed, per `existing`. */
@@ -290,6 +290,7 @@ export async function scoreRun(nameOrDir: string, options: { metrics?: string[] 
   const reader = readerMetricWanted && config.reader ? await createReader(parseReaderSpec(config.reader)) : undefined;
   try {
     const scorer = createScorer(config.dataset.name, metrics, reader ? { reader: reader.reader } : {});
+    const methods = methodCatalog();
     const traces = new Map(run.traces.map((t) => [t.questionId, t]));
     const perQuestion = new Map<string, Record<string, number>>();
     const rescored: ExampleResult[] = [];
@@ -297,8 +298,8 @@ export async function scoreRun(nameOrDir: string, options: { metrics?: string[] 
       if (r.error !== undefined) continue;
       const example = examples.get(r.id);
       if (!example) throw new AmbiqaError(`score ${dir}: question ${r.id} is not in ${config.dataset.path}`);
-      const trace = traces.get(r.id);
-      const values = await scorer.score(example, { output: r.output, ...(r.answer !== undefined ? { answer: r.answer } : {}), ...(trace ? { trace } : {}) });
+      const signals = storedSignals(r, traces.get(r.id), methods);
+      const values = await scorer.score(example, { output: r.output, ...(r.answer !== undefined ? { answer: r.answer } : {}), ...signals });
       perQuestion.set(r.id, values);
       rescored.push({ ...r, metrics: values });
     }

@@ -124,6 +124,13 @@ export interface ExampleResult {
    * written before judge diagnostics existed and for questions without graded judgments.
    */
   judgments?: LabelledJudgment[];
+  /**
+   * The confidence the method ranks this prediction by, in [0, 1] (`PipelineOutput.confidence`,
+   * e.g. Verify-and-Edit's consistency); absent for methods without one and in rows written before.
+   */
+  confidence?: number;
+  /** The final answer's log-probability (`PipelineOutput.answerLogprob`), where the method asked for it. */
+  answerLogprob?: number;
 }
 
 /** One graded judgment of a question and its silver label from the gold data (docs/metrics.md). */
@@ -157,6 +164,8 @@ const exampleResultSchema = z.looseObject({
   error: z.string().optional(),
   index: z.number().optional(),
   judgments: z.array(labelledJudgmentSchema).optional(),
+  confidence: z.number().optional(),
+  answerLogprob: z.number().optional(),
 });
 
 /**

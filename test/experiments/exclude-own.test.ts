@@ -12,6 +12,7 @@ import { buildCorpus } from '../../src/retrieval/corpus-builder';
 import type { Trace } from '../../src/trace/types';
 import { FakeTracking } from './helpers/fixtures';
 import { writeAsqa, writeYaml } from './helpers/files';
+import { methodCatalog } from '../../src/pipelines/registry';
 
 // A vanilla-RAG run over a corpus that holds each question's own annotated passages: with
 // `retriever.exclude: own` no question retrieves its own, the param says so, and the report shows it.
@@ -76,7 +77,7 @@ describe('a run with retriever.exclude', () => {
     // Other questions' passages remain retrievable (only the question's own are left out).
     expect(traces.some((t) => t.retrievals[0].hits.some((h) => h.id.startsWith('asqa:')))).toBe(true);
     expect(readFileSync(join(runDir, 'config.yaml'), 'utf8')).toMatch(/exclude: own/);
-    expect(buildReport(runDir).html).toMatch(/exclude: own/);
+    expect(buildReport(runDir, { methods: methodCatalog() }).html).toMatch(/exclude: own/);
   });
 
   it('own, on disambiguated questions: a DQ never retrieves the passages annotated for its AQ', async () => {

@@ -14,6 +14,7 @@ import { correctness } from '../../src/plots/correctness';
 import type { ExampleResult } from '../../src/run-files';
 import type { Trace } from '../../src/trace/types';
 import { hasSharedData, sharedDataPath } from '../helpers/data';
+import { methodCatalog } from '../../src/pipelines/registry';
 
 const tmp = (): string => mkdtempSync(join(tmpdir(), 'ambiqa-alt-'));
 const record = (qas_id: string, question: string, answer: string) => ({
@@ -222,8 +223,8 @@ describe('what the VE figures and judge diagnostics count as correct', () => {
     ]);
     const example: Example = { id: 'q1', dataset: 'hotpotqa-adversarial', question: 'Where?', answers: ['Sochi, Russia'], alternativeAnswers: ['Sochi'], qaPairs: [], longAnswers: [], passages: [] };
     const trace = { answer: 'Sochi', decisions: { kind: 'verify-edit', consistency: 0.4, finalAnswer: 'Sochi' } } as unknown as Trace;
-    expect(labelJudgments(trace, example).map((j) => j.label)).toEqual([true]);
+    expect(labelJudgments(trace, example, methodCatalog()).map((j) => j.label)).toEqual([true]);
     const { alternativeAnswers: _, ...goldOnly } = example;
-    expect(labelJudgments(trace, goldOnly).map((j) => j.label)).toEqual([false]);
+    expect(labelJudgments(trace, goldOnly, methodCatalog()).map((j) => j.label)).toEqual([false]);
   });
 });

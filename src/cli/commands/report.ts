@@ -1,9 +1,7 @@
 import { parseArgs } from 'node:util';
 import { join } from 'node:path';
 import { AmbiqaError } from '../../errors';
-// Registers every built-in method's analysis and figures (judges, decision statistics, figures),
-// which the report and metrics layers find through their registries.
-import '../../pipelines/registry';
+import { methodCatalog } from '../../pipelines/registry';
 
 export const summary = 'write a self-contained HTML report (and figure files) for a run or sweep directory';
 
@@ -67,6 +65,8 @@ export async function run(argv: string[]): Promise<number> {
   // Loaded lazily: `ambiqa --help` must not read plotly.js.
   const { buildReport, writeReport, exportReportFigures, logFiguresToRun } = await import('../../report/index');
   const report = buildReport(dir, {
+    // Each method's figures, decision statistics and judges, from the pipeline registry.
+    methods: methodCatalog(),
     ...(values.data ? { dataPath: values.data } : {}),
     ...(values.coverage ? { coverageFiles: values.coverage } : {}),
     ...(values['tree-example'] ? { treeExample: values['tree-example'] } : {}),
