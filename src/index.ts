@@ -72,7 +72,9 @@ export const checkConfig = resolveConfig;
 export const unloadModels = closeSession;
 
 export { loadRun, loadSweep, type LoadedRun, type LoadedSweep } from './report/load';
-export type { ExampleResult, MetricAggregate, RunMetrics, Trace, TraceSummary } from './run-files';
+export type { ExampleResult, MetricAggregate, QuestionRecord, QuestionScore, QuestionScores, QuestionTarget, RunMetrics, Trace, TraceSummary } from './run-files';
+/** A results row's scores as numbers (`Record<string, number>`), for code that needs only the values. */
+export { scoreValues } from './run-files';
 export { artifactsDir, dataDir, examplesDir, packageRoot, projectRoot } from './config/paths';
 export { AmbiqaError } from './errors';
 

@@ -21,7 +21,7 @@ import {
 import type { Pipeline } from '../pipelines/types';
 import type { PipelineName, Trace } from '../trace/types';
 import type { MethodAnalyses } from '../metrics/methods';
-import type { ExampleResult, MetricAggregate } from '../run-files';
+import { scoreValues, type ExampleResult, type MetricAggregate, type QuestionScores } from '../run-files';
 
 /**
  * What the runner needs from the pipeline and metric modules, in one narrow place: pipeline
@@ -75,7 +75,8 @@ export function storedSignals(row: Pick<ExampleResult, 'confidence' | 'answerLog
 }
 
 export interface RunScorer {
-  score(example: Example, output: ScoredOutput): Promise<Record<string, number>>;
+  /** Every score of the question with its reason and metadata (a row's `scores`). */
+  score(example: Example, output: ScoredOutput): Promise<QuestionScores>;
   /** `metric.reader` and `metric.sentence_splitter` where the metrics use them (MLflow params). */
   settings: Record<string, string>;
 }
@@ -105,12 +106,12 @@ export function createScorer(dataset: DatasetName, names: string[], options: { r
         names,
         scoreOptions,
       );
-      return scored.metrics;
+      return scored.scores;
     },
   };
 }
 
 /** Means with seeded bootstrap 95% CIs (the same results always give the same intervals). */
-export function aggregateResults(results: ExampleResult[]): Record<string, MetricAggregate> {
-  return aggregate(results).metrics;
+export function aggregateResults(results: readonly ExampleResult[]): Record<string, MetricAggregate> {
+  return aggregate(results.map((r) => ({ metrics: scoreValues(r), usage: r.usage }))).metrics;
 }

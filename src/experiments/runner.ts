@@ -1,7 +1,7 @@
 import type { ExperimentConfig } from './config';
 import { answerExamples, collectResults, type RunComponents } from './orchestrate';
 import { silentProgress, type ProgressSink } from './progress';
-import { type ExampleResult, type MetricAggregate, type RunMetrics, readTraces } from '../run-files';
+import { type ExampleResult, type MetricAggregate, type RunMetrics, readTraces, scoreValues } from '../run-files';
 import { openRunDir } from './run-dir';
 import { acquireDirLock } from './run-lock';
 import { planWork, RunStateFile } from './run-state';
@@ -156,7 +156,7 @@ async function runSession(request: RunRequest, warn: (message: string) => void):
         runState.state.done = done;
         runState.setSessionCost(usage);
         runState.checkpoint(false);
-        tracking.logQuestion(trace, result.metrics);
+        tracking.logQuestion(trace, scoreValues(result));
       },
     });
 

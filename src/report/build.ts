@@ -12,7 +12,7 @@ import { followBrowsingServer } from '../tracking/server';
 import type { RunTracker } from '../tracking/types';
 import type { MethodCatalog } from '../plots/methods';
 import { figuresForRun, figuresForSweep, type FigureChoice } from './figures';
-import { loadGoldForRun, type GoldSet } from './gold';
+import { goldForRows } from './gold';
 import { loadRunOrSweep, type Loaded } from './load';
 import { renderRunReport, renderSweepReport, type ReportOptions } from './render';
 
@@ -22,7 +22,10 @@ export interface BuildReportOptions {
    * decision statistics and judges. Passed in because the report may not import the pipelines.
    */
   methods: MethodCatalog;
-  /** Dataset file with the gold answers (default: the run config's dataset.path). */
+  /**
+   * Dataset file with the gold answers of rows written before format 3, which carry none
+   * (default: the run config's dataset.path). Rows of format 3 carry their own.
+   */
   dataPath?: string;
   /** `ambiqa coverage --out` files to plot. */
   coverageFiles?: string[];
@@ -51,10 +54,10 @@ export function buildReport(dir: string, options: BuildReportOptions): BuiltRepo
   const notes: string[] = [];
   const coverage: CoverageCurve[] = (options.coverageFiles ?? []).flatMap((f) => readCoverageFile(f));
   const firstRun = loaded.kind === 'run' ? loaded.run : loaded.sweep.runs[0];
-  const gold = loadGoldForRun(firstRun.config, options.dataPath);
-  let goldSet: GoldSet | undefined;
-  if ('error' in gold) notes.push(`gold answers not shown: ${gold.error}`);
-  else goldSet = gold;
+  // Gold from the rows' targets; the dataset file only for rows written before format 3.
+  const rows = loaded.kind === 'run' ? loaded.run.results : loaded.sweep.runs.flatMap((r) => r.results);
+  const { gold: goldSet, error } = goldForRows(rows, firstRun.config, options.dataPath);
+  if (error) notes.push(`gold answers not shown: ${error}`);
   const inputs = { gold: goldSet?.dqs, answers: goldSet?.answers, coverage, treeExample: options.treeExample };
   const figures = loaded.kind === 'run' ? figuresForRun(loaded.run, options.methods, inputs) : figuresForSweep(loaded.sweep.runs, options.methods, inputs);
   for (const s of figures.skipped) notes.push(`figure ${s.name} not drawn: ${s.reason}`);

@@ -7,7 +7,7 @@
  */
 import { llmDisplayName } from '../config/catalog';
 import { stringify as toYaml } from 'yaml';
-import type { ExampleResult, RunMetrics } from '../run-files';
+import { scoreValues, type ExampleResult, type RunMetrics } from '../run-files';
 import { escapeHtml, figureDivHtml, inlineScript, jsonForScript, plotlyJs } from '../plots/export';
 import { metricOf, perQuestionUsage, pipelineOf } from '../plots/runs';
 import type { RunData } from '../plots/types';
@@ -68,7 +68,7 @@ export function compactTrace(trace: Trace, maxChars: number): Trace {
 
 function metricNames(results: readonly ExampleResult[], metrics?: RunMetrics): string[] {
   const names = new Set(Object.keys(metrics?.metrics ?? {}));
-  for (const r of results) for (const k of Object.keys(r.metrics ?? {})) names.add(k);
+  for (const r of results) for (const k of Object.keys(scoreValues(r))) names.add(k);
   return [...names];
 }
 
@@ -209,7 +209,7 @@ export function examplesTable(run: RunData, options: ReportOptions & { tableId?:
       `<td>${escapeHtml(r.id)}</td><td class="text">${escapeHtml(r.question)}</td><td class="text">${escapeHtml(output)}</td>` +
       (hasGold ? `<td class="text" data-v="${escapeHtml(goldText(gold))}">${goldHtml(gold)}</td>` : '') +
       names.map((n) => {
-        const v = r.metrics?.[n];
+        const v = scoreValues(r)[n];
         return typeof v === 'number' ? `<td class="num" data-v="${v}">${fmt(v)}</td>` : '<td class="num" data-v=""></td>';
       }).join('') +
       `<td class="num">${r.usage?.llmCalls ?? ''}</td><td class="num">${tokens}</td><td class="num">${fmt(r.usage?.seconds, 2)}</td>` +

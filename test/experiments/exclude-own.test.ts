@@ -1,3 +1,4 @@
+import { scoreValues, type ExampleResult } from '../../src/run-files';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -43,7 +44,7 @@ async function runWith(exclude: 'none' | 'own', questions: 'ambiguous' | 'disamb
     return {
       runDir,
       traces: readJsonl<Trace>(join(runDir, 'traces.jsonl')),
-      results: readJsonl<{ id: string; metrics: Record<string, number | null> }>(join(runDir, 'results.jsonl')),
+      results: readJsonl<ExampleResult>(join(runDir, 'results.jsonl')),
       params: [...tracking.runs.values()][0].params,
     };
   } finally {
@@ -90,7 +91,7 @@ describe('a run with retriever.exclude', () => {
       expect(t.retrievals[0].hits.filter((h) => own(aq).has(h.id))).toEqual([]);
     }
     // Scored as one-interpretation questions: STR-EM over the DQ's own answers; ROUGE has no reference.
-    expect(results.every((r) => typeof r.metrics.str_em === 'number')).toBe(true);
-    expect(results.some((r) => typeof r.metrics.rougeLsum === 'number')).toBe(false);
+    expect(results.every((r) => typeof scoreValues(r).str_em === 'number')).toBe(true);
+    expect(results.some((r) => typeof scoreValues(r).rougeLsum === 'number')).toBe(false);
   });
 });

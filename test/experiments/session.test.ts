@@ -1,3 +1,4 @@
+import { scoreValues } from '../../src/run-files';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -69,7 +70,7 @@ describe('in-process runs', () => {
     expect(resumed.answeredNow).toBe(0);
     const scored = await scoreRun('interrupted', { metrics: ['str_em', 'rougeL'] });
     expect(scored.perQuestion.size).toBe(6);
-    for (const r of resumed.results) expect(scored.perQuestion.get(r.id)!.str_em).toBe(r.metrics.str_em);
+    for (const r of resumed.results) expect(scored.perQuestion.get(r.id)!.str_em).toBe(scoreValues(r).str_em);
     expect(Object.keys(scored.aggregate).sort()).toEqual(['rougeL', 'str_em']);
   });
 });

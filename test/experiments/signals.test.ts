@@ -4,6 +4,7 @@ import { createScorer, storedSignals } from '../../src/experiments/bindings';
 import { selfConsistencyDecisionsSchema } from '../../src/pipelines/baselines/decisions';
 import { createPipeline, methodCatalog } from '../../src/pipelines/registry';
 import { createMethodCatalog } from '../../src/plots/methods';
+import { scoreValues } from '../../src/run-files';
 import type { Trace } from '../../src/trace/types';
 import { hotpotExample, scriptedLlm } from '../pipelines/fakes';
 import { veTrace } from '../plots/fixtures';
@@ -25,10 +26,10 @@ describe('pipelines hand their signals over (PipelineOutput.confidence / answerL
 
   it('the scorer ranks by the signals of the output, not by a registry reading the trace', async () => {
     const scorer = createScorer('hotpotqa-adversarial', ['em', 'auc', 'auc_logprob']);
-    const scored = await scorer.score(example, { output: 'Seine', answer: 'Seine', confidence: 0.6, answerLogprob: -0.5 });
+    const scored = scoreValues({ scores: await scorer.score(example, { output: 'Seine', answer: 'Seine', confidence: 0.6, answerLogprob: -0.5 }) });
     expect(scored).toMatchObject({ em: 100, consistency: 60, answer_logprob: -0.5 });
     // An output whose method handed nothing over has no ranking, whatever its trace holds.
-    const withTraceOnly = await scorer.score(example, { output: 'Seine', answer: 'Seine', trace: veTrace('h', { votes: 4 }) } as Parameters<typeof scorer.score>[1]);
+    const withTraceOnly = scoreValues({ scores: await scorer.score(example, { output: 'Seine', answer: 'Seine', trace: veTrace('h', { votes: 4 }) } as Parameters<typeof scorer.score>[1]) });
     expect(withTraceOnly.em).toBe(100);
     expect(withTraceOnly.consistency).toBeUndefined();
     expect(withTraceOnly.answer_logprob).toBeUndefined();

@@ -11,7 +11,7 @@ import { aggregate, scoreExample } from '../../src/metrics/example';
 import { describeError } from '../../src/errors';
 import { labelJudgments } from '../../src/metrics/judge-labels';
 import { correctness } from '../../src/plots/correctness';
-import type { ExampleResult } from '../../src/run-files';
+import { scoresOf, type ExampleResult } from '../../src/run-files';
 import type { Trace } from '../../src/trace/types';
 import { hasSharedData, sharedDataPath } from '../helpers/data';
 import { methodCatalog } from '../../src/pipelines/registry';
@@ -214,8 +214,8 @@ describe('a run that counts alternative answers', () => {
 describe('what the VE figures and judge diagnostics count as correct', () => {
   it('the figures take em_alt before em; the consistency judge’s silver label counts the alternatives', () => {
     const results = [
-      { id: 'a', output: 'x', metrics: { em: 0, em_alt: 100 } },
-      { id: 'b', output: 'y', metrics: { em: 0, em_alt: 0 } },
+      { id: 'a', output: 'x', scores: scoresOf({ em: 0, em_alt: 100 }) },
+      { id: 'b', output: 'y', scores: scoresOf({ em: 0, em_alt: 0 }) },
     ] as unknown as ExampleResult[];
     expect([...correctness(results)]).toEqual([
       ['a', true],

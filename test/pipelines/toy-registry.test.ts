@@ -117,11 +117,11 @@ describe('a pipeline registered from outside src/pipelines', () => {
     expect(done.status).toBe('FINISHED');
 
     // results.jsonl holds the toy's answers: the scripted reply behind the configured prefix.
-    const lines = readFileSync(join(done.dir, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string; output: string; metrics: Record<string, number> });
+    const lines = readFileSync(join(done.dir, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string; output: string; scores: Record<string, { value: number | null }> });
     expect(lines).toHaveLength(6);
     for (const line of lines) expect(line.output).toBe(`Toy: ${REPLY}`);
     // STR-EM: the share of a question's interpretations whose short answer appears in the output.
-    const byId = new Map(lines.map((l) => [l.id, l.metrics.str_em]));
+    const byId = new Map(lines.map((l) => [l.id, l.scores.str_em!.value]));
     expect(byId.get('demo-worldcup')).toBeCloseTo((2 / 3) * 100, 6);
     for (const [id, value] of byId) if (id !== 'demo-worldcup') expect(value).toBe(0);
     expect(done.traces.every((t) => t.pipeline === 'toy-echo' && t.llmCalls.length === 1 && t.llmCalls[0]!.purpose === 'toy.answer')).toBe(true);

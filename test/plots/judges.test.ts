@@ -17,7 +17,8 @@ function results(): ExampleResult[] {
     id: `q${i}`,
     question: `question ${i}`,
     output: 'answer',
-    metrics: { str_em: 50 },
+    format: 3 as const,
+    scores: { str_em: { value: 50 } },
     usage,
     judgments: [
       { purpose: 'toc.verify', p: 0.8, label: true },

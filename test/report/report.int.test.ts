@@ -1,3 +1,4 @@
+import { scoreValues } from '../../src/run-files';
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -41,7 +42,7 @@ describe('run and sweep directories', () => {
     const dir = writeRunDir(join(tmp, 'runs', 'plain'), run('plain', { name: 'plain' }, [result('q1', { em: 0 }), result('q2', { em: 100 })], []));
     appendFileSync(join(dir, 'results.jsonl'), JSON.stringify(result('q1', { em: 100 })) + '\n{"id": "q3", "trunc');
     const loaded = loadRun(dir);
-    expect(loaded.results.map((r) => [r.id, r.metrics.em])).toEqual([
+    expect(loaded.results.map((r) => [r.id, scoreValues(r).em])).toEqual([
       ['q1', 100],
       ['q2', 100],
     ]);

@@ -14,7 +14,7 @@ file of \`ambiqa compare\`, writes its side-by-side report (default: report.html
 
 options:
   --out <file>            report file (default: <dir>/report.html)
-  --data <file>           dataset file with the gold answers (default: the run config's dataset.path)
+  --data <file>           dataset file with the gold of rows written before format 3 (default: the run config's dataset.path); format-3 rows carry their own
   --coverage <file>       an \`ambiqa coverage --out\` JSON file to plot (repeatable)
   --tree-example <id>     which example's clarification tree to draw (ToC runs)
   --traces <mode>         compact (default for runs) | full | none (default for sweeps)
