@@ -1,4 +1,5 @@
 import type { Example } from '../datasets/types';
+import type { LanguageModel } from '../llm/types';
 import { CostLimitError } from '../llm/budget';
 import type { PriceSource } from '../llm/pricing';
 import type { Pipeline, PipelineContext, PipelineOutput } from '../pipelines/types';
@@ -13,8 +14,13 @@ export interface RunComponents {
   /** The run's whole selection (sampling and limit applied, not the shard), in evaluation order. */
   examples: Example[];
   pipeline: Pipeline;
-  /** Shared by all examples. The runner puts `llm` under the run's cost cap and wraps it, once, to count usage and honour its signal. */
+  /**
+   * Shared by all examples. `llm` is the `llm:` section's client; the runner wraps it once per
+   * session in the run's layers (signal, cost cap, meter, judge routing: `runModel`).
+   */
   context: PipelineContext;
+  /** The client of the config's `judge:` section, when it has one: the runner routes judgments to it. */
+  judge?: LanguageModel;
   /** The question's scores with their reasons and metadata (kept whole in its row; `scoreValues` gives the numbers). */
   score(example: Example, output: { output: string; answer?: string; trace?: Trace }): Promise<QuestionScores> | QuestionScores;
   aggregate(results: ExampleResult[]): Record<string, MetricAggregate>;

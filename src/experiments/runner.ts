@@ -12,9 +12,10 @@ import type { MethodAnalyses } from '../metrics/methods';
 import { methodCatalog } from './bindings';
 import type { Trace } from '../trace/types';
 import { judgePriorSettings, withJudgePriors } from './judge-priors';
-import { CostCap, CostLimitError, withSpendGuard } from '../llm/budget';
+import { CostCap, CostLimitError } from '../llm/budget';
+import { runModel } from '../llm/run-model';
 import { emptyUsage, type UsageTotals } from '../llm/types';
-import { addUsage, meteredModel } from '../llm/usage';
+import { addUsage, UsageMeter } from '../llm/usage';
 import { summaryUsage } from '../trace/usage';
 import { emit, noteOf, warnOf, type RunEnvironment, type RunObserver } from './observers';
 import { progressObserver } from './progress';
@@ -126,14 +127,17 @@ export async function runSession(request: RunRequest): Promise<RunOutcome> {
   // or the loop when it gives up after a run of errors.
   const session = new AbortController();
   const onInterrupt = () => session.abort(env.signal?.reason);
-  // The run's cost cap and usage meter, installed once on the run's model for the whole session:
-  // the calibration's judgments and every question's calls count against one cap, which starts
-  // from what earlier sessions spent (run.json) and, when a call would pass it, stops the session
-  // like Ctrl-C (KILLED, resumable) with its message.
+  // The run's cost cap, one for the whole session: the calibration's judgments and every
+  // question's calls, generator's and judge's, count against it; it starts from what earlier
+  // sessions spent (run.json) and, when a call would pass it, stops the session like Ctrl-C
+  // (KILLED, resumable) with its message.
   const maxCostUsd = (config.llm as { maxCostUsd?: number }).maxCostUsd;
   const cap = maxCostUsd !== undefined ? new CostCap(maxCostUsd, runState.priorCostUsd ?? 0, runState.priorLiveCalls, (e) => session.abort(e)) : undefined;
-  const llm = meteredModel(cap ? withSpendGuard(components.context.llm, cap) : components.context.llm, { signal: session.signal });
-  const sessionUsage = (): UsageTotals => llm.usage.snapshot();
+  // The run's model, wrapped once for the session (src/llm/run-model.ts): the session's signal,
+  // the cap, the session's meter and judge routing, in that order.
+  const meter = new UsageMeter();
+  const llm = runModel(components.context.llm, { signal: session.signal, meter, ...(cap ? { cap } : {}), ...(components.judge ? { judge: components.judge } : {}) });
+  const sessionUsage = (): UsageTotals => meter.snapshot();
   const wired: RunComponents = { ...components, context: { ...components.context, llm } };
 
   try {
@@ -161,7 +165,7 @@ export async function runSession(request: RunRequest): Promise<RunOutcome> {
     // judge's price): metered into the session's spend, under the run's cap, stopped by Ctrl-C.
     let calibrated: Awaited<ReturnType<typeof withJudgePriors>> = { components: wired };
     try {
-      calibrated = await withJudgePriors(wired, runDir, llm);
+      calibrated = await withJudgePriors(wired, runDir);
     } catch (error) {
       // The cap or Ctrl-C stopped the calibration: the session's signal has fired, so no question
       // starts and the session ends as an interrupted one does (the cap's message and exit status).
