@@ -31,6 +31,7 @@ import type { LabelledJudgment } from '../src/run-files';
 import type { Trace } from '../src/trace/types';
 import type { TocDecisions } from '../src/pipelines/toc/decisions';
 import { readJsonl } from '../src/common/jsonl';
+import { methodCatalog } from '../src/pipelines/registry';
 
 const args = process.argv.slice(2);
 const flag = (name: string) => {
@@ -69,7 +70,7 @@ try {
   for (const trace of traces) {
     const example = examples.get(trace.questionId);
     if (!example) continue;
-    const labels = labelJudgments(trace, example).filter((j) => j.purpose === 'toc.verify');
+    const labels = labelJudgments(trace, example, methodCatalog()).filter((j) => j.purpose === 'toc.verify');
     const nodes = (trace.decisions as TocDecisions).nodes.filter((n) => n.id !== 0 && n.pTrue !== undefined);
     nodes.forEach((n, i) => {
       const call = trace.llmCalls[n.verifyCallIndex!]!;

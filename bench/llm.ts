@@ -166,7 +166,7 @@ try {
           const out = await components.pipeline.answer(example, { ...context, llm: client });
           rows[m]!.llmCalls += out.trace.summary.llmCalls;
           const scores = await components.score(example, out);
-          rows[m]!.quality += scores[qualityMetric] ?? 0;
+          rows[m]!.quality += scores[qualityMetric]?.value ?? 0;
         } catch (error) {
           ok = false;
           console.log(`  ${name} ${m} ${example.id}: failed: ${(error as Error).message}`);

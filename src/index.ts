@@ -72,7 +72,9 @@ export const checkConfig = resolveConfig;
 export const unloadModels = closeSession;
 
 export { loadRun, loadSweep, type LoadedRun, type LoadedSweep } from './report/load';
-export type { ExampleResult, MetricAggregate, RunMetrics, Trace, TraceSummary } from './run-files';
+export type { ExampleResult, MetricAggregate, QuestionRecord, QuestionScore, QuestionScores, QuestionTarget, RunMetrics, Trace, TraceSummary } from './run-files';
+/** A results row's scores as numbers (`Record<string, number>`), for code that needs only the values. */
+export { scoreValues } from './run-files';
 export { artifactsDir, dataDir, examplesDir, packageRoot, projectRoot } from './config/paths';
 export { AmbiqaError } from './errors';
 
@@ -86,6 +88,7 @@ export {
   definePipeline,
   registerPipeline,
   pipelineEntries,
+  methodCatalog,
   describePipelines,
   ClosedBookPipeline,
   VanillaRagPipeline,
@@ -179,6 +182,9 @@ export {
   runJudgeDiagnostics,
   judgePurposes,
   type JudgeQualityOptions,
+  type MethodAnalyses,
+  type MethodAnalysis,
+  type MethodJudge,
 } from './metrics/index';
 export type { JudgeDiagnostics, LabelledJudgment, ReliabilityBin } from './run-files';
 export { rougeL, rougeLsum } from './metrics/rouge';
@@ -208,7 +214,8 @@ export * from './pipelines/toc/tree-figure';
 export * from './pipelines/toc/pruning-figure';
 export * from './pipelines/verify-edit/threshold-figure';
 export { exportFigures, writeFigureHtml, figurePageHtml } from './plots/export';
-export { buildReport, writeReport, type BuiltReport } from './report/build';
+export { writeReport, type BuiltReport } from './report/build';
+export { buildReport } from './notebook/report';
 
 // ---------------------------------------------------------------- notebook display
 

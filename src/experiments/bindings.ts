@@ -13,14 +13,15 @@ import {
 import { defaultSentenceSplitter, type SentenceSplitter } from '../metrics/sentences';
 import {
   createPipeline as createRegisteredPipeline,
+  methodCatalog,
   pipelineNames as registeredPipelineNames,
   pipelineNeeds,
   pipelineOptionsSchema as registeredOptionsSchema,
 } from '../pipelines/registry';
 import type { Pipeline } from '../pipelines/types';
 import type { PipelineName, Trace } from '../trace/types';
-import { methodAnalysis } from '../metrics/methods';
-import type { ExampleResult, MetricAggregate } from '../run-files';
+import type { MethodAnalyses } from '../metrics/methods';
+import { scoreValues, type ExampleResult, type MetricAggregate, type QuestionScores } from '../run-files';
 
 /**
  * What the runner needs from the pipeline and metric modules, in one narrow place: pipeline
@@ -29,6 +30,8 @@ import type { ExampleResult, MetricAggregate } from '../run-files';
  */
 
 export const pipelineNames: readonly PipelineName[] = registeredPipelineNames;
+/** The method catalog of every registered pipeline (analysis, figures, decisions schemas), passed down where it is needed. */
+export { methodCatalog };
 export const pipelineOptionsSchema = registeredOptionsSchema;
 
 export function createPipeline(name: PipelineName, options: Record<string, unknown>): Pipeline {
@@ -50,21 +53,30 @@ export const readerMetrics: ReadonlySet<string> = readerMetricNames;
 /** Which of a run's metrics need the D-F1 reader (metrics/registry.ts decides). */
 export const metricsNeedingReader = (dataset: DatasetName, names: readonly string[]): string[] => planMetrics(dataset, { metrics: names }).needReader;
 
-/**
- * The confidence a prediction is ranked by for the accuracy–coverage AUC (e.g. a self-consistency
- * method's majority votes / n), as its method's registered analysis defines it.
- */
-function consistencyOf(trace: Trace | undefined): number | undefined {
-  return trace ? methodAnalysis(trace.decisions.kind)?.confidence?.(trace) : undefined;
+/** What a question's answer gives the scorer: its text, short answer and the method's signals (`PipelineOutput`). */
+export interface ScoredOutput {
+  output: string;
+  answer?: string;
+  /** The confidence the accuracy–coverage AUC (`auc`) ranks by, in [0, 1] (e.g. a self-consistency method's vote share). */
+  confidence?: number;
+  /** The final answer's log-probability, `auc_logprob`'s ranking. */
+  answerLogprob?: number;
 }
 
-/** The final answer's log-probability (`auc_logprob`'s ranking), as its method's registered analysis gives it. */
-function answerLogprobOf(trace: Trace | undefined): number | undefined {
-  return trace ? methodAnalysis(trace.decisions.kind)?.answerLogprob?.(trace) : undefined;
+/**
+ * A stored row's signals: its own `confidence` / `answerLogprob`, else (rows written before rows
+ * carried them) read back from its trace by its method's analysis in `methods`.
+ */
+export function storedSignals(row: Pick<ExampleResult, 'confidence' | 'answerLogprob'>, trace: Trace | undefined, methods: MethodAnalyses): Pick<ScoredOutput, 'confidence' | 'answerLogprob'> {
+  const analysis = trace ? methods.analysis(trace.decisions.kind) : undefined;
+  const confidence = row.confidence ?? (trace ? analysis?.confidence?.(trace) : undefined);
+  const answerLogprob = row.answerLogprob ?? (trace ? analysis?.answerLogprob?.(trace) : undefined);
+  return { ...(confidence !== undefined ? { confidence } : {}), ...(answerLogprob !== undefined ? { answerLogprob } : {}) };
 }
 
 export interface RunScorer {
-  score(example: Example, output: { output: string; answer?: string; trace?: Trace }): Promise<Record<string, number>>;
+  /** Every score of the question with its reason and metadata (a row's `scores`). */
+  score(example: Example, output: ScoredOutput): Promise<QuestionScores>;
   /** `metric.reader` and `metric.sentence_splitter` where the metrics use them (MLflow params). */
   settings: Record<string, string>;
 }
@@ -78,8 +90,9 @@ export function createScorer(dataset: DatasetName, names: string[], options: { r
   return {
     settings,
     async score(example, out) {
-      const consistency = consistencyOf(out.trace);
-      const answerLogprob = answerLogprobOf(out.trace);
+      // The method's signals come with its output (PipelineOutput), not from a registry.
+      const consistency = out.confidence;
+      const answerLogprob = out.answerLogprob;
       const scoreOptions: ScoreOptions = { ...(splitter ? { splitter } : {}), ...(options.reader ? { reader: options.reader } : {}) };
       const scored = await scoreExample(
         dataset,
@@ -93,12 +106,12 @@ export function createScorer(dataset: DatasetName, names: string[], options: { r
         names,
         scoreOptions,
       );
-      return scored.metrics;
+      return scored.scores;
     },
   };
 }
 
 /** Means with seeded bootstrap 95% CIs (the same results always give the same intervals). */
-export function aggregateResults(results: ExampleResult[]): Record<string, MetricAggregate> {
-  return aggregate(results).metrics;
+export function aggregateResults(results: readonly ExampleResult[]): Record<string, MetricAggregate> {
+  return aggregate(results.map((r) => ({ metrics: scoreValues(r), usage: r.usage }))).metrics;
 }

@@ -26,6 +26,7 @@ import {
   allowedMetrics,
   createPipeline,
   createScorer,
+  methodCatalog,
   defaultMetrics,
   metricNames,
   metricsNeedingReader,
@@ -240,13 +241,14 @@ export function createComposer(options: { notify?: (message: string) => void } =
         reader = await handle;
       }
       const scorer = createScorer(name, config.metrics, reader ? { reader: reader.reader } : {});
+      const methods = methodCatalog();
       const price = runPrice(config);
       return {
         examples,
         pipeline: createPipeline(config.pipeline.name, options),
         context,
         score: (example, out) => scorer.score(example, out),
-        labelJudgments: (example, trace) => labelJudgments(trace, example, passageText),
+        labelJudgments: (example, trace) => labelJudgments(trace, example, methods, passageText),
         aggregate: aggregateResults,
         settings: { ...llmSettings(config.llm), ...(config.judge ? llmSettings(config.judge, 'judge') : {}), ...retrieverSettings, ...scorer.settings },
         ...(retrievalCache ? { retrievalCache } : {}),

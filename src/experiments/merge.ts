@@ -14,9 +14,7 @@ import { runStarted } from './run-dir';
 import { configParams, guard, metricsForMlflow, type TrackingFactory } from './run-tracking';
 import { addDecisions, summariseRun } from './runner';
 import { parseShard } from './shard';
-// Registers every built-in method's analysis (judges, decision statistics), which the merged
-// metrics find through src/metrics/methods.ts.
-import '../pipelines/registry';
+import type { MethodAnalyses } from '../metrics/methods';
 
 /**
  * `ambiqa merge`: shards of one experiment, run on several machines with `--shard i/N`, become
@@ -29,6 +27,8 @@ export interface MergeRequest {
   name?: string;
   outDir: (name: string) => string;
   aggregate: (results: ExampleResult[]) => Record<string, MetricAggregate>;
+  /** The method catalog (`methodCatalog()`): each method's decision statistics and judges, recomputed over all shards. */
+  methods: MethodAnalyses;
   /** Merge even when some shards are missing. */
   partial?: boolean;
   tracking?: TrackingFactory | null;
@@ -153,7 +153,7 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
   // Decision statistics (decision_* rates, judge_mode) and judge quality over all shards'
   // questions at once, from their traces, as an unsharded run computes them (judge quality's CI
   // resamples questions across shards).
-  addDecisions(metrics, results, [...traces.values()]);
+  addDecisions(metrics, results, [...traces.values()], request.methods);
   // judgeCalibration batch: every shard must have divided by the same stored prior.
   const priors = shards.map((s) => ({ dir: s.dir, priors: readJudgePriors(s.dir) })).filter((x) => x.priors !== undefined);
   if (priors.length > 0) {

@@ -5,10 +5,11 @@ import { CostLimitError } from '../llm/budget';
 import type { PriceSource } from '../llm/pricing';
 import type { Pipeline, PipelineContext, PipelineOutput } from '../pipelines/types';
 import { questionKey } from '../retrieval/types';
-import type { Trace, TraceSummary } from '../trace/types';
+import type { Trace } from '../trace/types';
 import { JsonlAppender, writeJsonlAtomic } from '../common/jsonl';
 import type { ProgressSink, ProgressState } from './progress';
-import { type ExampleResult, type LabelledJudgment, type MetricAggregate, readResults, readTraces } from '../run-files';
+import { type ExampleResult, type LabelledJudgment, type MetricAggregate, type QuestionScores, readResults, readTraces } from '../run-files';
+import { questionRecord } from './record';
 import type { IndexedExample } from './run-state';
 
 /** What a run is made of; built from a config by `compose.ts`, or by hand in tests. */
@@ -18,7 +19,8 @@ export interface RunComponents {
   pipeline: Pipeline;
   /** Shared by all examples. The runner puts `llm` under the run's cost cap and wraps it to count usage and honour its signal. */
   context: PipelineContext;
-  score(example: Example, output: { output: string; answer?: string; trace?: Trace }): Promise<Record<string, number>> | Record<string, number>;
+  /** The question's scores with their reasons and metadata (kept whole in its row; `scoreValues` gives the numbers). */
+  score(example: Example, output: { output: string; answer?: string; trace?: Trace }): Promise<QuestionScores> | QuestionScores;
   aggregate(results: ExampleResult[]): Record<string, MetricAggregate>;
   /**
    * How the numbers were measured, resolved when the parts were built (e.g. `metric.reader`,
@@ -127,8 +129,8 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
     } catch (error) {
       if (abort.signal.aborted) return; // abandoned by Ctrl-C: not done, answered again on resume
       const message = error instanceof Error ? error.message : String(error);
-      const metrics = await components.score(example, { output: '' });
-      resultsOut.append(failedResult(example, index, metrics, message));
+      const scores = await components.score(example, { output: '' });
+      resultsOut.append(questionRecord(example, index, { error: message }, scores));
       state.errors += 1;
       consecutiveErrors += 1;
       if (successesNow === 0 && consecutiveErrors >= request.maxConsecutiveErrors) {
@@ -137,18 +139,9 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
       }
       return;
     }
-    const metrics = await components.score(example, out);
+    const scores = await components.score(example, out);
     const judgments = components.labelJudgments?.(example, out.trace) ?? [];
-    const result: ExampleResult = {
-      id: example.id,
-      index,
-      question: example.question,
-      output: out.output,
-      ...(out.answer !== undefined ? { answer: out.answer } : {}),
-      metrics,
-      usage: out.trace.summary,
-      ...(judgments.length > 0 ? { judgments } : {}),
-    };
+    const result = questionRecord(example, index, { answered: out }, scores, judgments);
     // The trace goes first: a result line is the mark that an example is done.
     tracesOut.append(out.trace);
     resultsOut.append(result);
@@ -185,14 +178,6 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
     progress: state,
     usage: state.usage,
   };
-}
-
-function failedResult(example: Example, index: number, metrics: Record<string, number>, error: string): ExampleResult {
-  return { id: example.id, index, question: example.question, output: '', metrics, usage: emptySummary(), error };
-}
-
-function emptySummary(): TraceSummary {
-  return { llmCalls: 0, promptTokens: 0, completionTokens: 0, cacheHits: 0, seconds: 0, retrievals: 0, parseFailures: 0 };
 }
 
 /**

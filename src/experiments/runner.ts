@@ -1,7 +1,7 @@
 import type { ExperimentConfig } from './config';
 import { answerExamples, collectResults, type RunComponents } from './orchestrate';
 import { silentProgress, type ProgressSink } from './progress';
-import { type ExampleResult, type MetricAggregate, type RunMetrics, readTraces } from '../run-files';
+import { type ExampleResult, type MetricAggregate, type RunMetrics, readTraces, scoreValues } from '../run-files';
 import { openRunDir } from './run-dir';
 import { acquireDirLock } from './run-lock';
 import { planWork, RunStateFile } from './run-state';
@@ -9,6 +9,8 @@ import { RunTrackingSession, type FigureLogger, type TrackingFactory } from './r
 import { writeRunJson, type MlflowRecord } from '../run-files';
 import { decisionStatistics } from '../metrics/decisions';
 import { runJudgeDiagnostics } from '../metrics/judge-quality';
+import type { MethodAnalyses } from '../metrics/methods';
+import { methodCatalog } from './bindings';
 import type { Trace } from '../trace/types';
 import { judgePriorSettings, withJudgePriors } from './judge-priors';
 import { CostCap, CostLimitError, withSpendGuard } from '../llm/budget';
@@ -151,7 +153,7 @@ async function runSession(request: RunRequest, warn: (message: string) => void):
         runState.state.done = done;
         runState.setSessionCost(usage);
         runState.checkpoint(false);
-        tracking.logQuestion(trace, result.metrics);
+        tracking.logQuestion(trace, scoreValues(result));
       },
     });
 
@@ -178,7 +180,7 @@ async function runSession(request: RunRequest, warn: (message: string) => void):
       metrics.usage.calibration_llm_calls = calibrated.priors.usage.llmCalls;
       if (calibrated.priors.usage.promptTokens !== undefined) metrics.usage.calibration_prompt_tokens = calibrated.priors.usage.promptTokens;
     }
-    addDecisions(metrics, results, readTraces(paths.traces));
+    addDecisions(metrics, results, readTraces(paths.traces), methodCatalog());
     writeRunJson(paths.metrics, 'metrics', metrics);
     progress.finish(
       { ...answered.progress, done: answeredCount },
@@ -244,19 +246,19 @@ export function summariseRun(
  * The run's decision statistics (`decision_*`) and `judge_mode`, from the latest trace of each
  * result (a resumed run's traces file may hold an earlier attempt of a question).
  */
-export function addDecisions(metrics: RunMetrics, results: ExampleResult[], traces: Trace[]): void {
+export function addDecisions(metrics: RunMetrics, results: ExampleResult[], traces: Trace[], methods: MethodAnalyses): void {
   const latest = new Map<string, Trace>();
   for (const t of traces) latest.set(t.questionId, t);
   const answered = results.filter((r) => r.error === undefined).map((r) => latest.get(r.id)).filter((t): t is Trace => t !== undefined);
-  const stats = decisionStatistics(answered);
+  const stats = decisionStatistics(answered, methods);
   if (Object.keys(stats.metrics).length > 0) metrics.decisions = stats.metrics;
   if (stats.judgments > 0) metrics.settings = { ...metrics.settings, judge_mode: stats.judgeMode };
-  addJudgeDiagnostics(metrics, results);
+  addJudgeDiagnostics(metrics, results, methods);
 }
 
 /** Judge quality per graded judge (`judges`, src/metrics/judge-quality.ts) from the results' labelled judgments. */
-export function addJudgeDiagnostics(metrics: RunMetrics, results: ExampleResult[]): void {
-  const judges = runJudgeDiagnostics(results);
+export function addJudgeDiagnostics(metrics: RunMetrics, results: ExampleResult[], methods: MethodAnalyses): void {
+  const judges = runJudgeDiagnostics(results, { judges: methods.judges });
   if (Object.keys(judges).length > 0) metrics.judges = judges;
 }
 

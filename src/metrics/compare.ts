@@ -13,7 +13,7 @@
 import { basename } from 'node:path';
 import { AmbiqaError } from '../errors';
 import type { QaPair } from '../datasets/types';
-import type { ExampleResult, RunMetrics } from '../run-files';
+import { scoreValues, type ExampleResult, type RunMetrics } from '../run-files';
 import {
   COMPARISON_KIND,
   type ComparedQuestion,
@@ -104,14 +104,14 @@ const isScore = (v: unknown): v is number => typeof v === 'number' && Number.isF
 
 function metricsOf(run: CompareRunInput): string[] {
   const names: string[] = [];
-  for (const r of run.results) for (const [k, v] of Object.entries(r.metrics ?? {})) if (isScore(v) && !names.includes(k)) names.push(k);
+  for (const r of run.results) for (const [k, v] of Object.entries(scoreValues(r))) if (isScore(v) && !names.includes(k)) names.push(k);
   return names;
 }
 
 function runMean(run: CompareRunInput, metric: string): number {
   const agg = run.metrics?.metrics?.[metric];
   if (agg && Number.isFinite(agg.mean)) return agg.mean;
-  const values = run.results.filter((r) => !r.error).map((r) => r.metrics?.[metric]).filter(isScore);
+  const values = run.results.filter((r) => !r.error).map((r) => scoreValues(r)[metric]).filter(isScore);
   return values.length ? values.reduce((s, v) => s + v, 0) / values.length : NaN;
 }
 
@@ -216,8 +216,8 @@ export function compareRuns(runs: readonly CompareRunInput[], options: CompareOp
       let sumBase = 0;
       let sumRun = 0;
       for (const [b, r] of both) {
-        const vb = b.metrics?.[metric];
-        const vr = r.metrics?.[metric];
+        const vb = scoreValues(b)[metric];
+        const vr = scoreValues(r)[metric];
         if (!isScore(vb) || !isScore(vr)) continue;
         deltas.push(vr - vb);
         sumBase += vb;
@@ -302,7 +302,7 @@ function sideBySide(runs: readonly CompareRunInput[], baseline: CompareRunInput,
       const r = maps[i].get(id);
       if (!r) return;
       question ||= r.question;
-      const metrics = Object.fromEntries(Object.entries(r.metrics ?? {}).filter(([, v]) => isScore(v)));
+      const metrics = Object.fromEntries(Object.entries(scoreValues(r)).filter(([, v]) => isScore(v)));
       answers[run.name] = {
         output: r.output,
         ...(r.answer !== undefined ? { answer: r.answer } : {}),

@@ -15,13 +15,14 @@
  *   `decision_p_cal_<purpose>`, the mean calibrated P the pipeline thresholded, and the judge's
  *   prior appears as `decision_p_yes_<purpose>_prior` (its content-free judgments).
  * - `judgeMode` (a run param `judge_mode`): probability | text | mixed, or none without judgments.
- * Each method adds its own statistics (its `MethodAnalysis.statistics`, registered with its
- * pipeline entry: src/metrics/methods.ts), computed over the run's traces of its kind — e.g.
+ * Each method adds its own statistics (its `MethodAnalysis.statistics`, defined with its
+ * pipeline entry and handed over in the method catalog: src/metrics/methods.ts), computed over
+ * the run's traces of its kind — e.g.
  * ToC's prune rate and stop reasons (src/pipelines/toc/analysis.ts), Verify-and-Edit's edit rate.
  */
 import type { JudgeMode } from '../llm/types';
 import type { Trace } from '../trace/types';
-import { methodAnalysis } from './methods';
+import type { MethodAnalyses } from './methods';
 
 export type RunJudgeMode = JudgeMode | 'mixed' | 'none';
 
@@ -49,8 +50,11 @@ export function shares(values: readonly string[], prefix: string, all: readonly 
   return out;
 }
 
-/** Decision statistics of a run's traces (one per answered question; failed questions have none). */
-export function decisionStatistics(traces: readonly Trace[]): DecisionStatistics {
+/**
+ * Decision statistics of a run's traces (one per answered question; failed questions have none);
+ * `methods` (the method catalog, `methodCatalog()`) adds each method's own.
+ */
+export function decisionStatistics(traces: readonly Trace[], methods: MethodAnalyses): DecisionStatistics {
   const metrics: Record<string, number> = {};
   if (traces.length === 0) return { metrics, judgeMode: 'none', judgments: 0 };
 
@@ -93,7 +97,7 @@ export function decisionStatistics(traces: readonly Trace[]): DecisionStatistics
   // Each method's own statistics over its traces (a run normally holds one kind).
   const byKind = new Map<string, Trace[]>();
   for (const t of traces) byKind.set(t.decisions.kind, [...(byKind.get(t.decisions.kind) ?? []), t]);
-  for (const [kind, own] of byKind) Object.assign(metrics, methodAnalysis(kind)?.statistics?.(own));
+  for (const [kind, own] of byKind) Object.assign(metrics, methods.analysis(kind)?.statistics?.(own));
 
   return { metrics, judgeMode, judgments };
 }

@@ -20,7 +20,7 @@
 import type { DatasetName, Example } from '../datasets/types';
 import { emptyUsage } from '../llm/types';
 import { addUsage } from '../llm/usage';
-import type { RunMetrics, MetricAggregate } from '../run-files';
+import type { RunMetrics, MetricAggregate, QuestionScores } from '../run-files';
 import type { TraceSummary } from '../trace/types';
 import { summaryUsage } from '../trace/usage';
 import { bootstrapMean, type BootstrapOptions } from './bootstrap';
@@ -52,6 +52,11 @@ export interface ScoreOptions {
 export interface ExampleScores {
   /** Per-example values, 0–100; a metric undefined for this example is absent (see `notes`). */
   metrics: Record<string, number>;
+  /**
+   * Every score with its reason and metadata, as a results row keeps it (`QuestionScores`):
+   * a metric undefined for this example is here with value null and its reason.
+   */
+  scores: QuestionScores;
   /** What each metric's scorer reported beside its value (splitter, reader, spans, hits …). */
   metadata: Record<string, Record<string, unknown>>;
   /** ASQA: per-DQ STR-EM hits, in the file's order. */
@@ -78,11 +83,13 @@ export async function scoreExample(
   options: ScoreOptions = {},
 ): Promise<ExampleScores> {
   const wanted = new Set(withRequirements(checkMetrics(dataset, metrics, 'metrics')));
-  const out: ExampleScores = { metrics: {}, metadata: {}, notes: [] };
+  const out: ExampleScores = { metrics: {}, scores: {}, metadata: {}, notes: [] };
   const text = (dataset === 'asqa' ? (prediction.output ?? prediction.answer) : (prediction.answer ?? prediction.output)) ?? '';
   const splitter = [...wanted].some((m) => splitterMetricNames.has(m)) ? (options.splitter ?? defaultSentenceSplitter()) : undefined;
   const record = (s: Score): void => {
     if (s.metadata) out.metadata[s.name] = s.metadata;
+    const value = s.score === null || Number.isNaN(s.score) ? null : s.score;
+    out.scores[s.name] = { value, ...(value === null ? { reason: s.reason ?? 'undefined for this example' } : s.reason ? { reason: s.reason } : {}), ...(s.metadata ? { metadata: s.metadata } : {}) };
     if (s.score === null || Number.isNaN(s.score)) out.notes.push(`${s.name}: ${s.reason ?? 'undefined for this example'}`);
     else out.metrics[s.name] = s.score;
   };

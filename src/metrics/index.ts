@@ -60,7 +60,7 @@ export { bootstrapInterval, bootstrapMean, percentile, type BootstrapOptions } f
 export { aggregate, scoreExample, type ExampleScores, type Prediction, type ScoreOptions } from './example';
 export { decisionStatistics, type DecisionStatistics, type RunJudgeMode } from './decisions';
 export { goldAnswerMatcher, goldShortAnswers, judgePurposes, labelJudgments, silverLabel, type JudgePurpose, type PassageText } from './judge-labels';
-export { methodAnalyses, methodAnalysis, registerMethodAnalysis, registeredJudges, type MethodAnalysis, type MethodJudge } from './methods';
+export type { MethodAnalyses, MethodAnalysis, MethodJudge } from './methods';
 export {
   auc,
   clusteredAucInterval,

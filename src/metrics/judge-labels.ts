@@ -1,8 +1,8 @@
 /**
  * Silver labels for graded judges: for every judgment a pipeline made with a P it thresholded,
  * whether the gold data says the judgment should have been "yes". Each method defines its own
- * judges and labels them (`MethodAnalysis.judges` / `labelJudgments`, registered with its pipeline
- * entry: e.g. src/pipelines/toc/analysis.ts); the definitions, and why they were chosen, are in
+ * judges and labels them (`MethodAnalysis.judges` / `labelJudgments`, defined with its pipeline
+ * entry, e.g. src/pipelines/toc/analysis.ts, and handed over in the method catalog); the definitions, and why they were chosen, are in
  * docs/metrics.md, "Judge diagnostics". This file holds what they share and the dispatch by
  * `decisions.kind`.
  *
@@ -14,21 +14,21 @@ import type { Example } from '../datasets/types';
 import { answerTokens, hasAnswerInTokens } from '../retrieval/has-answer';
 import type { LabelledJudgment } from '../run-files';
 import type { Trace } from '../trace/types';
-import { methodAnalysis, registeredJudges, type PassageText } from './methods';
+import type { MethodAnalyses, MethodJudge, PassageText } from './methods';
 
 export type { PassageText } from './methods';
 
 /** A judge's purpose, e.g. `toc.verify` (the LLM call purpose of its judgments). */
 export type JudgePurpose = string;
 
-/** The purposes of every registered judge, in the order reports list them (built-in methods first). */
-export function judgePurposes(): JudgePurpose[] {
-  return registeredJudges().map((j) => j.purpose);
+/** The purposes of the given judges (the catalog's `judges`), in the order reports list them. */
+export function judgePurposes(judges: readonly MethodJudge[]): JudgePurpose[] {
+  return judges.map((j) => j.purpose);
 }
 
-/** A judge's silver label in words (JudgeDiagnostics.silverLabel); 'unknown' for an unregistered purpose. */
-export function silverLabel(purpose: JudgePurpose): string {
-  return registeredJudges().find((j) => j.purpose === purpose)?.silverLabel ?? 'unknown';
+/** A judge's silver label in words (JudgeDiagnostics.silverLabel); 'unknown' for a purpose none of `judges` has. */
+export function silverLabel(purpose: JudgePurpose, judges: readonly MethodJudge[]): string {
+  return judges.find((j) => j.purpose === purpose)?.silverLabel ?? 'unknown';
 }
 
 /** Every gold short answer of an example: its DQs' answers and its flat answer list, deduplicated. */
@@ -38,12 +38,13 @@ export function goldShortAnswers(example: Example): string[] {
 }
 
 /**
- * The question's graded judgments with their silver labels, in trace order, from the analysis its
- * method registered. `passageText` finds retrieved passages' texts (Diva, COMBO); without it
- * those judgments are unlabelled. A trace whose method registered no labeller has none.
+ * The question's graded judgments with their silver labels, in trace order, from its method's
+ * analysis in `methods` (the method catalog). `passageText` finds retrieved passages' texts
+ * (Diva, COMBO); without it those judgments are unlabelled. A trace whose method has no labeller
+ * has none.
  */
-export function labelJudgments(trace: Trace, example: Example, passageText: PassageText = () => undefined): LabelledJudgment[] {
-  return methodAnalysis(trace.decisions.kind)?.labelJudgments?.(trace, example, passageText) ?? [];
+export function labelJudgments(trace: Trace, example: Example, methods: MethodAnalyses, passageText: PassageText = () => undefined): LabelledJudgment[] {
+  return methods.analysis(trace.decisions.kind)?.labelJudgments?.(trace, example, passageText) ?? [];
 }
 
 /** Tokenised gold answers, and which of them a text contains (by index); the Diva and COMBO silver labels' test. */

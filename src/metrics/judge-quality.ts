@@ -26,6 +26,7 @@ import type { ExampleResult, JudgeDiagnostics, JudgeRawDiagnostics, LabelledJudg
 import { seededRandom } from '../datasets/sample';
 import { percentile } from './bootstrap';
 import { judgePurposes, silverLabel } from './judge-labels';
+import type { MethodJudge } from './methods';
 
 export interface JudgeQualityOptions {
   /** Bootstrap resamples (default 1000). */
@@ -38,6 +39,12 @@ export interface JudgeQualityOptions {
   reliabilityBins?: number;
   /** Histogram bins (default 20). */
   histogramBins?: number;
+  /**
+   * The methods' graded judges (the method catalog's `judges`): each judge's silver label and the
+   * order reports list them in. A purpose none of them has reads `silverLabel: 'unknown'` and
+   * comes after theirs, by name.
+   */
+  judges?: readonly MethodJudge[];
 }
 
 export const DEFAULT_MIN_PER_CLASS = 10;
@@ -247,7 +254,7 @@ export function judgeQuality(
   const raw = calibrated ? pointStatistics(labelled.map((q) => q.map((j) => ({ p: j.pRaw ?? j.p, label: j.label }))), options) : undefined;
   const base = {
     purpose,
-    silverLabel: silverLabel(purpose),
+    silverLabel: silverLabel(purpose, options.judges ?? []),
     judgments,
     labelled: flat.length,
     positives: flat.filter((j) => j.label).length,
@@ -279,7 +286,7 @@ export function judgeQuality(
 export function runJudgeDiagnostics(results: readonly ExampleResult[], options: JudgeQualityOptions = {}): Record<string, JudgeDiagnostics> {
   const perQuestion = results.filter((r) => r.error === undefined).map((r) => r.judgments ?? []);
   const purposes = new Set(perQuestion.flat().map((j) => j.purpose));
-  const known = judgePurposes();
+  const known = judgePurposes(options.judges ?? []);
   const ordered = [...known.filter((p) => purposes.has(p)), ...[...purposes].filter((p) => !known.includes(p)).sort()];
   const out: Record<string, JudgeDiagnostics> = {};
   for (const purpose of ordered) {

@@ -1,15 +1,16 @@
 /**
- * What the metrics layer needs to know about one method's decisions, registered by the method
- * itself (its pipeline registry entry, src/pipelines/entry.ts) instead of switched on here by
- * `decisions.kind`: its graded judges and their silver labels, its decision statistics, and the
- * confidence a run's predictions can be ranked by. Generic code (decision statistics, judge
- * diagnostics, the report) loops over the registered analyses, so a pipeline registered from a
+ * What the metrics layer needs to know about one method's decisions, defined by the method itself
+ * (its pipeline registry entry, src/pipelines/entry.ts) instead of switched on here by
+ * `decisions.kind`: its graded judges and their silver labels, its decision statistics, and how
+ * to read its confidence back from a stored trace. Generic code (decision statistics, judge
+ * diagnostics, the report) loops over the analyses it is handed, so a pipeline registered from a
  * notebook gets the same treatment as a built-in one.
  *
- * The registry lives here, below the pipelines, and the pipelines fill it (an import that ran
- * from metrics up to the pipelines would invert the data flow). `src/pipelines/registry.ts`
- * registers every built-in method when it is imported; every entry point (CLI, library,
- * notebook) imports it.
+ * Nothing here is a registry: the analyses reach metrics as an argument (`MethodAnalyses`), built
+ * from the pipeline registry by `methodCatalog()` (src/pipelines/registry.ts) where a run, a
+ * report or a notebook is put together. An import from metrics up to the pipelines would invert
+ * the data flow, and a map filled as an import side effect made every entry point import the
+ * registry for nothing but that effect.
  */
 import type { Example } from '../datasets/types';
 import type { LabelledJudgment } from '../run-files';
@@ -41,30 +42,21 @@ export interface MethodAnalysis {
   labelJudgments?(trace: Trace, example: Example, passageText: PassageText): LabelledJudgment[];
   /** Run-level decision statistics (`decision_*` → value) over the run's traces of this kind. */
   statistics?(traces: readonly Trace[]): Record<string, number>;
-  /** A confidence the question's prediction can be ranked by (e.g. Verify-and-Edit's consistency). */
+  /**
+   * The confidence the question's prediction is ranked by (e.g. Verify-and-Edit's consistency),
+   * read back from a stored trace. A run hands it over on `PipelineOutput.confidence` and keeps it
+   * on its results row; this reads it for rows written before they carried it (`ambiqa score`,
+   * figures of older runs).
+   */
   confidence?(trace: Trace): number | undefined;
-  /** The final answer's log-probability, a second ranking (`auc_logprob`; Verify-and-Edit's code ranks by it). */
+  /** The final answer's log-probability (`auc_logprob`), read back from a stored trace like `confidence`. */
   answerLogprob?(trace: Trace): number | undefined;
 }
 
-const analyses = new Map<string, MethodAnalysis>();
-
-/** Register (or, re-run from a notebook cell, replace) the analysis of one decisions kind. */
-export function registerMethodAnalysis(analysis: MethodAnalysis): void {
-  analyses.set(analysis.kind, analysis);
-}
-
-/** The analysis of a decisions kind; undefined when no registered pipeline writes that kind. */
-export function methodAnalysis(kind: string): MethodAnalysis | undefined {
-  return analyses.get(kind);
-}
-
-/** Every registered analysis, in registration order (built-in methods first). */
-export function methodAnalyses(): MethodAnalysis[] {
-  return [...analyses.values()];
-}
-
-/** Every registered judge, in registration order. */
-export function registeredJudges(): MethodJudge[] {
-  return methodAnalyses().flatMap((a) => a.judges ?? []);
+/** The analyses of a run's methods, by decisions kind: an argument, built from the pipeline registry. */
+export interface MethodAnalyses {
+  /** The analysis of a decisions kind; undefined when no method of the catalog writes that kind. */
+  analysis(kind: string): MethodAnalysis | undefined;
+  /** Every graded judge, in the order reports list them (built-in methods first). */
+  readonly judges: readonly MethodJudge[];
 }

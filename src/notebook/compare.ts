@@ -18,7 +18,7 @@ import { toDataFrame, type DataFrameLike } from './frame';
 export type Comparable = string | { dir: string };
 
 export interface CompareCallOptions extends Omit<CompareOptions, 'gold'> {
-  /** Dataset file with the gold disambiguations (default: the baseline's dataset.path). */
+  /** Dataset file with the gold disambiguations of rows written before format 3 (default: the baseline's dataset.path); format-3 rows carry their own. */
   dataPath?: string;
 }
 

@@ -4,6 +4,8 @@
  * verdict), the diagnostics themselves and the report's figures (a reliability diagram and P
  * histograms by label per judge), ready for `showTable` / `show`.
  */
+import type { MethodAnalyses } from '../metrics/methods';
+import { methodCatalog } from '../pipelines/registry';
 import type { Figure, RunData } from '../plots/types';
 import { judgeFigureSlug, judgeHistogramFigure, judgeReliabilityFigure, judgesOf } from '../plots/judges';
 import { loadRun } from '../report/load';
@@ -44,10 +46,13 @@ export function judgeRows(judges: Record<string, JudgeDiagnostics>): Row[] {
   }));
 }
 
-/** Judge diagnostics of a run directory (or a run already loaded with `loadRun`). */
-export function judgeDiagnostics(run: string | Pick<RunData, 'results' | 'metrics'>): JudgeDiagnosticsView {
+/**
+ * Judge diagnostics of a run directory (or a run already loaded with `loadRun`); `methods` gives
+ * the judges' silver labels and order (default: the catalog of every registered pipeline).
+ */
+export function judgeDiagnostics(run: string | Pick<RunData, 'results' | 'metrics'>, methods: MethodAnalyses = methodCatalog()): JudgeDiagnosticsView {
   const data = typeof run === 'string' ? loadRun(run) : run;
-  const judges = judgesOf(data);
+  const judges = judgesOf(data, methods.judges);
   const figures: Record<string, Figure> = {};
   for (const d of Object.values(judges)) {
     figures[`reliability-${judgeFigureSlug(d.purpose)}`] = judgeReliabilityFigure(d);

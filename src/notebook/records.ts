@@ -3,7 +3,7 @@
  * reports show. They are plain data so the core never depends on a dataframe library; frame.ts
  * turns them into danfojs DataFrames at the notebook's edge.
  */
-import type { ExampleResult } from '../run-files';
+import { scoreValues, type ExampleResult } from '../run-files';
 import { metricOf, perQuestionUsage, pipelineOf } from '../plots/runs';
 import type { RunData } from '../plots/types';
 import { tokensOf } from '../llm/usage';
@@ -19,10 +19,10 @@ const round = (x: number, digits = 2) => (Number.isFinite(x) ? Math.round(x * 10
 export function resultRows(results: readonly ExampleResult[], options: { maxTextChars?: number } = {}): Row[] {
   const max = options.maxTextChars ?? 160;
   const clip = (s: string) => (s.length > max ? `${s.slice(0, max - 1)}…` : s);
-  const metricNames = [...new Set(results.flatMap((r) => Object.keys(r.metrics ?? {})))];
+  const metricNames = [...new Set(results.flatMap((r) => Object.keys(scoreValues(r))))];
   return results.map((r) => {
     const row: Row = { id: r.id, question: clip(r.question), output: clip(r.output) };
-    for (const m of metricNames) row[m] = typeof r.metrics?.[m] === 'number' ? round(r.metrics[m]) : null;
+    for (const m of metricNames) row[m] = typeof scoreValues(r)[m] === 'number' ? round(scoreValues(r)[m]!) : null;
     row.llm_calls = r.usage?.llmCalls ?? null;
     row.tokens = r.usage ? (tokensOf(summaryUsage(r.usage)) ?? null) : null;
     row.seconds = r.usage ? round(r.usage.seconds) : null;
@@ -33,7 +33,7 @@ export function resultRows(results: readonly ExampleResult[], options: { maxText
 
 /** One row per run: name, pipeline, each metric's mean and CI, usage per question. */
 export function runRows(runs: readonly RunData[], metrics?: readonly string[]): Row[] {
-  const names = metrics ?? [...new Set(runs.flatMap((r) => [...Object.keys(r.metrics?.metrics ?? {}), ...r.results.flatMap((x) => Object.keys(x.metrics ?? {}))]))];
+  const names = metrics ?? [...new Set(runs.flatMap((r) => [...Object.keys(r.metrics?.metrics ?? {}), ...r.results.flatMap((x) => Object.keys(scoreValues(x)))]))];
   return runs.map((run) => {
     const row: Row = { run: run.name, pipeline: pipelineOf(run), n: run.results.length };
     for (const name of names) {

@@ -8,8 +8,7 @@
  * `registerPipeline(definePipeline({...}))`.
  */
 import type { z } from 'zod';
-import type { MethodAnalysis } from '../metrics/methods';
-import type { MethodFigures } from '../plots/methods';
+import type { MethodDescription } from '../plots/methods';
 import type { Pipeline } from './types';
 
 /** What a pipeline needs the runner to build before the first question (checked before any model loads). */
@@ -35,21 +34,15 @@ export interface PipelineEntry<N extends string = string, S extends z.ZodType = 
 
 /**
  * What a method's traces mean to the rest of ambiqa, carried by its registry entry so that
- * metrics, judge diagnostics, the report and notebooks loop over entries instead of switching on
- * `decisions.kind`: the registry hands `analysis` to src/metrics/methods.ts and `figures` to
- * src/plots/methods.ts. A pipeline registered from a notebook with a `method` gets judge
- * diagnostics, decision statistics and figures like a built-in one.
+ * metrics, judge diagnostics, the report and notebooks loop over methods instead of switching on
+ * `decisions.kind`: `methodCatalog()` (registry.ts) collects every entry's method into the
+ * `MethodCatalog` (src/plots/methods.ts) that those layers are handed. A pipeline registered from
+ * a notebook with a `method` gets judge diagnostics, decision statistics and figures like a
+ * built-in one. Its `kind`, `decisionsSchema` (what its traces record, and their types),
+ * `analysis` (graded judges, silver labeller, decision statistics, signals read back from a
+ * trace) and `figures` (for one run and across a sweep).
  */
-export interface MethodPlugin {
-  /** The `decisions.kind` the pipeline's traces carry (pipelines may share one, e.g. the baselines). */
-  readonly kind: string;
-  /** The zod schema of its decisions (`kind` a literal): what its traces record, and their types. */
-  readonly decisionsSchema?: z.ZodType<{ kind: string }>;
-  /** Its graded judges, silver labeller, decision statistics and the confidence it ranks predictions by. */
-  readonly analysis?: Omit<MethodAnalysis, 'kind'>;
-  /** The figures its traces make, for one run and across a sweep. */
-  readonly figures?: Omit<MethodFigures, 'kind'>;
-}
+export type MethodPlugin = MethodDescription;
 
 /** Identity with inference: keeps the literal name and the schema's option type on the entry. */
 export function definePipeline<const N extends string, S extends z.ZodType>(entry: PipelineEntry<N, S>): PipelineEntry<N, S> {

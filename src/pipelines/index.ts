@@ -9,6 +9,7 @@ export {
   pipelineOptionsSchemas,
   builtinPipelines,
   describePipelines,
+  methodCatalog,
   pipelineEntries,
   pipelineEntry,
   pipelineNeeds,

@@ -3,13 +3,14 @@
  * entry.ts); this file lists them, one line each, and everything else derives from the list:
  * `pipelineNames`, the options schemas, the `BuiltinPipelineName` type, what a pipeline needs
  * from the run (retriever, embedder: checked by the experiment config before any model loads),
- * `ambiqa run --help` and the docs' table. Pipelines defined outside this repository (a notebook,
+ * `ambiqa run --help`, the docs' table and the method catalog (`methodCatalog()`: each method's
+ * analysis, figures and decisions schema, which report, compare, merge and the notebook helpers
+ * are handed as an argument). Pipelines defined outside this repository (a notebook,
  * another project) join with `registerPipeline(entry)`; the runner, `score` and the report then
  * accept them by name like the built-in ones.
  */
 import { formatIssues } from '../common/zod-issues';
-import { registerMethodAnalysis } from '../metrics/methods';
-import { registerMethodFigures } from '../plots/methods';
+import { createMethodCatalog, type MethodCatalog } from '../plots/methods';
 import type { z } from 'zod';
 import { AmbiqaError } from '../errors';
 import { closedBookEntry, cotEntry, cotScEntry, vanillaRagEntry } from './baselines/entry';
@@ -54,16 +55,7 @@ export type PipelineOptions<N extends BuiltinPipelineName> = z.output<EntryNamed
 // eslint-disable-next-line @typescript-eslint/no-empty-object-type
 export interface RegisteredPipelineOptions {}
 
-/** Hand an entry's method analysis and figures to the registries below the pipelines. */
-function registerMethod(entry: PipelineEntry): void {
-  const method = entry.method;
-  if (!method) return;
-  if (method.analysis) registerMethodAnalysis({ kind: method.kind, ...method.analysis });
-  if (method.figures) registerMethodFigures({ kind: method.kind, ...method.figures });
-}
-
 const entries = new Map<string, PipelineEntry>(builtinPipelines.map((e) => [e.name, e as PipelineEntry]));
-for (const entry of entries.values()) registerMethod(entry);
 const names: string[] = builtinPipelines.map((e) => e.name);
 
 /** Every registered name, built-in first, in registration order (a live list: registration appends). */
@@ -92,8 +84,17 @@ export function registerPipeline<N extends string, S extends z.ZodType>(entry: P
   }
   if (!entries.has(name)) names.push(name);
   entries.set(name, entry as unknown as PipelineEntry);
-  registerMethod(entry as unknown as PipelineEntry);
   return entry;
+}
+
+/**
+ * The methods of every registered pipeline (built-in first), by decisions kind: what the metrics,
+ * report, figures and notebooks know of a method's traces. Built on each call, so a pipeline
+ * registered since is in it; callers build it where a run, report or merge is put together and
+ * pass it down.
+ */
+export function methodCatalog(): MethodCatalog {
+  return createMethodCatalog(pipelineEntries().flatMap((e) => (e.method ? [e.method] : [])));
 }
 
 /** Every entry, built-in and registered, in `pipelineNames` order. */

@@ -87,6 +87,16 @@ export interface PipelineOutput {
   output: string;
   /** The short answer, for EM/F1/accuracy datasets. */
   answer?: string;
+  /**
+   * How confident the method is in this answer, in [0, 1], where it has such a signal:
+   * Verify-and-Edit's consistency and CoT-SC's vote share (long answers: the medoid's mean token
+   * F1 to the other samples). The accuracy–coverage AUC (`auc`)
+   * ranks predictions by it, the consistency KDE draws it, and the results row keeps it. Absent
+   * for methods without one (ToC, Diva, COMBO grade nodes and passages, not their answer).
+   */
+  confidence?: number;
+  /** The final answer's log-probability (Verify-and-Edit with `answerLogprob: true`), what `auc_logprob` ranks by. */
+  answerLogprob?: number;
   trace: Trace;
 }
 

@@ -5,7 +5,6 @@
  */
 import type { ExampleResult } from '../run-files';
 import type { Trace } from '../trace/types';
-import { methodAnalysis } from '../metrics/methods';
 import { correctness, type CorrectnessOptions } from './correctness';
 import { kdeCurve } from './kde';
 import { baseLayout, colors, type Figure, type PlotlyTrace } from './types';
@@ -16,18 +15,29 @@ export interface ConsistencyPoint {
   correct: boolean;
 }
 
-/** Join each VE / CoT-SC trace's consistency with the result's correctness (by question id). */
+export interface ConsistencyOptions extends CorrectnessOptions {
+  /**
+   * Reads the confidence back from a trace, for results rows written before rows carried it
+   * (the method's `MethodAnalysis.confidence`); a row's own `confidence` comes first.
+   */
+  confidenceOf?: (trace: Trace) => number | undefined;
+}
+
+/** Join each VE / CoT-SC question's consistency with the result's correctness (by question id). */
 export function consistencyPoints(
   traces: readonly Trace[],
   results: readonly ExampleResult[],
-  options: CorrectnessOptions = {},
+  options: ConsistencyOptions = {},
 ): ConsistencyPoint[] {
   const correct = correctness(results, options);
+  const rowConfidence = new Map<string, number>();
+  for (const r of results) if (r.error === undefined && r.confidence !== undefined) rowConfidence.set(r.id, r.confidence);
   const points: ConsistencyPoint[] = [];
   for (const trace of traces) {
-    // The confidence the trace's method ranks its predictions by (Verify-and-Edit's and CoT-SC's
-    // majority share), as its registered analysis defines it; methods without one are skipped.
-    const consistency = methodAnalysis(trace.decisions.kind)?.confidence?.(trace);
+    // The confidence the method handed over with its output (Verify-and-Edit's and CoT-SC's
+    // majority share), kept on the row; older rows: read back from the trace. Questions whose
+    // method has none are skipped.
+    const consistency = rowConfidence.get(trace.questionId) ?? options.confidenceOf?.(trace);
     if (consistency === undefined) continue;
     const ok = correct.get(trace.questionId);
     if (ok === undefined) continue;
@@ -36,7 +46,7 @@ export function consistencyPoints(
   return points;
 }
 
-export interface ConsistencyKdeOptions extends CorrectnessOptions {
+export interface ConsistencyKdeOptions extends ConsistencyOptions {
   title?: string;
   /** Grid resolution of each density curve (default 200). */
   points?: number;

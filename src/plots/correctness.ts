@@ -4,7 +4,7 @@
  * accuracy (FEVER), both 0 or 100 per example.
  */
 import { AmbiqaError } from '../errors';
-import type { ExampleResult } from '../run-files';
+import { scoreValues, type ExampleResult } from '../run-files';
 
 /**
  * Looked up in this order when no metric is named. EM counting the alternative answers comes
@@ -24,7 +24,7 @@ const canon = (name: string) => name.toLowerCase().replace(/[-\s]/g, '_');
 /** Resolve the metric key as spelled in the results (case and `-`/`_` insensitive). */
 export function pickMetric(results: readonly ExampleResult[], wanted: readonly string[], what: string): string {
   const present = new Set<string>();
-  for (const r of results) for (const key of Object.keys(r.metrics ?? {})) present.add(key);
+  for (const r of results) for (const key of Object.keys(scoreValues(r))) present.add(key);
   for (const name of wanted) {
     const hit = [...present].find((key) => canon(key) === canon(name));
     if (hit) return hit;
@@ -41,7 +41,7 @@ export function correctness(results: readonly ExampleResult[], options: Correctn
   const atLeast = options.atLeast ?? 100;
   const out = new Map<string, boolean>();
   for (const r of results) {
-    const value = r.metrics?.[metric];
+    const value = scoreValues(r)[metric];
     if (r.error || typeof value !== 'number' || Number.isNaN(value)) continue;
     out.set(r.id, value >= atLeast - 1e-9);
   }

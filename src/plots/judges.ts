@@ -11,6 +11,7 @@
  * The verdict sentence (does P separate; can a sweep show an effect) is the subtitle of both.
  */
 import { runJudgeDiagnostics } from '../metrics/judge-quality';
+import type { MethodJudge } from '../metrics/methods';
 import type { JudgeDiagnostics } from '../run-files';
 import { noDataAnnotation } from './consistency';
 import { wrapForHover } from './text';
@@ -18,10 +19,11 @@ import { baseLayout, colors, type Figure, type PlotlyTrace, type RunData } from 
 
 /**
  * A run's judge diagnostics: metrics.json's `judges`, else computed from the labelled judgments
- * in its results (a run dir whose metrics.json predates them, or results given directly).
+ * in its results (a run dir whose metrics.json predates them, or results given directly), with
+ * the silver labels and order of `judges` (the method catalog's).
  */
-export function judgesOf(run: Pick<RunData, 'results' | 'metrics'>): Record<string, JudgeDiagnostics> {
-  return run.metrics?.judges ?? runJudgeDiagnostics(run.results);
+export function judgesOf(run: Pick<RunData, 'results' | 'metrics'>, judges: readonly MethodJudge[]): Record<string, JudgeDiagnostics> {
+  return run.metrics?.judges ?? runJudgeDiagnostics(run.results, { judges });
 }
 
 /** File-safe figure name of a judge (`toc.verify` → `toc-verify`). */

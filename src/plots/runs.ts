@@ -3,7 +3,7 @@
  * interval, per-question usage, and a config option found wherever the config nests it.
  */
 import { AmbiqaError } from '../errors';
-import type { MetricAggregate } from '../run-files';
+import { scoreValues, type MetricAggregate } from '../run-files';
 import { emptyUsage } from '../llm/types';
 import { addUsage, tokensOf } from '../llm/usage';
 import { summaryUsage } from '../trace/usage';
@@ -16,7 +16,7 @@ export const QUALITY_METRICS = ['dr', 'str_em', 'd_f1', 'rougeLsum', 'accuracy',
 
 function metricNames(run: RunData): string[] {
   const names = new Set(Object.keys(run.metrics?.metrics ?? {}));
-  for (const r of run.results) for (const key of Object.keys(r.metrics ?? {})) names.add(key);
+  for (const r of run.results) for (const key of Object.keys(scoreValues(r))) names.add(key);
   return [...names];
 }
 
@@ -41,7 +41,7 @@ export function metricOf(run: RunData, name: string): MetricAggregate | undefine
   if (fromFile) return fromFile[1];
   const values: number[] = [];
   for (const r of run.results) {
-    const hit = Object.entries(r.metrics ?? {}).find(([key]) => canon(key) === canon(name));
+    const hit = Object.entries(scoreValues(r)).find(([key]) => canon(key) === canon(name));
     if (!r.error && hit && typeof hit[1] === 'number') values.push(hit[1]);
   }
   if (values.length === 0) return undefined;

@@ -10,13 +10,22 @@ import { readCoverageFile, type CoverageCurve } from '../plots/coverage';
 import { exportFigures, type ExportedFigure, type PngRenderer } from '../plots/export';
 import { followBrowsingServer } from '../tracking/server';
 import type { RunTracker } from '../tracking/types';
+import type { MethodCatalog } from '../plots/methods';
 import { figuresForRun, figuresForSweep, type FigureChoice } from './figures';
-import { loadGoldForRun, type GoldSet } from './gold';
+import { goldForRows } from './gold';
 import { loadRunOrSweep, type Loaded } from './load';
 import { renderRunReport, renderSweepReport, type ReportOptions } from './render';
 
 export interface BuildReportOptions {
-  /** Dataset file with the gold answers (default: the run config's dataset.path). */
+  /**
+   * The method catalog (`methodCatalog()` from src/pipelines/registry.ts): each method's figures,
+   * decision statistics and judges. Passed in because the report may not import the pipelines.
+   */
+  methods: MethodCatalog;
+  /**
+   * Dataset file with the gold answers of rows written before format 3, which carry none
+   * (default: the run config's dataset.path). Rows of format 3 carry their own.
+   */
   dataPath?: string;
   /** `ambiqa coverage --out` files to plot. */
   coverageFiles?: string[];
@@ -33,7 +42,7 @@ export interface BuiltReport {
   notes: string[];
 }
 
-export function buildReport(dir: string, options: BuildReportOptions = {}): BuiltReport {
+export function buildReport(dir: string, options: BuildReportOptions): BuiltReport {
   const loaded = loadRunOrSweep(dir);
   // Link MLflow where the user browses it now, not the port of a server that has since stopped.
   for (const target of loaded.kind === 'run' ? [loaded.run] : [loaded.sweep, ...loaded.sweep.runs]) {
@@ -45,12 +54,12 @@ export function buildReport(dir: string, options: BuildReportOptions = {}): Buil
   const notes: string[] = [];
   const coverage: CoverageCurve[] = (options.coverageFiles ?? []).flatMap((f) => readCoverageFile(f));
   const firstRun = loaded.kind === 'run' ? loaded.run : loaded.sweep.runs[0];
-  const gold = loadGoldForRun(firstRun.config, options.dataPath);
-  let goldSet: GoldSet | undefined;
-  if ('error' in gold) notes.push(`gold answers not shown: ${gold.error}`);
-  else goldSet = gold;
+  // Gold from the rows' targets; the dataset file only for rows written before format 3.
+  const rows = loaded.kind === 'run' ? loaded.run.results : loaded.sweep.runs.flatMap((r) => r.results);
+  const { gold: goldSet, error } = goldForRows(rows, firstRun.config, options.dataPath);
+  if (error) notes.push(`gold answers not shown: ${error}`);
   const inputs = { gold: goldSet?.dqs, answers: goldSet?.answers, coverage, treeExample: options.treeExample };
-  const figures = loaded.kind === 'run' ? figuresForRun(loaded.run, inputs) : figuresForSweep(loaded.sweep.runs, inputs);
+  const figures = loaded.kind === 'run' ? figuresForRun(loaded.run, options.methods, inputs) : figuresForSweep(loaded.sweep.runs, options.methods, inputs);
   for (const s of figures.skipped) notes.push(`figure ${s.name} not drawn: ${s.reason}`);
   const reportOptions: ReportOptions = {
     figures,
@@ -58,7 +67,7 @@ export function buildReport(dir: string, options: BuildReportOptions = {}): Buil
     ...(options.traces ? { traces: options.traces } : {}),
     ...(options.maxMessageChars ? { maxMessageChars: options.maxMessageChars } : {}),
   };
-  const rendered = loaded.kind === 'run' ? renderRunReport(loaded.run, reportOptions) : renderSweepReport(loaded.sweep, reportOptions);
+  const rendered = loaded.kind === 'run' ? renderRunReport(loaded.run, options.methods, reportOptions) : renderSweepReport(loaded.sweep, options.methods, reportOptions);
   // Run dirs written before a key was known (or by an older version) may still hold it; mask
   // every secret this process knows, raw and as the page escapes it.
   const html = redactHtml(rendered);

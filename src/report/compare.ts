@@ -21,12 +21,12 @@ import { mlflowTraceId, traceIdFor } from '../tracking/otel-export';
 import { followBrowsingServer } from '../tracking/server';
 import type { Trace } from '../trace/types';
 import { redactHtml } from './build';
-import { loadGoldForRun } from './gold';
+import { goldForRows } from './gold';
 import { loadRunOrSweep, type LoadedRun } from './load';
 import { compactTrace, header, page } from './render';
 
 export interface CompareDirsOptions extends CompareOptions {
-  /** Dataset file with the gold answers (default: the baseline's config dataset.path). */
+  /** Dataset file with the gold of rows written before format 3, which carry none (default: the baseline's config dataset.path). */
   dataPath?: string;
 }
 
@@ -54,9 +54,9 @@ export function compareDirs(dirs: readonly string[], options: CompareDirsOptions
   const notes: string[] = [];
   let gold: Map<string, readonly QaPair[]> | undefined;
   if (options.gold === undefined && runs.length > 0) {
-    const loadedGold = loadGoldForRun(runs[0].config, options.dataPath);
-    if ('error' in loadedGold) notes.push(`per-disambiguation hits not shown: ${loadedGold.error}`);
-    else gold = new Map([...loadedGold.dqs].map(([id, qa]) => [id, qa]));
+    const loadedGold = goldForRows(runs.flatMap((r) => r.results), runs[0].config, options.dataPath);
+    if (loadedGold.error) notes.push(`per-disambiguation hits not shown: ${loadedGold.error}`);
+    if (loadedGold.gold) gold = new Map([...loadedGold.gold.dqs].map(([id, qa]) => [id, qa]));
   }
   const comparison = compareRuns(runs.map(toInput), { ...options, ...(gold ? { gold } : {}) });
   return { comparison, runs, notes };

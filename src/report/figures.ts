@@ -6,7 +6,7 @@
 import { describeError } from '../errors';
 import { costQualityFigure } from '../plots/cost';
 import { coverageFigure } from '../plots/coverage';
-import { methodFigures, type FigureInputs, type FigurePlan } from '../plots/methods';
+import type { FigureInputs, FigurePlan, MethodCatalog } from '../plots/methods';
 import { pipelineOf } from '../plots/runs';
 import { judgeFigureSlug, judgeHistogramFigure, judgeReliabilityFigure, judgesOf } from '../plots/judges';
 import type { Figure, RunData } from '../plots/types';
@@ -41,16 +41,17 @@ const attemptPlan = (choice: FigureChoice, plan: FigurePlan): void => attempt(ch
 /** The decisions kinds of a run's traces, in order of first appearance. */
 const kindsOf = (run: RunData): string[] => [...new Set(run.traces.map((t) => t.decisions.kind))];
 
-export function figuresForRun(run: RunData, inputs: FigureInputs = {}): FigureChoice {
+/** A run's figures: each method's own (from `methods`, the method catalog), then the judges' and coverage. */
+export function figuresForRun(run: RunData, methods: MethodCatalog, inputs: FigureInputs = {}): FigureChoice {
   const choice: FigureChoice = { figures: [], skipped: [] };
-  // Each method's own figures (its registered MethodFigures), from its traces.
+  // Each method's own figures (its MethodFigures in the catalog), from its traces.
   for (const kind of kindsOf(run)) {
-    const offered = methodFigures(kind)?.forRun?.(run, inputs);
+    const offered = methods.figures(kind)?.forRun?.(run, inputs);
     for (const plan of offered?.figures ?? []) attemptPlan(choice, plan);
     choice.skipped.push(...(offered?.skipped ?? []));
   }
   // Judge quality: one reliability diagram and one P histogram per graded judge.
-  for (const d of Object.values(judgesOf(run))) {
+  for (const d of Object.values(judgesOf(run, methods.judges))) {
     const slug = judgeFigureSlug(d.purpose);
     const caption = `${d.verdict} Silver label: ${d.silverLabel}; ${d.labelled} of ${d.judgments} judgments labelled (docs/metrics.md, "Judge diagnostics").`;
     attempt(choice, `judge-reliability-${slug}`, `Judge reliability: ${d.purpose}`, () => judgeReliabilityFigure(d), caption);
@@ -70,14 +71,18 @@ function pointLabel(run: RunData & { sweepValues?: Record<string, unknown> }): s
     : run.name;
 }
 
-export function figuresForSweep(sweepRuns: ReadonlyArray<RunData & { sweepValues?: Record<string, unknown> }>, inputs: FigureInputs = {}): FigureChoice {
+export function figuresForSweep(
+  sweepRuns: ReadonlyArray<RunData & { sweepValues?: Record<string, unknown> }>,
+  methods: MethodCatalog,
+  inputs: FigureInputs = {},
+): FigureChoice {
   const choice: FigureChoice = { figures: [], skipped: [] };
   const runs = sweepRuns.map((run) => ({ ...run, name: pointLabel(run) }));
   const pipelines = new Set(runs.map(pipelineOf));
   // Each method's ablation figures across the points whose traces are of its kind.
   for (const kind of [...new Set(runs.flatMap(kindsOf))]) {
     const own = runs.filter((r) => r.traces.some((t) => t.decisions.kind === kind));
-    for (const plan of methodFigures(kind)?.forSweep?.(own, inputs) ?? []) attemptPlan(choice, plan);
+    for (const plan of methods.figures(kind)?.forSweep?.(own, inputs) ?? []) attemptPlan(choice, plan);
   }
   if (runs.length > 1) {
     attempt(choice, 'cost-quality-tokens', 'Cost against quality (tokens)', () => costQualityFigure(runs, { cost: 'tokens' }));
@@ -85,7 +90,7 @@ export function figuresForSweep(sweepRuns: ReadonlyArray<RunData & { sweepValues
   }
   if (pipelines.size === 1 && runs.length > 0) {
     // Per-run figures of the first point are still useful (e.g. a tree), drawn from its traces.
-    for (const f of figuresForRun(runs[0], { ...inputs, coverage: undefined }).figures) {
+    for (const f of figuresForRun(runs[0], methods, { ...inputs, coverage: undefined }).figures) {
       choice.figures.push({ ...f, name: `${f.name}-first-point`, title: `${f.title} — ${runs[0].name}` });
     }
   }

@@ -7,7 +7,7 @@
  */
 import { llmDisplayName } from '../config/catalog';
 import { stringify as toYaml } from 'yaml';
-import type { ExampleResult, RunMetrics } from '../run-files';
+import { scoreValues, type ExampleResult, type RunMetrics } from '../run-files';
 import { escapeHtml, figureDivHtml, inlineScript, jsonForScript, plotlyJs } from '../plots/export';
 import { metricOf, perQuestionUsage, pipelineOf } from '../plots/runs';
 import type { RunData } from '../plots/types';
@@ -15,6 +15,7 @@ import { judgesOf } from '../plots/judges';
 import type { Trace } from '../trace/types';
 import { summaryUsage } from '../trace/usage';
 import { decisionStatistics } from '../metrics/decisions';
+import type { MethodCatalog } from '../plots/methods';
 import { formatUsd } from '../llm/pricing';
 import { tokensOf } from '../llm/usage';
 import { REPORT_CSS, REPORT_JS } from './assets';
@@ -67,7 +68,7 @@ export function compactTrace(trace: Trace, maxChars: number): Trace {
 
 function metricNames(results: readonly ExampleResult[], metrics?: RunMetrics): string[] {
   const names = new Set(Object.keys(metrics?.metrics ?? {}));
-  for (const r of results) for (const k of Object.keys(r.metrics ?? {})) names.add(k);
+  for (const r of results) for (const k of Object.keys(scoreValues(r))) names.add(k);
   return [...names];
 }
 
@@ -90,14 +91,14 @@ function settingsNote(run: RunData): string {
 }
 
 /** A run's decision statistics: from metrics.json, else computed from its traces (older runs). */
-function decisionsOf(run: RunData): Record<string, number> {
+function decisionsOf(run: RunData, methods: MethodCatalog): Record<string, number> {
   if (run.metrics?.decisions) return run.metrics.decisions;
-  return run.traces.length > 0 ? decisionStatistics(run.traces).metrics : {};
+  return run.traces.length > 0 ? decisionStatistics(run.traces, methods).metrics : {};
 }
 
 /** What the pipeline decided (src/metrics/decisions.ts): prune, route, edit rates, mean P(yes)… */
-function decisionsTable(run: RunData): string {
-  const entries = Object.entries(decisionsOf(run));
+function decisionsTable(run: RunData, methods: MethodCatalog): string {
+  const entries = Object.entries(decisionsOf(run, methods));
   if (entries.length === 0) return '<p class="note">No decision statistics (no traces).</p>';
   const rows = entries.map(([k, v]) => `<tr><td>${escapeHtml(k)}</td><td class="num">${fmt(v, 3)}</td></tr>`);
   return (
@@ -107,8 +108,8 @@ function decisionsTable(run: RunData): string {
 }
 
 /** Judge quality per graded judge (src/metrics/judge-quality.ts), with each judge's verdict sentence. */
-function judgesTable(run: RunData): string {
-  const judges = Object.values(judgesOf(run));
+function judgesTable(run: RunData, methods: MethodCatalog): string {
+  const judges = Object.values(judgesOf(run, methods.judges));
   if (judges.length === 0) return '';
   const f = (x: number | null, digits = 3) => (x === null ? '' : fmt(x, digits));
   const rows = judges.map(
@@ -208,7 +209,7 @@ export function examplesTable(run: RunData, options: ReportOptions & { tableId?:
       `<td>${escapeHtml(r.id)}</td><td class="text">${escapeHtml(r.question)}</td><td class="text">${escapeHtml(output)}</td>` +
       (hasGold ? `<td class="text" data-v="${escapeHtml(goldText(gold))}">${goldHtml(gold)}</td>` : '') +
       names.map((n) => {
-        const v = r.metrics?.[n];
+        const v = scoreValues(r)[n];
         return typeof v === 'number' ? `<td class="num" data-v="${v}">${fmt(v)}</td>` : '<td class="num" data-v=""></td>';
       }).join('') +
       `<td class="num">${r.usage?.llmCalls ?? ''}</td><td class="num">${tokens}</td><td class="num">${fmt(r.usage?.seconds, 2)}</td>` +
@@ -280,7 +281,8 @@ function datasetOf(run: RunData): string | undefined {
   return undefined;
 }
 
-export function renderRunReport(run: RunData & Partial<Pick<LoadedRun, 'mlflow' | 'state'>>, options: ReportOptions = {}): string {
+/** A run's report; `methods` (the method catalog) gives its decision statistics and judges where metrics.json lacks them. */
+export function renderRunReport(run: RunData & Partial<Pick<LoadedRun, 'mlflow' | 'state'>>, methods: MethodCatalog, options: ReportOptions = {}): string {
   const title = options.title ?? `ambiqa run: ${run.name}`;
   const generatedAt = options.generatedAt ?? new Date().toISOString();
   const errors = run.results.filter((r) => r.error).length;
@@ -295,8 +297,8 @@ export function renderRunReport(run: RunData & Partial<Pick<LoadedRun, 'mlflow' 
     ], generatedAt),
     mlflowLink(run),
     '<h2>Metrics</h2>', metricsTable(run),
-    '<h2>Decisions</h2>', decisionsTable(run),
-    judgesTable(run),
+    '<h2>Decisions</h2>', decisionsTable(run, methods),
+    judgesTable(run, methods),
     '<h2>Usage</h2>', usageTable(run),
     '<h2>Figures</h2>', figuresHtml(options.figures),
     '<h2>Examples</h2>', examplesTable(run, options),
@@ -305,12 +307,12 @@ export function renderRunReport(run: RunData & Partial<Pick<LoadedRun, 'mlflow' 
   return page(title, body, tracesData([{ run, prefix: '' }], options));
 }
 
-function sweepTable(sweep: LoadedSweep): string {
+function sweepTable(sweep: LoadedSweep, methods: MethodCatalog): string {
   const metricSet = new Set<string>();
   for (const r of sweep.runs) for (const n of metricNames(r.results, r.metrics)) metricSet.add(n);
   const metrics = [...metricSet];
   const decisionSet = new Set<string>();
-  for (const r of sweep.runs) for (const k of Object.keys(decisionsOf(r))) decisionSet.add(k);
+  for (const r of sweep.runs) for (const k of Object.keys(decisionsOf(r, methods))) decisionSet.add(k);
   const decisions = [...decisionSet];
   const axes = sweep.axes.length > 0 ? sweep.axes : [];
   const paired: string[] = [];
@@ -336,7 +338,7 @@ function sweepTable(sweep: LoadedSweep): string {
         const pText = p.p === null ? '' : p.p < 0.001 ? p.p.toExponential(1) : p.p.toFixed(3);
         return `<td class="num">${p.meanDelta > 0 ? '+' : ''}${fmt(p.meanDelta)} <span class="note">[${fmt(p.ciLow)}, ${fmt(p.ciHigh)}] p ${pText}</span></td>`;
       }).join('') +
-      ((d) => decisions.map((k) => `<td class="num">${d[k] === undefined ? '' : fmt(d[k], 3)}</td>`).join(''))(decisionsOf(run)) +
+      ((d) => decisions.map((k) => `<td class="num">${d[k] === undefined ? '' : fmt(d[k], 3)}</td>`).join(''))(decisionsOf(run, methods)) +
       `<td class="num">${fmt(per.llmCalls)}</td><td class="num">${fmt(per.tokens, 0)}</td><td class="num">${fmt(per.seconds, 2)}</td></tr>`;
   });
   const note = paired.length > 0
@@ -346,13 +348,13 @@ function sweepTable(sweep: LoadedSweep): string {
 }
 
 /** A sweep's report. Traces are left out unless asked for (`traces: 'compact'`): a sweep has many. */
-export function renderSweepReport(sweep: LoadedSweep, options: ReportOptions = {}): string {
+export function renderSweepReport(sweep: LoadedSweep, methods: MethodCatalog, options: ReportOptions = {}): string {
   options = { ...options, traces: options.traces ?? 'none' };
   const title = options.title ?? `ambiqa sweep: ${sweep.name}`;
   const generatedAt = options.generatedAt ?? new Date().toISOString();
   const children = sweep.runs.map((run, i) =>
     `<details class="run" id="run-${i}"><summary><b>${escapeHtml(run.name)}</b> · ${run.results.length} examples</summary>` +
-    mlflowLink(run) + metricsTable(run) + decisionsTable(run) + usageTable(run) + examplesTable(run, { ...options, tableId: `r${i}` }) +
+    mlflowLink(run) + metricsTable(run) + decisionsTable(run, methods) + usageTable(run) + examplesTable(run, { ...options, tableId: `r${i}` }) +
     `<h4>Config</h4>${configYaml(run.config)}</details>`,
   );
   const body = [
@@ -362,7 +364,7 @@ export function renderSweepReport(sweep: LoadedSweep, options: ReportOptions = {
       ['pipelines', [...new Set(sweep.runs.map(pipelineOf))].join(', ')],
     ], generatedAt),
     mlflowLink(sweep),
-    '<h2>Summary</h2>', sweepTable(sweep),
+    '<h2>Summary</h2>', sweepTable(sweep, methods),
     '<h2>Figures</h2>', figuresHtml(options.figures),
     '<h2>Runs</h2>', children.join('\n'),
   ].join('\n');

@@ -11,6 +11,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describeError } from '../errors';
 import { chromiumPath, exportFigures } from '../plots/export';
+import type { MethodCatalog } from '../plots/methods';
 import type { RunTracker } from '../tracking/types';
 import { buildReport } from './build';
 
@@ -22,9 +23,10 @@ export interface RunFigureOptions {
 
 let notedNoChromium = false;
 
-export async function logRunFigures(dir: string, tracker: RunTracker, options: RunFigureOptions = {}): Promise<number> {
+/** `methods`: the method catalog (`methodCatalog()`), whose methods say which figures their traces make. */
+export async function logRunFigures(dir: string, tracker: RunTracker, methods: MethodCatalog, options: RunFigureOptions = {}): Promise<number> {
   const notify = options.notify ?? ((m: string) => process.stderr.write(`note: ${m}\n`));
-  const report = buildReport(dir);
+  const report = buildReport(dir, { methods });
   const figures = Object.fromEntries(report.figures.figures.map((f) => [f.name, f.figure]));
   if (Object.keys(figures).length === 0) return 0;
   let png = options.png ?? process.env.AMBIQA_FIGURE_PNG !== '0';

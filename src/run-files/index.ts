@@ -1,9 +1,11 @@
 /**
- * The files of a run directory and their shapes: `results.jsonl` (one `ExampleResult` per line),
- * `traces.jsonl` (one `Trace` per line), `metrics.json` (`RunMetrics`), `mlflow.json`
- * (`MlflowRecord`) and `run.json` (`RunState`). The runner writes them; metrics, plots, reports,
- * notebooks and merge read them and never re-run a pipeline. This module sits below all of
- * those, so none of them has to import the experiment runner to know a file's shape.
+ * The files of a run directory and their shapes: `results.jsonl` (one `ExampleResult`, the
+ * question's record, per line), `traces.jsonl` (one `Trace` per line; its schema is
+ * src/trace/schema.ts), `metrics.json` (`RunMetrics`), `mlflow.json` (`MlflowRecord`) and
+ * `run.json` (`RunState`). Each has one zod schema, the only definition of its shape: the types
+ * are inferred from it and the readers parse with it. The runner writes them; metrics, plots,
+ * reports, notebooks and merge read them and never re-run a pipeline. This module sits below all
+ * of those, so none of them has to import the experiment runner to know a file's shape.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,7 +14,8 @@ import { readJsonl, writeFileAtomic } from '../common/jsonl';
 import { formatIssues } from '../common/zod-issues';
 import { artifactsDir } from '../config/paths';
 import { AmbiqaError } from '../errors';
-import type { Trace, TraceSummary } from '../trace/types';
+import { traceSchema, traceSummarySchema } from '../trace/schema';
+import type { Trace } from '../trace/types';
 
 export type { Trace, TraceSummary } from '../trace/types';
 
@@ -48,10 +51,13 @@ export function sweepsDir(): string {
  *   1  `llm:` and `judge:` of config.yaml hold every provider's fields;
  *   2  each holds its provider's fields only; the JSON files are stamped; a token count a
  *      provider did not report is left out (traces, results, metrics.json) where format 1
- *      wrote 0.
+ *      wrote 0;
+ *   3  each results line is stamped and is the question's whole record: its `target` (the gold
+ *      its metrics read) and `scores` with value, reason and metadata where formats 1 and 2
+ *      kept numbers (`metrics`) and no gold. Those lines are migrated when read (`readResults`).
  * Readers take every format up to this one and refuse a later one by name.
  */
-export const RUN_FORMAT = 2;
+export const RUN_FORMAT = 3;
 
 /**
  * A number as JSON keeps it: `JSON.stringify` writes NaN and ±Infinity (a mean over no
@@ -102,84 +108,144 @@ export function writeJson(path: string, value: unknown): void {
 }
 
 
-export interface ExampleResult {
-  id: string;
-  question: string;
-  /** The long answer (ASQA) or the final answer text. */
-  output: string;
-  /** Short answer where the method produces one (EM/F1/accuracy datasets). */
-  answer?: string;
-  /** Per-example metrics on a 0–100 scale, keyed by metric name (e.g. `str_em`, `rougeLsum`). */
-  metrics: Record<string, number>;
-  /** Copied from the trace summary so the table can be read without traces. */
-  usage: TraceSummary;
-  /** Set when the pipeline failed on this example (the run goes on). */
-  error?: string;
+// ---------------------------------------------------------------- results.jsonl (format 3)
+
+/** A disambiguated question with its short answers, as a row's target keeps it (no passage). */
+const targetQaPairSchema = z.object({ question: z.string(), shortAnswers: z.array(z.string()) });
+
+/**
+ * What a question is scored against: the gold its dataset's metrics read (src/metrics), copied
+ * from the example when the row is built, so that reports, `ambiqa score`, judge labels and
+ * figures read rows and never the dataset file. Empty lists where the dataset has none.
+ */
+const targetSchema = z.object({
+  /** Acceptable short answers (EM/F1; ASQA: the union of the DQs' answers). */
+  answers: z.array(z.string()),
+  /** ASQA / AmbigNQ interpretations (an ASQA DQ asked as a question carries itself as its one pair). */
+  qaPairs: z.array(targetQaPairSchema),
+  /** ASQA reference long answers (ROUGE). */
+  longAnswers: z.array(z.string()),
+  /** FEVER's gold label. */
+  label: z.enum(['SUPPORTS', 'REFUTES', 'NOT ENOUGH INFO']).optional(),
+  /** Adversarial HotpotQA with an alternative-answers file loaded (`em_alt`, `f1_alt`); absent: none loaded. */
+  alternativeAnswers: z.array(z.string()).optional(),
+  /** The example this one was derived from (an ASQA DQ's ambiguous question). */
+  sourceId: z.string().optional(),
+});
+export type QuestionTarget = z.output<typeof targetSchema>;
+
+/**
+ * One metric's score of a question: `value` on the 0–100 scale (null: the metric is undefined
+ * for this question, `reason` says why), and what its scorer reported beside it (`metadata`:
+ * ASQA's per-DQ hits, D-F1's reader spans, FEVER's predicted label, …).
+ */
+const questionScoreSchema = z.object({
+  value: z.number().nullable(),
+  reason: z.string().optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+});
+export type QuestionScore = z.output<typeof questionScoreSchema>;
+export type QuestionScores = Record<string, QuestionScore>;
+
+/** One graded judgment of a question and its silver label from the gold data (docs/metrics.md). */
+const labelledJudgmentSchema = z.object({
+  /** The judge, e.g. `toc.verify`, `diva.verify`, `combo.evidentiality`, `ve.consistency`. */
+  purpose: z.string(),
+  /** The P the pipeline thresholded (calibrated when the pipeline calibrated). */
+  p: z.number(),
+  /** P as the judge gave it, before calibration; present only when the pipeline calibrated it. */
+  pRaw: z.number().optional(),
+  /** Silver label: true right / useful, false wrong / useless, null when the gold cannot say. */
+  label: z.boolean().nullable(),
+});
+export type LabelledJudgment = z.output<typeof labelledJudgmentSchema>;
+
+/**
+ * A results.jsonl line in format 3: one question's whole record, built by one function
+ * (`questionRecord`, src/experiments/record.ts). Each line carries its own `format`, so a folder
+ * whose lines were written by two versions (a format-2 run resumed) still reads line by line.
+ */
+const exampleResultSchema = z.object({
+  format: z.literal(3),
+  id: z.string(),
   /** Position of the example in the run's (unsharded) selection; merged shards are ordered by it. */
-  index?: number;
+  index: z.number().optional(),
+  question: z.string(),
+  /** What the question is scored against; absent only in lines migrated from formats 1 and 2. */
+  target: targetSchema.optional(),
+  /** The long answer (ASQA) or the final answer text. */
+  output: z.string(),
+  /** Short answer where the method produces one (EM/F1/accuracy datasets). */
+  answer: z.string().optional(),
+  /** Per-question scores keyed by metric name (e.g. `str_em`, `rougeLsum`); `scoreValues` gives the numbers. */
+  scores: z.record(z.string(), questionScoreSchema),
+  /** Copied from the trace summary so the table can be read without traces. */
+  usage: traceSummarySchema,
   /**
    * The question's graded judgments with their silver labels (src/metrics/judge-labels.ts),
    * labelled when the example was scored, while the gold data and the corpus are at hand, so
-   * that `metrics.json` `judges`, merges, reports and notebooks need neither. Absent in results
-   * written before judge diagnostics existed and for questions without graded judgments.
+   * that `metrics.json` `judges`, merges, reports and notebooks need neither. Absent for
+   * questions without graded judgments.
    */
-  judgments?: LabelledJudgment[];
-}
-
-/** One graded judgment of a question and its silver label from the gold data (docs/metrics.md). */
-export interface LabelledJudgment {
-  /** The judge, e.g. `toc.verify`, `diva.verify`, `combo.evidentiality`, `ve.consistency`. */
-  purpose: string;
-  /** The P the pipeline thresholded (calibrated when the pipeline calibrated). */
-  p: number;
-  /** P as the judge gave it, before calibration; present only when the pipeline calibrated it. */
-  pRaw?: number;
-  /** Silver label: true right / useful, false wrong / useless, null when the gold cannot say. */
-  label: boolean | null;
-}
-
-// ---------------------------------------------------------------- results.jsonl and traces.jsonl
-
-const labelledJudgmentSchema = z.object({ purpose: z.string(), p: z.number(), pRaw: z.number().optional(), label: z.boolean().nullable() });
-
-/**
- * A results.jsonl line as it is read back: the fields every reader relies on are checked, the
- * rest pass through as written (loose: fields a later version adds are kept, not refused). Lines
- * carry no format stamp of their own; the folder's run.json does.
- */
-const exampleResultSchema = z.looseObject({
-  id: z.string(),
-  question: z.string(),
-  output: z.string(),
-  answer: z.string().optional(),
-  metrics: z.record(z.string(), z.number()),
-  usage: z.looseObject({ llmCalls: z.number() }),
-  error: z.string().optional(),
-  index: z.number().optional(),
   judgments: z.array(labelledJudgmentSchema).optional(),
+  /** Set when the pipeline failed on this example (the run goes on). */
+  error: z.string().optional(),
+  /**
+   * The confidence the method ranks this prediction by, in [0, 1] (`PipelineOutput.confidence`,
+   * e.g. Verify-and-Edit's consistency); absent for methods without one and in rows written before.
+   */
+  confidence: z.number().optional(),
+  /** The final answer's log-probability (`PipelineOutput.answerLogprob`), where the method asked for it. */
+  answerLogprob: z.number().optional(),
 });
+export type ExampleResult = z.output<typeof exampleResultSchema>;
+/** The format-3 row by the name the record seam gives it. */
+export type QuestionRecord = ExampleResult;
 
 /**
- * A traces.jsonl line as it is read back: the trace's frame (who, which question, the call and
- * retrieval lists, the summary, the output) and its decisions' `kind`; each method's own fields
- * are its decisions schema's business (src/pipelines/<method>/decisions.ts).
+ * A results.jsonl line of formats 1 and 2 (no `format` of its own): scores were numbers only
+ * (`metrics`), and there was no target.
  */
-const traceSchema = z.looseObject({
-  pipeline: z.string(),
-  questionId: z.string(),
-  question: z.string(),
-  llm: z.looseObject({ provider: z.string(), model: z.string() }),
-  demoIds: z.array(z.string()),
-  llmCalls: z.array(z.looseObject({ index: z.number(), purpose: z.string(), completions: z.array(z.looseObject({ text: z.string() })) })),
-  retrievals: z.array(z.looseObject({ purpose: z.string(), query: z.string() })),
-  parseFailures: z.array(z.looseObject({ purpose: z.string() })),
-  decisions: z.looseObject({ kind: z.string() }),
-  summary: z.looseObject({ llmCalls: z.number() }),
-  output: z.string(),
+const legacyResultSchema = exampleResultSchema.omit({ format: true, scores: true, target: true }).extend({
+  metrics: z.record(z.string(), z.number()),
 });
+
+/** Scores with a value only, from numbers (what a format-1 or 2 line held; test rows). */
+export function scoresOf(values: Readonly<Record<string, number>>): QuestionScores {
+  return Object.fromEntries(Object.entries(values).map(([name, value]) => [name, { value }]));
+}
+
+/** The numbers of a row's scores (`Record<string, number>`, the old `metrics`), undefined ones left out. */
+export function scoreValues(row: { scores: QuestionScores }): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [name, s] of Object.entries(row.scores)) if (typeof s.value === 'number' && !Number.isNaN(s.value)) out[name] = s.value;
+  return out;
+}
+
+/**
+ * The schema of one results line, by its `format`: a format-3 line as written; a line without a
+ * format (1 or 2) migrated — its numbers become scores with a value only, and it has no target;
+ * a later format refused by name. Fields a schema does not name are kept as written (a later
+ * minor addition is not refused).
+ */
+function resultLineSchema(line: unknown): z.ZodType<ExampleResult> {
+  const format = line !== null && typeof line === 'object' ? (line as { format?: unknown }).format : undefined;
+  if (format === undefined) {
+    return legacyResultSchema.loose().transform(({ metrics, ...rest }): ExampleResult => ({
+      format: 3,
+      ...rest,
+      scores: scoresOf(metrics),
+    }));
+  }
+  if (format === 3) return exampleResultSchema.loose();
+  const refused = `format ${JSON.stringify(format)} is not one this version of ambiqa reads (rows of formats 1 to ${RUN_FORMAT})`;
+  return z.custom<ExampleResult>(() => false, { error: () => refused, path: ['format'] });
+}
+
+// ---------------------------------------------------------------- reading the JSONL files
 
 /** Parse JSON-lines records with a schema; a line that does not fit is an error naming the file, line and field. */
-function readJsonlWith<T>(path: string, schema: z.ZodType, what: string): T[] {
+function readJsonlWith<T>(path: string, schemaOf: (record: unknown) => z.ZodType<T>, what: string): T[] {
   const out: T[] = [];
   let records: unknown[];
   try {
@@ -188,26 +254,26 @@ function readJsonlWith<T>(path: string, schema: z.ZodType, what: string): T[] {
     throw new AmbiqaError((error as Error).message, 'the file may have been edited by hand; re-run with --resume to rewrite it');
   }
   records.forEach((record, i) => {
-    const parsed = schema.safeParse(record);
+    const parsed = schemaOf(record).safeParse(record);
     if (!parsed.success) {
       throw new AmbiqaError(
         `${path}: record ${i + 1} is not ${what}: ${formatIssues(parsed.error.issues).join('; ')}`,
         'the file may have been edited by hand or written by another program; re-run with --resume to rewrite it',
       );
     }
-    out.push(parsed.data as T);
+    out.push(parsed.data);
   });
   return out;
 }
 
 /** The records of a results.jsonl (a torn last line is dropped, as readJsonl does). */
 export function readResults(path: string): ExampleResult[] {
-  return readJsonlWith<ExampleResult>(path, exampleResultSchema, 'a question result');
+  return readJsonlWith(path, resultLineSchema, 'a question result');
 }
 
 /** The traces of a traces.jsonl. */
 export function readTraces(path: string): Trace[] {
-  return readJsonlWith<Trace>(path, traceSchema, 'a trace');
+  return readJsonlWith(path, () => traceSchema, 'a trace');
 }
 
 const metricAggregateSchema = z.object({
@@ -348,7 +414,7 @@ export function readRunJson<K extends RunJsonFile>(path: string, kind: K): RunJs
       'read the run with the version of ambiqa that wrote it, or a newer one',
     );
   }
-  // Formats 1 and 2 of these files differ only by the stamp, which the schema leaves out.
+  // Formats 1 to 3 of these files differ only by the stamp, which the schema leaves out.
   const schema = runJsonSchemas[kind];
   const parsed = schema.safeParse(value);
   if (!parsed.success) {

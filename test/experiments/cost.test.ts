@@ -11,6 +11,7 @@ import { renderRunReport } from '../../src/report/render';
 import type { RunMetrics, RunState } from '../../src/run-files';
 import { startFaultServer, type FaultServer } from '../llm/fault-server';
 import { baseConfig, echoPipeline, exactMatchComponents, FakeTracking, makeExamples } from './helpers/fixtures';
+import { methodCatalog } from '../../src/pipelines/registry';
 
 /**
  * What an API run costs, end to end against a loopback OpenAI-compatible server: every request
@@ -78,7 +79,7 @@ describe('cost of a run against an OpenAI-compatible endpoint', () => {
     expect(logged['usage.cost_usd']).toBeCloseTo(175e-6, 12);
     expect(out.text()).toMatch(/cost \$0\.000175/);
     expect(describeOutcome(outcome)).toContain('cost: $0.000175 (llm.pricing: $1 prompt / $2 completion per M tokens)');
-    const html = renderRunReport(loadRun(join(root, 'priced')));
+    const html = renderRunReport(loadRun(join(root, 'priced')), methodCatalog());
     expect(html).toContain('<td>cost (USD)</td><td class="num">$0.000175</td><td class="num">$0.0000292</td>');
 
     // The same run again, as a new run on the warm cache: every call replays and costs 0.

@@ -13,6 +13,7 @@ import { TraceRecorder } from '../../src/trace/recorder';
 import type { Trace } from '../../src/trace/types';
 import { readJsonl } from '../../src/common/jsonl';
 import { baseConfig, exactMatchComponents, FakeTracking, makeExamples } from './helpers/fixtures';
+import { methodCatalog } from '../../src/pipelines/registry';
 
 const root = mkdtempSync(join(tmpdir(), 'ambiqa-decisions-'));
 
@@ -56,7 +57,7 @@ describe('decision statistics in the run outputs', () => {
     expect(run.params.judge_mode).toBe('probability');
 
     // The report shows them.
-    const html = renderRunReport({ name: 'run', config: {}, results: readJsonl(join(dir, 'results.jsonl')), traces, metrics });
+    const html = renderRunReport({ name: 'run', config: {}, results: readJsonl(join(dir, 'results.jsonl')), traces, metrics }, methodCatalog());
     expect(html).toContain('<h2>Decisions</h2>');
     expect(html).toContain('decision_p_yes_test_judge');
   });

@@ -9,6 +9,7 @@ import { buildReport } from '../../src/report/build';
 import type { ExampleResult, RunMetrics } from '../../src/run-files';
 import { writeYaml } from './helpers/files';
 import { getRun, metric } from './helpers/mlflow';
+import { methodCatalog } from '../../src/pipelines/registry';
 
 // `ambiqa run` of ToC with a scripted model, through the real CLI, composer and MLflow server:
 // every question's tree has one node whose answer is a gold DQ answer and one whose answer is
@@ -113,7 +114,7 @@ describe.skipIf(!uri && !process.env.CI)('judge diagnostics of a ToC run (real M
     expect(metric(run, 'judge.toc.verify.separates')).toBe(0);
 
     // The report of the run shows the reliability diagram and the histogram, with the verdict.
-    const report = buildReport(runDir);
+    const report = buildReport(runDir, { methods: methodCatalog() });
     const names = report.figures.figures.map((f) => f.name);
     expect(names).toContain('judge-reliability-toc-verify');
     expect(names).toContain('judge-p-histogram-toc-verify');

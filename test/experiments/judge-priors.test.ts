@@ -15,6 +15,7 @@ import type { Trace } from '../../src/trace/types';
 import { readJsonl } from '../../src/common/jsonl';
 import { scriptedLlm } from '../pipelines/fakes';
 import { baseConfig, exactMatchComponents, makeExamples } from './helpers/fixtures';
+import { methodCatalog } from '../../src/pipelines/registry';
 
 // Issue 26 point 4: the batch prior is judged once per run dir, before the first question, stored
 // with the run, and read back by resumes and merges.
@@ -115,10 +116,10 @@ describe('judge-priors.json', () => {
       dirs.push(dir);
     }
     const aggregate = exactMatchComponents(examples, calibratingPipeline({ calibrations: 0, sampled: [] }), scriptedLlm({}).llm).aggregate;
-    await expect(mergeRuns({ dirs, outDir: (n) => join(root, 'merged-bad', n), aggregate, tracking: null })).rejects.toThrow(/batch-calibration priors/);
+    await expect(mergeRuns({ methods: methodCatalog(), dirs, outDir: (n) => join(root, 'merged-bad', n), aggregate, tracking: null })).rejects.toThrow(/batch-calibration priors/);
     // The odd shard rerun with the others' file copied in: it divides by the same prior.
     writeFileSync(join(dirs[2]!, 'judge-priors.json'), readFileSync(join(dirs[0]!, 'judge-priors.json')));
-    const merged = await mergeRuns({ dirs, outDir: (n) => join(root, 'merged', n), aggregate, tracking: null });
+    const merged = await mergeRuns({ methods: methodCatalog(), dirs, outDir: (n) => join(root, 'merged', n), aggregate, tracking: null });
     expect(existsSync(join(merged.dir, 'judge-priors.json'))).toBe(true);
     expect(readJudgePriors(merged.dir)!.purposes).toEqual(readJudgePriors(dirs[0]!)!.purposes);
     expect(merged.metrics.usage.calibration_llm_calls).toBe(6);

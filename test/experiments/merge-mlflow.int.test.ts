@@ -6,7 +6,7 @@ import { run as mergeCommand } from '../../src/cli/commands/merge';
 import { run as runCommand } from '../../src/cli/commands/run';
 import { readJsonl } from '../../src/common/jsonl';
 import { AmbiqaError } from '../../src/errors';
-import type { ExampleResult, RunMetrics } from '../../src/run-files';
+import { scoreValues, type ExampleResult, type RunMetrics } from '../../src/run-files';
 import { writeAsqa, writeYaml } from './helpers/files';
 import { getRun, searchRuns, tag } from './helpers/mlflow';
 
@@ -73,7 +73,7 @@ describe.skipIf(!uri && !process.env.CI)('ambiqa merge --from-mlflow (real MLflo
     process.env.AMBIQA_ARTIFACTS_DIR = machineB;
     expect(await mergeCommand(['--from-mlflow', g('g-ok'), '--experiment', experiment])).toBe(0);
     const merged = join(machineB, 'runs', 'mm');
-    const view = (r: ExampleResult) => ({ id: r.id, index: r.index, output: r.output, metrics: r.metrics });
+    const view = (r: ExampleResult) => ({ id: r.id, index: r.index, output: r.output, metrics: scoreValues(r) });
     const whole = readJsonl<ExampleResult>(join(machineA, 'runs', 'whole', 'results.jsonl'));
     expect(readJsonl<ExampleResult>(join(merged, 'results.jsonl')).map(view)).toEqual(whole.map(view));
     const m = JSON.parse(readFileSync(join(merged, 'metrics.json'), 'utf8')) as RunMetrics;

@@ -6,7 +6,7 @@ import { run as mergeCommand } from '../../src/cli/commands/merge';
 import { run as runCommand } from '../../src/cli/commands/run';
 import { AmbiqaError } from '../../src/errors';
 import { readJsonl } from '../../src/common/jsonl';
-import type { ExampleResult, RunMetrics } from '../../src/run-files';
+import { scoreValues, type ExampleResult, type RunMetrics } from '../../src/run-files';
 import type { Trace } from '../../src/trace/types';
 import { writeAsqa, writeYaml } from './helpers/files';
 import { getRun, metric, searchRuns, tag } from './helpers/mlflow';
@@ -48,7 +48,7 @@ describe.skipIf(!uri && !process.env.CI)('--shard i/N and ambiqa merge (real MLf
 
     expect(await mergeCommand(shardDirs)).toBe(0);
     const merged = join(runs, 'toc-like');
-    const view = (r: ExampleResult) => ({ id: r.id, index: r.index, output: r.output, metrics: r.metrics });
+    const view = (r: ExampleResult) => ({ id: r.id, index: r.index, output: r.output, metrics: scoreValues(r) });
     const whole = readJsonl<ExampleResult>(join(runs, 'whole', 'results.jsonl'));
     expect(readJsonl<ExampleResult>(join(merged, 'results.jsonl')).map(view)).toEqual(whole.map(view));
     expect(readJsonl<Trace>(join(merged, 'traces.jsonl')).map((t) => t.questionId)).toEqual(whole.map((r) => r.id));

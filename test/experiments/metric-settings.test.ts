@@ -13,6 +13,7 @@ import { AmbiqaError } from '../../src/errors';
 import { buildReport } from '../../src/report/index';
 import { FakeTracking } from './helpers/fixtures';
 import { writeAsqa, writeYaml } from './helpers/files';
+import { methodCatalog } from '../../src/pipelines/registry';
 
 // ASQA runs score Disambig-F1 and DR by default, with a reader fixed independently of the run's
 // model, and record the reader and the ROUGE-Lsum sentence splitter as params. The runs here use
@@ -95,7 +96,7 @@ describe('D-F1 and DR by default on ASQA, read by a fixed reader', () => {
     expect(d.metrics.dr.mean).toBe(0);
     expect(d.settings?.['metric.reader']).toBe('llm-span-reader/span-v1 scripted:none');
     // The report states how the metrics were measured.
-    const html = buildReport(run).html;
+    const html = buildReport(run, { methods: methodCatalog() }).html;
     expect(html).toContain('Measured with: <code>metric.reader</code> = llm-span-reader/span-v1 scripted:none; <code>metric.sentence_splitter</code> = punkt-english (nltk 3.8)');
   });
 });

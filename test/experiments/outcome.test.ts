@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { describeOutcome } from '../../src/experiments/cli-support';
 import { metricsForMlflow, summariseRun, type RunOutcome } from '../../src/experiments/runner';
-import type { ExampleResult } from '../../src/run-files';
+import { scoreValues, type ExampleResult } from '../../src/run-files';
 
 function result(id: string, error?: string): ExampleResult {
   const usage = { llmCalls: 0, promptTokens: 0, completionTokens: 0, cacheHits: 0, seconds: 0, retrievals: 0, parseFailures: 0 };
-  return { id, question: `q ${id}`, output: '', metrics: {}, usage, ...(error ? { error } : {}) };
+  return { id, question: `q ${id}`, output: '', format: 3, scores: {}, usage, ...(error ? { error } : {}) };
 }
 
 function outcome(results: ExampleResult[]): RunOutcome {
@@ -48,11 +48,11 @@ describe('the end-of-run summary', () => {
 
 describe('answered and failed questions', () => {
   const aggregate = (rs: ExampleResult[]) => {
-    const xs = rs.map((r) => r.metrics.rougeL ?? 0);
+    const xs = rs.map((r) => scoreValues(r).rougeL ?? 0);
     const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
     return { rougeL: { mean, ciLow: Math.min(...xs), ciHigh: Math.max(...xs), n: xs.length } };
   };
-  const scored = (id: string, rougeL: number, error?: string) => ({ ...result(id, error), metrics: { rougeL } });
+  const scored = (id: string, rougeL: number, error?: string) => ({ ...result(id, error), scores: { rougeL: { value: rougeL } } });
 
   it('are counted separately, and metrics cover the answered ones only', () => {
     const results = [scored('a', 40), scored('b', 60), scored('c', 0, 'HTTP 500 from x (gave up after 4 attempts)')];

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, inject, it } from 'vitest';
 import { readJsonl } from '../../src/common/jsonl';
-import type { ExampleResult } from '../../src/run-files';
+import { scoreValues, type ExampleResult } from '../../src/run-files';
 import type { CallLine } from './helpers/files';
 import { writeAsqa, writeYaml } from './helpers/files';
 import { getRun, metric, searchRuns } from './helpers/mlflow';
@@ -74,7 +74,7 @@ describe.skipIf(!uri && !process.env.CI)('resume after SIGKILL (child process, r
     expect(await ref.exited, ref.output()).toBe(0);
     const reference = readJsonl<ExampleResult>(join(dir, 'artifacts', 'runs', 'reference', 'results.jsonl'));
 
-    const view = (r: ExampleResult) => ({ id: r.id, index: r.index, output: r.output, metrics: r.metrics, llmCalls: r.usage.llmCalls });
+    const view = (r: ExampleResult) => ({ id: r.id, index: r.index, output: r.output, metrics: scoreValues(r), llmCalls: r.usage.llmCalls });
     expect(resumed.map(view)).toEqual(reference.map(view));
     expect(new Set(resumed.map((r) => r.output)).size).toBeGreaterThan(1); // outputs differ per question
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { readJsonl } from '../../src/common/jsonl';
-import type { ExampleResult, RunMetrics } from '../../src/run-files';
+import { scoreValues, type ExampleResult, type RunMetrics } from '../../src/run-files';
 import { runExperiment } from '../../src/experiments/runner';
 import { LlmClient } from '../../src/llm/client';
 import { sleep } from '../../src/llm/limiter';
@@ -42,7 +42,7 @@ function client(provider: LanguageModelProvider, cachePath: string): LlmClient {
 }
 
 function outputs(results: ExampleResult[]) {
-  return results.map((r) => ({ id: r.id, output: r.output, metrics: r.metrics, index: r.index }));
+  return results.map((r) => ({ id: r.id, output: r.output, metrics: scoreValues(r), index: r.index }));
 }
 
 describe('runExperiment', () => {
@@ -61,13 +61,13 @@ describe('runExperiment', () => {
     expect(outcome.status).toBe('FINISHED');
     const results = readJsonl<ExampleResult>(join(dir, 'results.jsonl'));
     expect(results.map((r) => r.id)).toEqual(examples.map((e) => e.id)); // evaluation order, despite concurrency 3
-    expect(results[1]).toMatchObject({ id: 'ex-001', output: 'answer 1', metrics: { em: 100 }, index: 1 });
-    expect(results[5]).toMatchObject({ output: 'answer 1', metrics: { em: 0 } });
+    expect(results[1]).toMatchObject({ format: 3, id: 'ex-001', output: 'answer 1', scores: { em: { value: 100 } }, index: 1, target: { answers: ['answer 1'] } });
+    expect(results[5]).toMatchObject({ output: 'answer 1', scores: { em: { value: 0 } }, target: { answers: ['answer 2'] } });
     const traces = readJsonl<Trace>(join(dir, 'traces.jsonl'));
     expect(traces.map((t) => t.questionId)).toEqual(results.map((r) => r.id));
 
     const metrics = JSON.parse(readFileSync(join(dir, 'metrics.json'), 'utf8')) as RunMetrics;
-    const expectedEm = (100 * results.filter((r) => r.metrics.em === 100).length) / 12;
+    const expectedEm = (100 * results.filter((r) => scoreValues(r).em === 100).length) / 12;
     expect(metrics.metrics.em.mean).toBeCloseTo(expectedEm);
     expect(metrics.n).toBe(12);
     expect(metrics.usage.llm_calls).toBe(12);
@@ -198,7 +198,7 @@ describe('runExperiment', () => {
     expect(out.metrics.n).toBe(6);
     const failed = out.results.find((r) => r.id === 'ex-002')!;
     expect(failed.error).toBe('cannot answer ex-002');
-    expect(failed.metrics.em).toBe(0);
+    expect(scoreValues(failed).em).toBe(0);
     const again = await runExperiment({ config: baseConfig(), runDir: dir, resume: true, components: exactMatchComponents(examples, echoPipeline(), llm), tracking: null });
     expect(again.answeredNow).toBe(1);
     expect(again.metrics.errors).toBe(0);

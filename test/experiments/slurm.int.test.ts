@@ -8,7 +8,7 @@ import { run as slurmCommand } from '../../src/cli/commands/slurm';
 import { readJsonl } from '../../src/common/jsonl';
 import { AmbiqaError } from '../../src/errors';
 import type { LaunchRecord } from '../../src/experiments/slurm';
-import type { ExampleResult, RunMetrics, RunState } from '../../src/run-files';
+import { scoreValues, type ExampleResult, type RunMetrics, type RunState } from '../../src/run-files';
 import { startFaultServer, type FaultServer } from '../llm/fault-server';
 import { localSlurmUnavailable, startLocalSlurm, stepFiles, type LocalSlurm } from '../helpers/slurm';
 import { writeAsqa, writeYaml } from './helpers/files';
@@ -107,7 +107,7 @@ describe.skipIf(unavailable !== undefined || (!uri && !process.env.CI))('ambiqa 
   let cluster: LocalSlurm | undefined;
   let server: FaultServer;
   let config: string;
-  const view = (r: ExampleResult) => ({ id: r.id, index: r.index, output: r.output, metrics: r.metrics });
+  const view = (r: ExampleResult) => ({ id: r.id, index: r.index, output: r.output, metrics: scoreValues(r) });
   const whole = () => readJsonl<ExampleResult>(join(runs, 'whole', 'results.jsonl')).map(view);
   const metricsOf = (run: string) => JSON.parse(readFileSync(join(runs, run, 'metrics.json'), 'utf8')) as RunMetrics;
   const mlflowRunId = (run: string) => JSON.parse(readFileSync(join(runs, run, 'mlflow.json'), 'utf8')).runId as string;

@@ -8,6 +8,7 @@ import { buildReport } from '../../src/report/build';
 import type { Trace } from '../../src/trace/types';
 import { writeCorpus, writeHotpot, writeYaml, type CallLine } from './helpers/files';
 import { getRun, listArtifacts, metric, param, searchRuns, tag, type RestRun } from './helpers/mlflow';
+import { methodCatalog } from '../../src/pipelines/registry';
 
 // A Verify-and-Edit threshold sweep with the scripted provider, the real MiniLM embedder, BM25 and
 // the real MLflow server: the structure (one parent, a nested child per threshold) and the cache
@@ -139,7 +140,7 @@ describe.skipIf(!uri && !process.env.CI)('ambiqa sweep (VE threshold, real MLflo
     expect(md.split('\n').find((l) => /^\| 3 \|/.test(l))).toContain('reference');
     expect(existsSync(join(sweepDir, 'comparison.json'))).toBe(true);
     // The sweep's report shows the deltas beside each point's values.
-    const report = buildReport(sweepDir).html;
+    const report = buildReport(sweepDir, { methods: methodCatalog() }).html;
     expect(report).toContain('<th class="num">Δ em vs reference</th>');
     expect(report).toContain('<td class="num note">reference</td>');
     expect(await listArtifacts(uri, parent.info.run_id)).toEqual(expect.arrayContaining(['comparison.json', 'comparison.html']));

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -45,5 +45,17 @@ describe('layering (.dependency-cruiser.cjs, npm run lint:deps)', () => {
   it('allows a downward import (experiments → pipelines)', () => {
     const r = cruise(project('experiments', 'pipelines'));
     expect(r.status).toBe(0);
+  });
+
+  it('npm run lint:deps fails on a side-effect import (scripts/check-side-effect-imports.mjs), naming file and line', () => {
+    const script = join(root, 'scripts', 'check-side-effect-imports.mjs');
+    const clean = spawnSync(process.execPath, [script, 'src'], { cwd: root, encoding: 'utf8' });
+    expect(clean.status).toBe(0);
+    const dir = project('experiments', 'pipelines');
+    writeFileSync(join(dir, 'src', 'experiments', 'merge.ts'), "import '../pipelines/b';\nexport const merged = 1;\n");
+    const r = spawnSync(process.execPath, [script, 'src'], { cwd: dir, encoding: 'utf8' });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain("src/experiments/merge.ts:1: an import without bindings: '../pipelines/b'");
+    expect(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts['lint:deps']).toContain('scripts/check-side-effect-imports.mjs src');
   });
 });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { run as runCommand } from '../../src/cli/commands/run';
 import { readJsonl } from '../../src/common/jsonl';
-import type { ExampleResult, RunMetrics } from '../../src/run-files';
+import { scoreValues, type ExampleResult, type RunMetrics } from '../../src/run-files';
 import { writeAsqa, writeYaml } from '../experiments/helpers/files';
 import { startFaultServer, type ChaosRates, type FaultServer } from './fault-server';
 
@@ -77,7 +77,7 @@ describe('a run against an endpoint injecting faults at the rates of issue 14', 
     const calm = readJsonl<ExampleResult>(join(runs, 'calm', 'results.jsonl'));
     expect(chaos.filter((r) => r.error)).toEqual([]);
     expect(chaos).toHaveLength(20);
-    const view = (r: ExampleResult) => ({ id: r.id, output: r.output, answer: r.answer, metrics: r.metrics });
+    const view = (r: ExampleResult) => ({ id: r.id, output: r.output, answer: r.answer, metrics: scoreValues(r) });
     expect(chaos.map(view)).toEqual(calm.map(view));
     const m = JSON.parse(readFileSync(join(runs, 'chaos', 'metrics.json'), 'utf8')) as RunMetrics;
     const c = JSON.parse(readFileSync(join(runs, 'calm', 'metrics.json'), 'utf8')) as RunMetrics;

@@ -38,7 +38,7 @@ describe('usage', () => {
     expect(trace.summary).not.toHaveProperty('promptTokens');
     expect(trace.llmCalls[0]!.completions[0]).not.toHaveProperty('promptTokens');
     expect(trace.llmCalls[1]!.completions[0]!.promptTokens).toBeGreaterThan(0);
-    const result: ExampleResult = { id: 'q', index: 0, question: 'q?', output: 'y', metrics: {}, usage: trace.summary };
+    const result: ExampleResult = { id: 'q', index: 0, question: 'q?', output: 'y', format: 3, scores: {}, usage: trace.summary };
     const metrics = summariseRun([result], () => ({}), { wallSeconds: 1, total: 1, status: 'FINISHED' });
     expect(metrics.usage).toMatchObject({ llm_calls: 2, cache_hits: 0 });
     expect(metrics.usage).not.toHaveProperty('prompt_tokens');

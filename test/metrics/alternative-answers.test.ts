@@ -11,9 +11,10 @@ import { aggregate, scoreExample } from '../../src/metrics/example';
 import { describeError } from '../../src/errors';
 import { labelJudgments } from '../../src/metrics/judge-labels';
 import { correctness } from '../../src/plots/correctness';
-import type { ExampleResult } from '../../src/run-files';
+import { scoresOf, type ExampleResult } from '../../src/run-files';
 import type { Trace } from '../../src/trace/types';
 import { hasSharedData, sharedDataPath } from '../helpers/data';
+import { methodCatalog } from '../../src/pipelines/registry';
 
 const tmp = (): string => mkdtempSync(join(tmpdir(), 'ambiqa-alt-'));
 const record = (qas_id: string, question: string, answer: string) => ({
@@ -213,8 +214,8 @@ describe('a run that counts alternative answers', () => {
 describe('what the VE figures and judge diagnostics count as correct', () => {
   it('the figures take em_alt before em; the consistency judge’s silver label counts the alternatives', () => {
     const results = [
-      { id: 'a', output: 'x', metrics: { em: 0, em_alt: 100 } },
-      { id: 'b', output: 'y', metrics: { em: 0, em_alt: 0 } },
+      { id: 'a', output: 'x', scores: scoresOf({ em: 0, em_alt: 100 }) },
+      { id: 'b', output: 'y', scores: scoresOf({ em: 0, em_alt: 0 }) },
     ] as unknown as ExampleResult[];
     expect([...correctness(results)]).toEqual([
       ['a', true],
@@ -222,8 +223,8 @@ describe('what the VE figures and judge diagnostics count as correct', () => {
     ]);
     const example: Example = { id: 'q1', dataset: 'hotpotqa-adversarial', question: 'Where?', answers: ['Sochi, Russia'], alternativeAnswers: ['Sochi'], qaPairs: [], longAnswers: [], passages: [] };
     const trace = { answer: 'Sochi', decisions: { kind: 'verify-edit', consistency: 0.4, finalAnswer: 'Sochi' } } as unknown as Trace;
-    expect(labelJudgments(trace, example).map((j) => j.label)).toEqual([true]);
+    expect(labelJudgments(trace, example, methodCatalog()).map((j) => j.label)).toEqual([true]);
     const { alternativeAnswers: _, ...goldOnly } = example;
-    expect(labelJudgments(trace, goldOnly).map((j) => j.label)).toEqual([false]);
+    expect(labelJudgments(trace, goldOnly, methodCatalog()).map((j) => j.label)).toEqual([false]);
   });
 });

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { compareRuns, metricSafeNames, type CompareRunInput } from '../../src/metrics/compare';
 import { comparisonSchema } from '../../src/run-files/comparison';
-import type { ExampleResult } from '../../src/run-files';
+import { scoresOf, type ExampleResult } from '../../src/run-files';
 
 const usage = { llmCalls: 1, promptTokens: 10, completionTokens: 5, cacheHits: 0, seconds: 1, parseFailures: 0 } as unknown as ExampleResult['usage'];
 
 function result(id: string, output: string, metrics: Record<string, number>, error?: string): ExampleResult {
-  return { id, question: `question ${id}?`, output, metrics, usage, ...(error ? { error } : {}) };
+  return { id, question: `question ${id}?`, output, format: 3, scores: scoresOf(metrics), usage, ...(error ? { error } : {}) };
 }
 
 function run(name: string, results: ExampleResult[], dataset: Record<string, unknown> = { name: 'asqa', split: 'dev' }): CompareRunInput {

@@ -26,8 +26,7 @@ import {
   type JudgeResponder,
   type Responder,
 } from '../pipelines/fakes';
-// Each method's judges and statistics come from its pipeline entry, registered on import.
-import '../../src/pipelines/registry';
+import { methodCatalog } from '../../src/pipelines/registry';
 
 const corpus = [
   passage('p1', 'Rupert Grint', 'Rupert Grint played Ron Weasley in the Harry Potter films.'),
@@ -68,7 +67,7 @@ async function tocTraces(options: Record<string, unknown>, judges: Record<string
 describe('decision statistics from traces', () => {
   it('ToC: prune and un-prune rates, nodes, depth, stop reasons, mean P(true), judge mode', async () => {
     const traces = await tocTraces({ pruneThreshold: 0.5, minValidNodes: 3, unpruneFloor: 0.2 });
-    const s = decisionStatistics(traces);
+    const s = decisionStatistics(traces, methodCatalog());
     // Per tree: 4 nodes judged 0.9/0.7/0.3/0.1; 0.3 and 0.1 rejected; un-pruning wants 3 valid,
     // restores 0.3; 0.1 is below the floor and stays pruned (blocked, not needed afterwards).
     expect(s.metrics.decision_prune_rate).toBeCloseTo(2 / 4);
@@ -85,31 +84,31 @@ describe('decision statistics from traces', () => {
     expect(s.judgeMode).toBe('probability');
 
     // The threshold knob moves the statistics.
-    const strict = decisionStatistics(await tocTraces({ pruneThreshold: 0.8, minValidNodes: 0 }));
+    const strict = decisionStatistics(await tocTraces({ pruneThreshold: 0.8, minValidNodes: 0 }), methodCatalog());
     expect(strict.metrics.decision_prune_rate).toBeCloseTo(3 / 4);
     expect(strict.metrics.decision_valid_nodes_per_tree).toBe(1);
     // A floor above every rejected P(true) blocks un-pruning of all of them.
-    const floored = decisionStatistics(await tocTraces({ pruneThreshold: 0.8, minValidNodes: 4, unpruneFloor: 0.95 }));
+    const floored = decisionStatistics(await tocTraces({ pruneThreshold: 0.8, minValidNodes: 4, unpruneFloor: 0.95 }), methodCatalog());
     expect(floored.metrics.decision_unpruned_rate).toBe(0);
     expect(floored.metrics.decision_unprune_blocked_rate).toBe(1);
   });
 
   it('text-mode judgments: fallback rate 1, judge mode text; mixed runs say mixed', async () => {
     const text = await tocTraces({ minValidNodes: 0 }, null);
-    const s = decisionStatistics(text);
+    const s = decisionStatistics(text, methodCatalog());
     expect(s.judgeMode).toBe('text');
     expect(s.metrics.decision_fallback_rate).toBe(1);
     expect(s.metrics.decision_prune_rate).toBe(1);
     const probability = await tocTraces({ minValidNodes: 0 });
-    expect(decisionStatistics([...text, ...probability]).judgeMode).toBe('mixed');
-    expect(decisionStatistics([...text, ...probability]).metrics.decision_fallback_rate).toBeCloseTo(0.5);
+    expect(decisionStatistics([...text, ...probability], methodCatalog()).judgeMode).toBe('mixed');
+    expect(decisionStatistics([...text, ...probability], methodCatalog()).metrics.decision_fallback_rate).toBeCloseTo(0.5);
   });
 
   it('ToC stop-reason shares and demo copies', async () => {
     const [a, b] = await tocTraces({ minValidNodes: 0 });
     (b.decisions as TocDecisions).stopReason = 'max-calls';
     (b.decisions as TocDecisions).expansions[0].copiedDemoId = 'd1';
-    const s = decisionStatistics([a, b]);
+    const s = decisionStatistics([a, b], methodCatalog());
     expect(s.metrics.decision_stop_max_depth).toBe(0.5);
     expect(s.metrics.decision_stop_max_calls).toBe(0.5);
     expect(s.metrics.decision_demo_copy_rate).toBeCloseTo(1 / 2);
@@ -121,8 +120,8 @@ describe('decision statistics from traces', () => {
     const o = tocOptionsSchema.parse({ search: 'stop-when-empty', nShots: 1, poolSize: 3, nPassages: 2, reranker: 'none', maxTrials: 1 });
     const trace = (await new TocPipeline(o).answer(asqaExample('q', AQ), ctx)).trace;
     // One RAC call (unparsed) and one answer call.
-    expect(decisionStatistics([trace]).metrics.decision_parse_failure_rate).toBeCloseTo(1 / 2);
-    expect(decisionStatistics([trace]).judgeMode).toBe('none');
+    expect(decisionStatistics([trace], methodCatalog()).metrics.decision_parse_failure_rate).toBeCloseTo(1 / 2);
+    expect(decisionStatistics([trace], methodCatalog()).judgeMode).toBe('none');
   });
 
   it('Diva route and usefulness shares', async () => {
@@ -139,7 +138,7 @@ describe('decision statistics from traces', () => {
       const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), embedder: new FakeEmbedder(), demos: fixedDemos() };
       traces.push((await new DivaPipeline(divaOptionsSchema.parse({ nShots: 1, nPassages: 2 })).answer(asqaExample(`q${p}`, AQ), ctx)).trace);
     }
-    const s = decisionStatistics(traces);
+    const s = decisionStatistics(traces, methodCatalog());
     expect(s.metrics.decision_route_rag).toBeCloseTo(1 / 3);
     expect(s.metrics.decision_route_closed_book).toBeCloseTo(2 / 3);
     expect(s.metrics.decision_usefulness_Useful).toBeCloseTo(1 / 3);
@@ -155,7 +154,7 @@ describe('decision statistics from traces', () => {
     const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), demos: fixedDemos() };
     const trace = (await new ComboPipeline(comboOptionsSchema.parse({ nPassages: 2, nShots: 0 })).answer(asqaExample('q', AQ), ctx)).trace;
     const d = trace.decisions as ComboDecisions;
-    const s = decisionStatistics([trace]);
+    const s = decisionStatistics([trace], methodCatalog());
     const all = d.compatibility.flat();
     expect(s.metrics.decision_compatibility).toBeCloseTo(all.reduce((a, b) => a + b, 0) / all.length);
     expect(s.metrics.decision_matched_compatibility).toBeCloseTo(d.matchingScore! / 2);
@@ -178,17 +177,17 @@ describe('decision statistics from traces', () => {
     };
     const gated = await answer({});
     const calls = gated.llmCalls.filter((c) => c.purpose === 'combo.evidentiality' || c.purpose === 'combo.consistency').length;
-    expect(decisionStatistics([gated]).metrics.decision_judgments).toBe(calls);
+    expect(decisionStatistics([gated], methodCatalog()).metrics.decision_judgments).toBe(calls);
     expect(calls).toBe(2 + 1 * 2);
-    expect(decisionStatistics([gated]).metrics.decision_gated_out).toBe(0.5);
-    const product = decisionStatistics([await answer({ compatibility: 'product' })]).metrics;
+    expect(decisionStatistics([gated], methodCatalog()).metrics.decision_gated_out).toBe(0.5);
+    const product = decisionStatistics([await answer({ compatibility: 'product' })], methodCatalog()).metrics;
     expect(product.decision_judgments).toBe(2 + 2 * 2);
     expect(product.decision_gated_out).toBeUndefined();
     // A trace written before issue 34 (no pairs, no gate) still reads: every pair judged.
     const old = await answer({ compatibility: 'product' });
     const d = old.decisions as ComboDecisions;
     delete d.pairs;
-    const s = decisionStatistics([old]).metrics;
+    const s = decisionStatistics([old], methodCatalog()).metrics;
     expect(s.decision_judgments).toBe(2 + 2 * 2);
     expect(s.decision_matched_compatibility).toBeCloseTo((d.compatibility[0][d.matching[0]] + d.compatibility[1][d.matching[1]]) / 2, 12);
   });
@@ -206,13 +205,13 @@ describe('decision statistics from traces', () => {
       const ctx: PipelineContext = { llm, retriever: new FakeRetriever(corpus), embedder: new FakeEmbedder(), demos: fixedDemos(hotpotDemos) };
       traces.push((await new VerifyEditPipeline(verifyEditOptionsSchema.parse({ nShots: 1 })).answer(hotpotExample(answers[1], 'When?'), ctx)).trace);
     }
-    const s = decisionStatistics(traces);
+    const s = decisionStatistics(traces, methodCatalog());
     expect(s.metrics.decision_edit_rate).toBe(0.5);
     expect(s.metrics.decision_consistency).toBeCloseTo((3 / 5 + 1 / 5) / 2);
   });
 
   it('no traces: no statistics; metric names are safe for MLflow', () => {
-    expect(decisionStatistics([])).toEqual({ metrics: {}, judgeMode: 'none', judgments: 0 });
+    expect(decisionStatistics([], methodCatalog())).toEqual({ metrics: {}, judgeMode: 'none', judgments: 0 });
     expect(metricSafe('toc.verify')).toBe('toc_verify');
     expect(metricSafe('closed-book')).toBe('closed_book');
   });

@@ -6,8 +6,7 @@ import type { ComboDecisions } from '../../src/pipelines/combo/decisions';
 import type { DivaDecisions } from '../../src/pipelines/diva/decisions';
 import type { TocNode } from '../../src/pipelines/toc/decisions';
 import type { VeDecisions } from '../../src/pipelines/verify-edit/decisions';
-// Each method's judges and statistics come from its pipeline entry, registered on import.
-import '../../src/pipelines/registry';
+import { methodCatalog } from '../../src/pipelines/registry';
 
 const example: Example = {
   id: 'q1',
@@ -85,7 +84,7 @@ describe('labelJudgments', () => {
       validNodeIds: [],
       answerPassageIds: [],
     } as Decisions;
-    expect(labelJudgments(trace(decisions), example)).toEqual([
+    expect(labelJudgments(trace(decisions), example, methodCatalog())).toEqual([
       { purpose: 'toc.verify', p: 0.3, label: true },
       { purpose: 'toc.verify', p: 0.25, pRaw: 0.2, label: true },
       { purpose: 'toc.verify', p: 0.6, label: false },
@@ -105,15 +104,15 @@ describe('labelJudgments', () => {
       route: 'rag',
       passageIds,
     });
-    expect(labelJudgments(trace(diva(['p3', 'p2'], [0.2, 0.7])), example, passageText)).toEqual([
+    expect(labelJudgments(trace(diva(['p3', 'p2'], [0.2, 0.7])), example, methodCatalog(), passageText)).toEqual([
       { purpose: 'diva.verify', p: 0.2, label: true },
       { purpose: 'diva.verify', p: 0.7, label: true },
     ]);
-    expect(labelJudgments(trace(diva(['p3'], [0.2, 0.7])), example, passageText).map((x) => x.label)).toEqual([false, false]);
-    expect(labelJudgments(trace(diva(['p3', 'p9'], [0.2, 0.7])), example, passageText).map((x) => x.label)).toEqual([null, null]);
+    expect(labelJudgments(trace(diva(['p3'], [0.2, 0.7])), example, methodCatalog(), passageText).map((x) => x.label)).toEqual([false, false]);
+    expect(labelJudgments(trace(diva(['p3', 'p9'], [0.2, 0.7])), example, methodCatalog(), passageText).map((x) => x.label)).toEqual([null, null]);
     // Verification off, or no passages (P = 0 set without asking the judge): no judgments.
-    expect(labelJudgments(trace(diva(['p1'])), example, passageText)).toEqual([]);
-    expect(labelJudgments(trace(diva([], [0, 0])), example, passageText)).toEqual([]);
+    expect(labelJudgments(trace(diva(['p1'])), example, methodCatalog(), passageText)).toEqual([]);
+    expect(labelJudgments(trace(diva([], [0, 0])), example, methodCatalog(), passageText)).toEqual([]);
   });
 
   it('COMBO: evidentiality by the retrieved passage, consistency by a shared gold answer; skipped rows and embedding scorers are not judgments', () => {
@@ -132,7 +131,7 @@ describe('labelJudgments', () => {
       scorers: { evidentiality: 'llm-judge', consistency: 'llm-judge:content-free' },
       consistencySkipped: [false, true, false],
     };
-    const labels = labelJudgments(trace(combo), example, passageText);
+    const labels = labelJudgments(trace(combo), example, methodCatalog(), passageText);
     expect(labels.filter((x) => x.purpose === 'combo.evidentiality')).toEqual([
       { purpose: 'combo.evidentiality', p: 0.9, label: true },
       { purpose: 'combo.evidentiality', p: 0.4, label: false },
@@ -149,7 +148,7 @@ describe('labelJudgments', () => {
       [0.1, false],
     ]);
     const embedded = { ...combo, scorers: { evidentiality: 'embedding-cosine:minilm', consistency: 'embedding-cosine:minilm' } };
-    expect(labelJudgments(trace(embedded), example, passageText)).toEqual([]);
+    expect(labelJudgments(trace(embedded), example, methodCatalog(), passageText)).toEqual([]);
   });
 
   it('COMBO: a pair where neither passage holds a gold answer is unlabelled', () => {
@@ -162,7 +161,7 @@ describe('labelJudgments', () => {
       compatibility: [[0.24]],
       matching: [0],
     };
-    expect(labelJudgments(trace(combo), example, passageText)).toEqual([
+    expect(labelJudgments(trace(combo), example, methodCatalog(), passageText)).toEqual([
       { purpose: 'combo.evidentiality', p: 0.4, label: false },
       { purpose: 'combo.consistency', p: 0.6, label: null },
     ]);
@@ -180,9 +179,9 @@ describe('labelJudgments', () => {
       edits: [],
       finalAnswer,
     });
-    expect(labelJudgments(trace(ve('rupert grint'), 'rupert grint'), example)).toEqual([{ purpose: 've.consistency', p: 0.6, label: true }]);
-    expect(labelJudgments(trace(ve('Grint'), 'Grint'), example)).toEqual([{ purpose: 've.consistency', p: 0.6, label: false }]);
+    expect(labelJudgments(trace(ve('rupert grint'), 'rupert grint'), example, methodCatalog())).toEqual([{ purpose: 've.consistency', p: 0.6, label: true }]);
+    expect(labelJudgments(trace(ve('Grint'), 'Grint'), example, methodCatalog())).toEqual([{ purpose: 've.consistency', p: 0.6, label: false }]);
     const noGold = { ...example, answers: [], qaPairs: [] };
-    expect(labelJudgments(trace(ve('x'), 'x'), noGold)).toEqual([{ purpose: 've.consistency', p: 0.6, label: null }]);
+    expect(labelJudgments(trace(ve('x'), 'x'), noGold, methodCatalog())).toEqual([{ purpose: 've.consistency', p: 0.6, label: null }]);
   });
 });

@@ -9,8 +9,7 @@ import {
   runJudgeDiagnostics,
 } from '../../src/metrics/judge-quality';
 import type { ExampleResult, LabelledJudgment } from '../../src/run-files';
-// Each method's judges and statistics come from its pipeline entry, registered on import.
-import '../../src/pipelines/registry';
+import { methodCatalog } from '../../src/pipelines/registry';
 
 const j = (p: number, label: boolean | null, purpose = 'toc.verify', pRaw?: number): LabelledJudgment => ({
   purpose,
@@ -215,23 +214,30 @@ describe('runJudgeDiagnostics', () => {
     id,
     question: id,
     output: '',
-    metrics: {},
+    format: 3,
+    scores: {},
     usage: { llmCalls: 0, promptTokens: 0, completionTokens: 0, cacheHits: 0, seconds: 0, retrievals: 0, parseFailures: 0 },
     ...(judgments ? { judgments } : {}),
     ...(error ? { error } : {}),
   });
 
   it('keys every purpose of the answered results, in the documented order; failed questions are left out', () => {
-    const judges = runJudgeDiagnostics([
+    const results = [
       result('q1', [j(0.4, true, 'combo.consistency'), j(0.9, true, 'combo.evidentiality')]),
       result('q2', [j(0.9, false, 'combo.evidentiality')]),
       result('q3', [j(0.1, false, 'combo.evidentiality')], 'endpoint down'),
       result('q4', undefined),
-    ]);
+    ];
+    const judges = runJudgeDiagnostics(results, { judges: methodCatalog().judges });
     expect(Object.keys(judges)).toEqual(['combo.evidentiality', 'combo.consistency']);
     expect(judges['combo.evidentiality'].judgments).toBe(2);
     expect(judges['combo.evidentiality'].auc).toBe(0.5);
     expect(judges['combo.evidentiality'].silverLabel).toBe('the retrieved passage contains a gold short answer');
+    // Without the catalog's judges nothing is known of them: purposes by name, silver label unknown.
+    const bare = runJudgeDiagnostics(results);
+    expect(Object.keys(bare)).toEqual(['combo.consistency', 'combo.evidentiality']);
+    expect(bare['combo.evidentiality'].silverLabel).toBe('unknown');
+    expect(bare['combo.evidentiality'].auc).toBe(0.5);
   });
 
   it('is empty for results without judgments (runs written before diagnostics existed)', () => {

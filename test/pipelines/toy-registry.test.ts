@@ -117,11 +117,11 @@ describe('a pipeline registered from outside src/pipelines', () => {
     expect(done.status).toBe('FINISHED');
 
     // results.jsonl holds the toy's answers: the scripted reply behind the configured prefix.
-    const lines = readFileSync(join(done.dir, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string; output: string; metrics: Record<string, number> });
+    const lines = readFileSync(join(done.dir, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string; output: string; scores: Record<string, { value: number | null }> });
     expect(lines).toHaveLength(6);
     for (const line of lines) expect(line.output).toBe(`Toy: ${REPLY}`);
     // STR-EM: the share of a question's interpretations whose short answer appears in the output.
-    const byId = new Map(lines.map((l) => [l.id, l.metrics.str_em]));
+    const byId = new Map(lines.map((l) => [l.id, l.scores.str_em!.value]));
     expect(byId.get('demo-worldcup')).toBeCloseTo((2 / 3) * 100, 6);
     for (const [id, value] of byId) if (id !== 'demo-worldcup') expect(value).toBe(0);
     expect(done.traces.every((t) => t.pipeline === 'toy-echo' && t.llmCalls.length === 1 && t.llmCalls[0]!.purpose === 'toy.answer')).toBe(true);
@@ -149,7 +149,8 @@ describe('a pipeline registered from outside src/pipelines', () => {
       async answer(example: Parameters<Pipeline['answer']>[0], ctx: PipelineContext) {
         const out = await this.echo.answer(example, ctx);
         const p = example.id === 'demo-worldcup' ? 0.9 : 0.2;
-        return { ...out, trace: { ...out.trace, pipeline: this.name, decisions: { kind: 'toy-graded', p } as unknown as typeof out.trace.decisions } };
+        // It hands its P over as the answer's confidence too: the results row keeps it.
+        return { ...out, confidence: p, trace: { ...out.trace, pipeline: this.name, decisions: { kind: 'toy-graded', p } as unknown as typeof out.trace.decisions } };
       }
     }
     const pOf = (t: { decisions: unknown }) => (t.decisions as { p: number }).p;
@@ -188,6 +189,9 @@ describe('a pipeline registered from outside src/pipelines', () => {
     expect(judge.judgments).toBe(6);
     expect(judge.positives).toBe(1);
     expect(judge.auc).toBe(1);
+    const rows = readFileSync(join(done.dir, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string; confidence?: number; answerLogprob?: number });
+    expect(rows.map((r) => [r.id, r.confidence])).toEqual(rows.map((r) => [r.id, r.id === 'demo-worldcup' ? 0.9 : 0.2]));
+    expect(rows.every((r) => r.answerLogprob === undefined)).toBe(true);
     const report = buildReport(done.dir);
     expect(report.html).toContain('Toy P per question');
     expect(report.html).toContain('Judge reliability: toy.check');

@@ -1,6 +1,4 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
-// The consistency KDE reads each method's confidence from its registered analysis.
-import '../../src/pipelines/registry';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -17,6 +15,7 @@ import {
 import { clarificationTreeFigure, layoutTree, nodeStatus } from '../../src/pipelines/toc/tree-figure';
 import { result, run, summary, tocNode, tocTrace, veTrace } from './fixtures';
 import { tocDecisionsOf } from '../../src/pipelines/toc/decisions';
+import { methodCatalog } from '../../src/pipelines/registry';
 
 /** Five VE examples, n = 5, recorded with threshold 3 (see the threshold tests). */
 function veRun() {
@@ -27,12 +26,13 @@ function veRun() {
     veTrace('d', { votes: 2 }),
     veTrace('e', { votes: 1 }),
   ];
+  // Each row keeps the confidence the pipeline handed over (VE: votes / n).
   const results = [
-    result('a', { em: 100, f1: 100 }),
-    result('b', { em: 100, f1: 100 }),
-    result('c', { em: 0, f1: 50 }),
-    result('d', { em: 100, f1: 100 }),
-    result('e', { em: 0, f1: 0 }),
+    { ...result('a', { em: 100, f1: 100 }), confidence: 1 },
+    { ...result('b', { em: 100, f1: 100 }), confidence: 0.8 },
+    { ...result('c', { em: 0, f1: 50 }), confidence: 0.6 },
+    { ...result('d', { em: 100, f1: 100 }), confidence: 0.4 },
+    { ...result('e', { em: 0, f1: 0 }), confidence: 0.2 },
   ];
   return { traces, results };
 }
@@ -54,6 +54,18 @@ describe('consistency KDE', () => {
     expect(fig.data[1].x).toEqual([1, 0.8, 0.4]);
     expect((fig.layout.xaxis as { title: { text: string } }).title.text).toMatch(/consistency/);
     expect((fig.layout.yaxis as { title: { text: string } }).title.text).toMatch(/density/);
+  });
+
+  it('rows written before rows carried a confidence: read back from the trace by the method, the row first', () => {
+    const { traces, results } = veRun();
+    const older = results.map(({ confidence: _c, ...r }) => r);
+    // Without a row confidence and without a reader, nothing is drawn.
+    expect(consistencyPoints(traces, older)).toEqual([]);
+    const confidenceOf = methodCatalog().analysis('verify-edit')!.confidence!;
+    expect(consistencyPoints(traces, older, { confidenceOf }).map((p) => p.consistency)).toEqual([1, 0.8, 0.6, 0.4, 0.2]);
+    // A row's own confidence wins over the trace's.
+    const mixed = [{ ...older[0], confidence: 0.5 }, ...older.slice(1)];
+    expect(consistencyPoints(traces, mixed, { confidenceOf })[0]).toEqual({ id: 'a', consistency: 0.5, correct: true });
   });
 
   it('uses the named metric and skips errored results', () => {

@@ -5,7 +5,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import type { ExampleResult, RunMetrics } from '../../src/run-files';
+import { scoresOf, scoreValues, type ExampleResult, type RunMetrics } from '../../src/run-files';
 import type { RunData } from '../../src/plots/types';
 import type { Decisions, PipelineName, Trace, TraceSummary } from '../../src/trace/types';
 import type { TocNode } from '../../src/pipelines/toc/decisions';
@@ -32,7 +32,7 @@ export function trace(pipeline: PipelineName, questionId: string, decisions: Dec
 }
 
 export function result(id: string, metrics: Record<string, number>, extra: Partial<ExampleResult> = {}): ExampleResult {
-  return { id, question: `question ${id}?`, output: `output ${id}`, metrics, usage: summary(), ...extra };
+  return { id, question: `question ${id}?`, output: `output ${id}`, format: 3, scores: scoresOf(metrics), usage: summary(), ...extra };
 }
 
 /**
@@ -92,10 +92,10 @@ export function tocTrace(id: string, nodes: TocNode[], validNodeIds?: number[]):
 }
 
 export function metricsOf(results: ExampleResult[], ci = 5): RunMetrics {
-  const names = new Set(results.flatMap((r) => Object.keys(r.metrics)));
+  const names = new Set(results.flatMap((r) => Object.keys(scoreValues(r))));
   const metrics: RunMetrics['metrics'] = {};
   for (const name of names) {
-    const values = results.map((r) => r.metrics[name]).filter((v) => typeof v === 'number');
+    const values = results.map((r) => scoreValues(r)[name]).filter((v) => typeof v === 'number');
     const mean = values.reduce((a, b) => a + b, 0) / values.length;
     metrics[name] = { mean, ciLow: mean - ci, ciHigh: mean + ci, n: values.length };
   }

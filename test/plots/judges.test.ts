@@ -7,6 +7,7 @@ import { judgeHistogramFigure, judgeReliabilityFigure, judgesOf } from '../../sr
 import { figuresForRun } from '../../src/report/figures';
 import { renderRunReport } from '../../src/report/render';
 import type { ExampleResult, LabelledJudgment, RunMetrics } from '../../src/run-files';
+import { methodCatalog } from '../../src/pipelines/registry';
 
 const usage = { llmCalls: 1, promptTokens: 1, completionTokens: 1, cacheHits: 0, seconds: 1, retrievals: 0, parseFailures: 0 };
 
@@ -16,7 +17,8 @@ function results(): ExampleResult[] {
     id: `q${i}`,
     question: `question ${i}`,
     output: 'answer',
-    metrics: { str_em: 50 },
+    format: 3 as const,
+    scores: { str_em: { value: 50 } },
     usage,
     judgments: [
       { purpose: 'toc.verify', p: 0.8, label: true },
@@ -27,7 +29,7 @@ function results(): ExampleResult[] {
 }
 
 describe('judge figures', () => {
-  const d = judgesOf({ results: results() })['toc.verify'];
+  const d = judgesOf({ results: results() }, methodCatalog().judges)['toc.verify'];
 
   it('the reliability diagram puts each bin at (mean P, share right) beside the diagonal', () => {
     const fig = judgeReliabilityFigure(d);
@@ -53,7 +55,7 @@ describe('judge figures', () => {
   });
 
   it('a judge without labelled judgments draws empty figures that say so', () => {
-    const none = judgesOf({ results: [{ ...results()[0], judgments: [{ purpose: 'diva.verify', p: 0.4, label: null }] }] })['diva.verify'];
+    const none = judgesOf({ results: [{ ...results()[0], judgments: [{ purpose: 'diva.verify', p: 0.4, label: null }] }] }, methodCatalog().judges)['diva.verify'];
     expect(none.labelled).toBe(0);
     expect(JSON.stringify(judgeReliabilityFigure(none).layout)).toContain('no labelled judgments');
     expect(JSON.stringify(judgeHistogramFigure(none).layout)).toContain('no labelled judgments');
@@ -63,30 +65,30 @@ describe('judge figures', () => {
 describe('judge diagnostics in the report', () => {
   it('figuresForRun draws a reliability diagram and a histogram per judge; the report has the table and the verdict', () => {
     const run = { name: 'r', config: {}, results: results(), traces: [] };
-    const choice = figuresForRun(run);
+    const choice = figuresForRun(run, methodCatalog());
     expect(choice.figures.map((f) => f.name)).toEqual(['judge-reliability-toc-verify', 'judge-p-histogram-toc-verify']);
     expect(choice.figures[0].caption).toContain('24 of 36 judgments labelled');
-    const html = renderRunReport(run, { figures: choice });
+    const html = renderRunReport(run, methodCatalog(), { figures: choice });
     expect(html).toContain('<h2>Judges</h2>');
     expect(html).toContain('id="fig-judge-reliability-toc-verify"');
     expect(html).toContain('toc.verify: P separates right from wrong (AUC 1.00 [1.00, 1.00]); 50% of labelled judgments are at or above 0.5.');
   });
 
   it('metrics.json judges take precedence over recomputing from results', () => {
-    const computed = judgesOf({ results: results() });
+    const computed = judgesOf({ results: results() }, methodCatalog().judges);
     const stored: RunMetrics = {
       n: 12,
       metrics: {},
       usage: { llm_calls: 0, prompt_tokens: 0, completion_tokens: 0, cache_hits: 0, wall_seconds: 0 },
       judges: { 'toc.verify': { ...computed['toc.verify'], verdict: 'stored verdict' } },
     };
-    expect(judgesOf({ results: results(), metrics: stored })['toc.verify'].verdict).toBe('stored verdict');
+    expect(judgesOf({ results: results(), metrics: stored }, methodCatalog().judges)['toc.verify'].verdict).toBe('stored verdict');
   });
 
   it('a run without judgments has no Judges section and no judge figures', () => {
     const run = { name: 'r', config: {}, results: results().map(({ judgments: _j, ...r }) => r), traces: [] };
-    expect(figuresForRun(run).figures).toEqual([]);
-    expect(renderRunReport(run)).not.toContain('<h2>Judges</h2>');
+    expect(figuresForRun(run, methodCatalog()).figures).toEqual([]);
+    expect(renderRunReport(run, methodCatalog())).not.toContain('<h2>Judges</h2>');
   });
 });
 

@@ -1,6 +1,4 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-// Each method's figures come from its pipeline entry, registered on import (as the CLI and library do).
-import '../../src/pipelines/registry';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
@@ -28,7 +26,8 @@ import { result, run, summary, tocNode, tocTrace, veTrace } from './fixtures';
  */
 
 const veTraces = [5, 4, 3, 2, 1].map((votes, i) => veTrace(`q${i}`, { votes }));
-const veResults = [100, 100, 0, 100, 0].map((em, i) => result(`q${i}`, { em, f1: em }));
+// Each row keeps the confidence the pipeline handed over (votes / 5).
+const veResults = [100, 100, 0, 100, 0].map((em, i) => ({ ...result(`q${i}`, { em, f1: em }), confidence: (5 - i) / 5 }));
 const tocRun = (maxNodes: number, maxDepth: number, dr: number, calls: number) =>
   run(`toc-n${maxNodes}-d${maxDepth}`, { pipeline: { name: 'toc', options: { maxNodes, maxDepth } } }, [
     result('q1', { dr, str_em: dr + 1 }, { usage: summary({ llmCalls: calls, promptTokens: 1000 * calls, completionTokens: 10 }) }),

@@ -1,6 +1,5 @@
+import { scoreValues } from '../../src/run-files';
 import { spawnSync } from 'node:child_process';
-// Each method's figures come from its pipeline entry, registered on import (as the CLI and library do).
-import '../../src/pipelines/registry';
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -8,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildReport, loadRun, loadRunOrSweep, loadSweep, writeReport } from '../../src/report/index';
 import { INJECTIONS, launchBrowser, type Browser } from '../plots/browser';
 import { result, run, summary, tocNode, tocTrace, veTrace, writeRunDir } from '../plots/fixtures';
+import { methodCatalog } from '../../src/pipelines/registry';
 
 const root = resolve(__dirname, '../..');
 const tmp = mkdtempSync(join(tmpdir(), 'ambiqa-report-'));
@@ -42,7 +42,7 @@ describe('run and sweep directories', () => {
     const dir = writeRunDir(join(tmp, 'runs', 'plain'), run('plain', { name: 'plain' }, [result('q1', { em: 0 }), result('q2', { em: 100 })], []));
     appendFileSync(join(dir, 'results.jsonl'), JSON.stringify(result('q1', { em: 100 })) + '\n{"id": "q3", "trunc');
     const loaded = loadRun(dir);
-    expect(loaded.results.map((r) => [r.id, r.metrics.em])).toEqual([
+    expect(loaded.results.map((r) => [r.id, scoreValues(r).em])).toEqual([
       ['q1', 100],
       ['q2', 100],
     ]);
@@ -67,7 +67,7 @@ describe('run and sweep directories', () => {
     expect(sweep.runs.map((r) => r.sweepValues)).toEqual([{ threshold: 1 }, { threshold: 2 }, { threshold: 3 }]);
     expect(sweep.axes).toEqual(['threshold']);
     expect(loadRunOrSweep(sweepDir).kind).toBe('sweep');
-    const report = buildReport(sweepDir);
+    const report = buildReport(sweepDir, { methods: methodCatalog() });
     expect(report.figures.figures.map((f) => f.name)).toEqual(
       expect.arrayContaining(['threshold-ablation', 'cost-quality-tokens', 'consistency-kde-first-point']),
     );
@@ -98,7 +98,7 @@ describe('HTML report', () => {
 
   it('escapes every model output, question, id and passage: injected script never runs', async () => {
     const dir = evilVeRunDir();
-    const report = buildReport(dir);
+    const report = buildReport(dir, { methods: methodCatalog() });
     expect(report.notes.join('\n')).toMatch(/gold answers not shown: dataset file \/nonexistent\.json not found/);
     const html = report.html.replace(readFileSync(join(root, 'node_modules/plotly.js-dist-min/plotly.min.js'), 'utf8'), '');
     for (const s of INJECTIONS) expect(html).not.toContain(s);
@@ -119,7 +119,7 @@ describe('HTML report', () => {
 
   it('has config, metrics with CIs, usage, figures and a sortable, filterable example table', async () => {
     const dir = evilVeRunDir();
-    const out = writeReport(buildReport(dir), join(tmp, 'report.html'));
+    const out = writeReport(buildReport(dir, { methods: methodCatalog() }), join(tmp, 'report.html'));
     const { page } = await browser.open(out);
     const headings = await page.locator('h2').allTextContents();
     expect(headings).toEqual(['Metrics', 'Decisions', 'Usage', 'Figures', 'Examples', 'Config']);
@@ -173,7 +173,7 @@ describe('gold answers and ToC figures', () => {
         [result('q1', { str_em: 50, dr: 30 })],
         [tocTrace('q1', [tocNode(0, null, null), tocNode(1, 0, 'Argentina'), tocNode(2, 0, 'Brazil', { verdict: false, pruned: true })])]),
     );
-    const report = buildReport(dir);
+    const report = buildReport(dir, { methods: methodCatalog() });
     expect(report.notes).toEqual([]);
     expect(report.figures.figures.map((f) => f.name)).toEqual(['clarification-tree', 'pruning-effect']);
     const pruning = report.figures.figures[1].figure;
@@ -193,7 +193,7 @@ describe('VE threshold ablation in a report', () => {
     const traces = [veTrace('a', { votes: 5, threshold: 5 }), veTrace('b', { votes: 2, threshold: 5, final: 'paris' }), veTrace('c', { votes: 4, threshold: 5, final: 'Lyon' })];
     const results = [result('a', { em: 100 }), result('b', { em: 100 }), result('c', { em: 0 })];
     const dir = writeRunDir(join(tmp, 'runs', 've-exact'), run('ve-exact', { name: 've-exact', dataset: { name: 'hotpotqa-adversarial', path: data } }, results, traces));
-    const report = buildReport(dir);
+    const report = buildReport(dir, { methods: methodCatalog() });
     expect(report.notes).toEqual([]);
     const fig = report.figures.figures.find((f) => f.name === 'threshold-ablation')!.figure;
     expect(fig.data[0].x).toEqual([1, 2, 3, 4, 5]);

@@ -66,18 +66,29 @@ describe('the JSON-lines files of a run directory', () => {
     question: 'Who?',
     llm: { provider: 'scripted', model: 'm' },
     demoIds: [],
-    llmCalls: [{ index: 0, purpose: 'toy.answer', completions: [{ text: 'Bob.' }] }],
+    llmCalls: [
+      {
+        index: 0,
+        purpose: 'toy.answer',
+        messages: [{ role: 'user', content: 'Who?' }],
+        params: { temperature: 0, topP: 1, maxTokens: 8, stop: [], n: 1, seed: null },
+        completions: [{ text: 'Bob.', finishReason: 'stop', latencySeconds: 0.1, cacheHit: false }],
+        wallSeconds: 0.1,
+      },
+    ],
     retrievals: [],
     parseFailures: [],
     decisions: { kind: 'toy', p: 0.5 },
-    summary: { llmCalls: 1 },
+    summary: { llmCalls: 1, cacheHits: 0, seconds: 0.1, retrievals: 0, parseFailures: 0 },
     output: 'Bob.',
   };
 
   it('read results and traces with their schemas, keeping fields they do not name and dropping a torn last line', () => {
     const results = join(dir, 'results.jsonl');
     writeFileSync(results, `${JSON.stringify({ ...result, extra: 'kept' })}\n{"id": "q2", "quest`);
-    expect(readResults(results)).toEqual([{ ...result, extra: 'kept' }]);
+    // A line without a format (1 or 2) is migrated to format 3: its numbers become scores.
+    const { metrics: _m, ...rest } = result;
+    expect(readResults(results)).toEqual([{ ...rest, format: 3, scores: { em: { value: 100 } }, extra: 'kept' }]);
     const traces = join(dir, 'traces.jsonl');
     writeFileSync(traces, `${JSON.stringify(trace)}\n`);
     expect(readTraces(traces)[0]!.decisions).toEqual({ kind: 'toy', p: 0.5 });

@@ -6,9 +6,6 @@ import { describeExitStatus, parsePositiveInt } from '../../experiments/cli-supp
 import { ExitStatus } from '../../experiments/exit-status';
 import { tokensOf } from '../../llm/usage';
 import type { Comparison } from '../../run-files/comparison';
-// Registers every built-in method's analysis and figures (judges, decision statistics, figures),
-// which the report and metrics layers find through their registries.
-import '../../pipelines/registry';
 
 export const summary = 'paired tests between runs or sweep points on the same questions, side by side per question';
 

@@ -5,6 +5,7 @@ import { safeName } from '../../common/safe-name';
 import { createComposer } from '../../experiments/compose';
 import { mergeRuns, type MergeOutcome } from '../../experiments/merge';
 import { mergeFromMlflow } from '../../experiments/merge-mlflow';
+import { methodCatalog } from '../../pipelines/registry';
 import { runsDir } from '../../run-files';
 import { describeExitStatus, describeOutcome, runExitStatus } from '../../experiments/cli-support';
 import { ExitStatus } from '../../experiments/exit-status';
@@ -69,6 +70,7 @@ export async function run(argv: string[]): Promise<number> {
       ...(values.name !== undefined ? { name: safeName(values.name, '--name') } : {}),
       outDir: (name: string) => join(runsDir(), name),
       aggregate: composer.aggregate,
+      methods: methodCatalog(),
       partial: values.partial ?? false,
       tracking: values['no-tracking'] ? null : composer.tracking(),
     };

@@ -1,9 +1,7 @@
 import { parseArgs } from 'node:util';
 import { join } from 'node:path';
 import { AmbiqaError } from '../../errors';
-// Registers every built-in method's analysis and figures (judges, decision statistics, figures),
-// which the report and metrics layers find through their registries.
-import '../../pipelines/registry';
+import { methodCatalog } from '../../pipelines/registry';
 
 export const summary = 'write a self-contained HTML report (and figure files) for a run or sweep directory';
 
@@ -16,7 +14,7 @@ file of \`ambiqa compare\`, writes its side-by-side report (default: report.html
 
 options:
   --out <file>            report file (default: <dir>/report.html)
-  --data <file>           dataset file with the gold answers (default: the run config's dataset.path)
+  --data <file>           dataset file with the gold of rows written before format 3 (default: the run config's dataset.path); format-3 rows carry their own
   --coverage <file>       an \`ambiqa coverage --out\` JSON file to plot (repeatable)
   --tree-example <id>     which example's clarification tree to draw (ToC runs)
   --traces <mode>         compact (default for runs) | full | none (default for sweeps)
@@ -67,6 +65,8 @@ export async function run(argv: string[]): Promise<number> {
   // Loaded lazily: `ambiqa --help` must not read plotly.js.
   const { buildReport, writeReport, exportReportFigures, logFiguresToRun } = await import('../../report/index');
   const report = buildReport(dir, {
+    // Each method's figures, decision statistics and judges, from the pipeline registry.
+    methods: methodCatalog(),
     ...(values.data ? { dataPath: values.data } : {}),
     ...(values.coverage ? { coverageFiles: values.coverage } : {}),
     ...(values['tree-example'] ? { treeExample: values['tree-example'] } : {}),

@@ -7,7 +7,7 @@ import { parseOverride } from '../../experiments/overrides';
 import { ProgressBar } from '../../experiments/progress';
 import { runConfig } from '../../experiments/run-config';
 import { ExitStatus } from '../../experiments/exit-status';
-import { describePipelines } from '../../pipelines/registry';
+import { describePipelines, methodCatalog } from '../../pipelines/registry';
 import { resolveShardSpec } from '../../experiments/shard';
 import { checkShardGroup, SHARD_GROUP_TAG } from '../../experiments/shard-group';
 import { describeExitStatus, describeOutcome, interruptSignal, parsePositiveInt, parseUsd, runExitStatus } from '../../experiments/cli-support';
@@ -117,7 +117,7 @@ export async function run(argv: string[]): Promise<number> {
         ...(values.quiet ? {} : { progress: () => new ProgressBar({ label: config.name }) }),
         ...(group !== undefined ? { tags: { [SHARD_GROUP_TAG]: group } } : {}),
         // Figures (HTML + PNG) go to the MLflow run when tracking is on; loaded lazily (plotly, chromium).
-        figures: async (dir: string, tracker: RunTracker) => (await import('../../report/run-figures')).logRunFigures(dir, tracker),
+        figures: async (dir: string, tracker: RunTracker) => (await import('../../report/run-figures')).logRunFigures(dir, tracker, methodCatalog()),
       });
       if (!outcome) return ExitStatus.interrupted; // Ctrl-C during the preflight: nothing started
       console.log(describeOutcome(outcome, positionals[0]));

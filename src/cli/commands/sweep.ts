@@ -5,6 +5,7 @@ import { AmbiqaError } from '../../errors';
 import { describeExitStatus, interruptSignal, parsePositiveInt } from '../../experiments/cli-support';
 import { createComposer } from '../../experiments/compose';
 import { readExperimentFile } from '../../experiments/config';
+import { methodCatalog } from '../../pipelines/registry';
 import { applyOverrides, parseOverride } from '../../experiments/overrides';
 import { ProgressBar } from '../../experiments/progress';
 import { sweepsDir } from '../../run-files';
@@ -99,7 +100,7 @@ export async function run(argv: string[]): Promise<number> {
         tracking: composer.tracking(),
         tags: composer.tags(plan.base),
         // Figures (HTML + PNG) go to the MLflow run when tracking is on; loaded lazily (plotly, chromium).
-        figures: async (dir: string, tracker: RunTracker) => (await import('../../report/run-figures')).logRunFigures(dir, tracker),
+        figures: async (dir: string, tracker: RunTracker) => (await import('../../report/run-figures')).logRunFigures(dir, tracker, methodCatalog()),
         ...(values.quiet ? {} : { progress: (label: string) => new ProgressBar({ label }) }),
         signal: interrupt.signal,
       });

@@ -69,6 +69,8 @@ export class CotScPipeline implements Pipeline {
       answer,
       task === 'long' ? undefined : answer,
     );
-    return { output: answer, ...(task === 'long' ? {} : { answer }), trace };
+    // The majority's vote share (long answers: the medoid's mean token F1) is the confidence `auc`
+    // ranks by; the results row keeps it.
+    return { output: answer, ...(task === 'long' ? {} : { answer }), confidence: vote.consistency, trace };
   }
 }

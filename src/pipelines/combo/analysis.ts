@@ -1,5 +1,5 @@
 /**
- * COMBO's own analysis, registered with its pipeline entry (src/metrics/methods.ts): its two
+ * COMBO's own analysis, carried by its pipeline entry into the method catalog (src/metrics/methods.ts): its two
  * judges (evidentiality of a retrieved passage, consistency of a retrieved–generated pair) with
  * their silver labels, and the mean compatibility and evidentiality.
  */

@@ -1,5 +1,5 @@
 /**
- * Diva's own analysis, registered with its pipeline entry (src/metrics/methods.ts): the
+ * Diva's own analysis, carried by its pipeline entry into the method catalog (src/metrics/methods.ts): the
  * retrieval-verification judge and its silver label, and the shares of its routes and verdicts.
  */
 import type { Example } from '../../datasets/types';

@@ -1,5 +1,5 @@
 /**
- * Tree of Clarifications' own analysis, registered with its pipeline entry (src/metrics/methods.ts):
+ * Tree of Clarifications' own analysis, carried by its pipeline entry into the method catalog (src/metrics/methods.ts):
  * the self-verification judge and its silver label, and the decision statistics of its trees.
  */
 import type { Example } from '../../datasets/types';

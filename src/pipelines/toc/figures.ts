@@ -1,5 +1,5 @@
 /**
- * The figures of Tree of Clarifications' traces, registered with its pipeline entry
+ * The figures of Tree of Clarifications' traces, carried by its pipeline entry into the method catalog
  * (src/plots/methods.ts): one question's clarification tree and the pruning effect on node
  * Answer-F1 for a run; node-cap and depth ablations across a sweep.
  */

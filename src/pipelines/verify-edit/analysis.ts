@@ -1,5 +1,5 @@
 /**
- * Verify-and-Edit's own analysis, registered with its pipeline entry (src/metrics/methods.ts):
+ * Verify-and-Edit's own analysis, carried by its pipeline entry into the method catalog:
  * the majority vote's share as a confidence (graded against the answer's correctness), the final
  * answer's log-probability as the second ranking (`auc_logprob`), the edit rate and the mean
  * consistency.
@@ -10,7 +10,7 @@ import type { MethodAnalysis } from '../../metrics/methods';
 import { exactMatch } from '../../metrics/squad';
 import type { LabelledJudgment } from '../../run-files';
 import type { Trace } from '../../trace/types';
-import type { VeDecisions } from './decisions';
+import { veSignals, type VeDecisions } from './decisions';
 
 const mean = (xs: number[]): number => (xs.length === 0 ? 0 : xs.reduce((s, x) => s + x, 0) / xs.length);
 const decisionsOf = (trace: Trace): VeDecisions => trace.decisions as VeDecisions;
@@ -41,6 +41,7 @@ export const veAnalysis: Omit<MethodAnalysis, 'kind'> = {
   judges: [{ purpose: 've.consistency', silverLabel: 'the final answer is right (exact match with a gold answer, or an alternative answer where the dataset has them)' }],
   labelJudgments,
   statistics,
-  confidence: (trace) => decisionsOf(trace).consistency,
-  answerLogprob: (trace) => decisionsOf(trace).answerLogprob,
+  // Rows written before rows carried the signals: read them back from the trace, as veSignals gives them.
+  confidence: (trace) => veSignals(decisionsOf(trace)).confidence,
+  answerLogprob: (trace) => veSignals(decisionsOf(trace)).answerLogprob,
 };

@@ -76,3 +76,12 @@ export type VeDecisions = z.infer<typeof veDecisionsSchema>;
 
 /** The trace's decisions when Verify-and-Edit wrote it; undefined otherwise. */
 export const veDecisionsOf = (trace: Pick<Trace, 'decisions'>): VeDecisions | undefined => decisionsOfKind<VeDecisions>(trace, 'verify-edit');
+
+/**
+ * The signals a Verify-and-Edit answer hands over (`PipelineOutput`): its consistency (the
+ * majority's vote share, or summed sample probabilities / n), which `auc` ranks by, and the final
+ * answer's log-probability where asked for (`answerLogprob: true`), which `auc_logprob` ranks by.
+ */
+export function veSignals(d: Pick<VeDecisions, 'consistency' | 'answerLogprob'>): { confidence: number; answerLogprob?: number } {
+  return { confidence: d.consistency, ...(d.answerLogprob !== undefined ? { answerLogprob: d.answerLogprob } : {}) };
+}

@@ -1,5 +1,5 @@
 /**
- * The figures of Verify-and-Edit's traces, registered with its pipeline entry
+ * The figures of Verify-and-Edit's traces, carried by its pipeline entry into the method catalog
  * (src/plots/methods.ts): the consistency KDE of correct and incorrect predictions and the
  * threshold ablation re-applied to one run; the threshold ablation across a sweep.
  */
@@ -7,15 +7,19 @@ import { exactMatch, maxOverGolds } from '../../metrics/squad';
 import { consistencyKdeFigure } from '../../plots/consistency';
 import type { FigureInputs, FigurePlan, MethodFigures } from '../../plots/methods';
 import { veDecisionsOf } from './decisions';
+import type { Trace } from '../../trace/types';
 import { thresholdAblationFigure, thresholdAblationFromSweep, thresholdAblationFromTraces } from './threshold-figure';
 import type { RunData } from '../../plots/types';
 
-/** The consistency KDE of a run (Verify-and-Edit and CoT self-consistency share it). */
-export function consistencyKdePlan(run: RunData): FigurePlan {
+/**
+ * The consistency KDE of a run (Verify-and-Edit and CoT self-consistency share it): each row's
+ * `confidence`; for rows written before rows carried it, `confidenceOf` reads it from the trace.
+ */
+export function consistencyKdePlan(run: RunData, confidenceOf: (trace: Trace) => number | undefined): FigurePlan {
   return {
     name: 'consistency-kde',
     title: 'Consistency of correct and incorrect predictions',
-    build: () => consistencyKdeFigure(run.traces, run.results),
+    build: () => consistencyKdeFigure(run.traces, run.results, { confidenceOf }),
     caption:
       "Gaussian KDE (Scott bandwidth) of the majority answer's consistency (its vote share; with consistency: logprob, its summed sample probabilities / n), with the raw values as a rug; correct = em_alt where the run has it, else EM (FEVER: accuracy).",
   };
@@ -25,7 +29,7 @@ function forRun(run: RunData, inputs: FigureInputs): { figures: FigurePlan[] } {
   const answers = inputs.answers;
   return {
     figures: [
-      consistencyKdePlan(run),
+      consistencyKdePlan(run, (t) => veDecisionsOf(t)?.consistency),
       {
         name: 'threshold-ablation',
         title: 'Threshold ablation (re-applied to this run)',

@@ -13,7 +13,7 @@
 import type { Example } from '../../datasets/types';
 import { AmbiqaError } from '../../errors';
 import { TraceRecorder } from '../../trace/recorder';
-import type { VeDecisions } from './decisions';
+import { veSignals, type VeDecisions } from './decisions';
 import { cotPrompt, cotWithRationalePrompt } from '../baselines/prompts';
 import { sampleAdaptively } from '../common/adaptive';
 import { checkAborted, requireEmbedder, requireRetriever, selectDemos } from '../common/context';
@@ -139,7 +139,7 @@ export class VerifyEditPipeline implements Pipeline {
     if (vote.winnerVotes >= threshold) {
       const answer = vote.answer;
       if (o.answerLogprob && editIndex >= 0) await this.scoreAnswer(rec, ctx, task, demos, example.question, rationale, answer, decisions, sampling);
-      return { output: answer, answer, trace: rec.finish(decisions, answer, answer) };
+      return { output: answer, answer, ...veSignals(decisions), trace: rec.finish(decisions, answer, answer) };
     }
 
     // 3. Edit that rationale sentence by sentence.
@@ -185,7 +185,7 @@ export class VerifyEditPipeline implements Pipeline {
       decisions.answerLogprob = final.logprobs[0];
     }
     decisions.finalAnswer = answer;
-    return { output: answer, answer, trace: rec.finish(decisions, answer, answer) };
+    return { output: answer, answer, ...veSignals(decisions), trace: rec.finish(decisions, answer, answer) };
   }
 
   /**

@@ -1,6 +1,6 @@
 import type { Example } from '../../../src/datasets/types';
 import type { ExperimentConfig } from '../../../src/experiments/config';
-import type { ExampleResult, MetricAggregate } from '../../../src/run-files';
+import { scoreValues, type ExampleResult, type MetricAggregate } from '../../../src/run-files';
 import type { RunComponents } from '../../../src/experiments/runner';
 import type { LanguageModel } from '../../../src/llm/types';
 import type { Pipeline } from '../../../src/pipelines/types';
@@ -46,9 +46,9 @@ export function exactMatchComponents(examples: Example[], pipeline: Pipeline, ll
     examples,
     pipeline,
     context: { llm },
-    score: (example, out) => ({ em: example.answers.includes(out.output.trim()) ? 100 : 0 }),
+    score: (example, out) => ({ em: { value: example.answers.includes(out.output.trim()) ? 100 : 0 } }),
     aggregate: (results: ExampleResult[]): Record<string, MetricAggregate> => {
-      const values = results.map((r) => r.metrics.em ?? 0);
+      const values = results.map((r) => scoreValues(r).em ?? 0);
       const mean = values.reduce((a, b) => a + b, 0) / Math.max(1, values.length);
       return { em: { mean, ciLow: mean, ciHigh: mean, n: values.length } };
     },

@@ -23,6 +23,7 @@ import { planSweep } from '../../../src/experiments/sweep';
 import { registry } from '../../../src/experiments/compose';
 import { projectRoot } from '../../../src/config/paths';
 import { asqaExample, FakeEmbedder, FakeRetriever, fixedDemos, judgeField, lastField, passage, promptOf, scriptedLlm } from '../fakes';
+import { methodCatalog } from '../../../src/pipelines/registry';
 
 /** Two-label contextual calibration written out, to check the implementation against. */
 const twoLabel = (p: number, p0: number) => p / p0 / (p / p0 + (1 - p) / (1 - p0));
@@ -156,7 +157,7 @@ describe('ToC with judgeCalibration', () => {
     }
 
     // Decision statistics report both means per judge, and the prior as its own judge.
-    const s = decisionStatistics([out.trace]);
+    const s = decisionStatistics([out.trace], methodCatalog());
     expect(s.metrics.decision_p_yes_toc_verify).toBeCloseTo((0.4 + 0.4 + 0.25 + 0.25) / 4, 12);
     expect(s.metrics.decision_p_cal_toc_verify).toBeCloseTo((2 * twoLabel(0.4, 0.3) + 2 * twoLabel(0.25, 0.3)) / 4, 12);
     expect(s.metrics.decision_p_yes_toc_verify_prior).toBeCloseTo(0.3, 12);

@@ -8,6 +8,7 @@ import { tocOptionsSchema } from '../../../src/pipelines/toc/options';
 import type { PipelineContext } from '../../../src/pipelines/types';
 import { TraceRecorder } from '../../../src/trace/recorder';
 import { asqaExample, FakeEmbedder, FakeRetriever, fixedDemos, passage, scriptedLlm } from '../fakes';
+import { methodCatalog } from '../../../src/pipelines/registry';
 
 // Issue 26 point 6: the final step answering with its own clarification lines.
 const corpus = [
@@ -85,7 +86,7 @@ describe('final answers that come back as DQ/DA lines', () => {
     expect(out.output).toBe('Who sang the 1981 hit Bette Davis Eyes? Kim Carnes. Who first recorded Bette Davis Eyes in 1974? Jackie DeShannon.');
     const failures = out.trace.parseFailures.filter((f) => f.purpose === 'toc.answer');
     expect(failures).toHaveLength(1);
-    const stats = decisionStatistics([out.trace]);
+    const stats = decisionStatistics([out.trace], methodCatalog());
     expect(stats.metrics.decision_parse_failure_rate).toBeCloseTo(1 / out.trace.llmCalls.length, 10);
   });
 

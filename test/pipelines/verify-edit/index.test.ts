@@ -355,6 +355,10 @@ describe('Verify-and-Edit', () => {
       expect(d.edited).toBe(false);
       expect(d.answerLogprob).toBe(-0.75);
       expect(d.answerLogprobAnswer).toBeUndefined();
+      // Both signals are handed over with the output (what the scorer ranks by and the row keeps).
+      expect(out.confidence).toBe(d.consistency);
+      expect(out.confidence).toBeCloseTo(2 / 5, 12);
+      expect(out.answerLogprob).toBe(-0.75);
       const call = out.trace.llmCalls.find((c) => c.purpose === 've.answer-logprob')!;
       expect(call.params.temperature).toBe(0);
       expect(call.messages.at(-1)!.content).toContain('Reasoning: Second rationale.');
@@ -376,9 +380,12 @@ describe('Verify-and-Edit', () => {
       const reanswer = () => ({ text: 'So the answer is: 1991.', finishReason: 'stop' as const, usage: { promptTokens: 5, completionTokens: 7 }, logprob: -0.25 });
       const on = await run({}, { 've.cot': inconsistent, 've.answer': reanswer });
       expect(on.d).toMatchObject({ edited: true, finalAnswer: '1991', answerLogprob: -0.25 });
+      expect(on.out).toMatchObject({ confidence: on.d.consistency, answerLogprob: -0.25 });
       expect(on.out.trace.llmCalls.filter((c) => c.purpose === 've.answer-logprob')).toEqual([]);
       const off = await run({ answerLogprob: false, threshold: 0 }, { 've.cot': inconsistent });
       expect(off.d.answerLogprob).toBeUndefined();
+      expect(off.out.answerLogprob).toBeUndefined();
+      expect(off.out.confidence).toBeCloseTo(2 / 5, 12);
       expect(off.out.trace.llmCalls.map((c) => c.purpose)).toEqual(['ve.cot']);
     });
   });
