@@ -5,6 +5,7 @@
  */
 import { createComposer } from '../src/experiments/compose';
 import { loadExperimentConfig, type ExperimentConfig } from '../src/experiments/config';
+import { runModel } from '../src/llm/run-model';
 import type { PipelineContext } from '../src/pipelines/types';
 
 export async function openStudy(configFile: string) {
@@ -15,7 +16,10 @@ export async function openStudy(configFile: string) {
   /** The study's context with `name` (a catalog model) judging, the rest of the config shared. */
   const withJudge = async (name: string): Promise<PipelineContext> => {
     const config = { ...base, judge: { ...(base.llm as object), model: name } } as ExperimentConfig;
-    return (await composer.components(config)).context;
+    const judged = await composer.components(config);
+    // The composer hands the judge's client beside the run's; judgments reach it through the
+    // run model's judge layer, as in a run (src/llm/run-model.ts).
+    return { ...judged.context, llm: runModel(judged.context.llm, judged.judge ? { judge: judged.judge } : {}) };
   };
   return { composer, base, parts, withJudge };
 }

@@ -120,6 +120,8 @@ export {
   ScriptedProvider,
   OpenAICompatibleProvider,
   LlamaCppProvider,
+  wrapModel,
+  type ModelMiddleware,
   type LanguageModel,
   type LlmConfig,
   type LlmConfigInput,

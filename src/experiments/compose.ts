@@ -4,7 +4,6 @@ import type { Example } from '../datasets/types';
 import { AmbiqaError } from '../errors';
 import type { LlmClient } from '../llm/client';
 import { describeLlmConfig, type LlmSection } from '../llm/config';
-import { withJudge } from '../llm/judge-routing';
 import type { PriceSource } from '../llm/pricing';
 import { createSectionClient, sectionPrice } from '../llm/provider-registry';
 import { buildDemoPool, FixedDemoSelector, KnnDemoSelector } from '../pipelines/demos';
@@ -168,7 +167,10 @@ export function createComposer(options: { notify?: (message: string) => void } =
       const options = config.pipeline.options;
       const nShots = typeof options.nShots === 'number' ? options.nShots : 0;
       const llm = await getLlm(config.llm, 'llm');
-      const context: PipelineContext = { llm: config.judge ? withJudge(llm, await getLlm(config.judge, 'judge')) : llm };
+      // The judge's client travels beside the run's; the runner routes judgments to it when it
+      // wraps the run's model (runModel, src/llm/run-model.ts), the one place a run is wrapped.
+      const judge = config.judge ? await getLlm(config.judge, 'judge') : undefined;
+      const context: PipelineContext = { llm };
       if (needsEmbedder(config)) context.embedder = getEmbedder();
 
       // Judge diagnostics label passage-based judgments by the passages' texts: the run's corpus,
@@ -247,6 +249,7 @@ export function createComposer(options: { notify?: (message: string) => void } =
         examples,
         pipeline: createPipeline(config.pipeline.name, options),
         context,
+        ...(judge ? { judge } : {}),
         score: (example, out) => scorer.score(example, out),
         labelJudgments: (example, trace) => labelJudgments(trace, example, methods, passageText),
         aggregate: aggregateResults,

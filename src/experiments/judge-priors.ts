@@ -14,7 +14,6 @@ import { AmbiqaError } from '../errors';
 import { judgePriorsSchema, type JudgePriors } from '../pipelines/types';
 import { normaliseQuestion } from '../pipelines/common/text';
 import type { Demo } from '../pipelines/types';
-import type { LanguageModel } from '../llm/types';
 import { runFiles, writeJson } from '../run-files';
 import { formatIssues } from '../common/zod-issues';
 import type { RunComponents } from './orchestrate';
@@ -57,15 +56,14 @@ export function calibrationPool(pool: readonly Demo[], examples: RunComponents['
 export async function withJudgePriors(
   components: RunComponents,
   runDir: string,
-  /** The model the calibration judgments go to (the runner's metered, capped view); default the run's. */
-  calibrationLlm: LanguageModel = components.context.llm,
 ): Promise<{ components: RunComponents; priors?: JudgePriors }> {
   const { pipeline, context } = components;
   if (!pipeline.calibrate) return { components };
   let priors = readJudgePriors(runDir);
   if (!priors) {
     const pool = calibrationPool(context.demos?.pool ?? [], components.examples);
-    const computed = await pipeline.calibrate(pool, { ...context, llm: calibrationLlm });
+    // `context.llm` is the run's model (runner.ts): the judgments are metered, capped and stopped like the questions' calls.
+    const computed = await pipeline.calibrate(pool, context);
     if (!computed) return { components };
     priors = computed;
     writeJson(join(runDir, runFiles.judgePriors), priors);

@@ -1,6 +1,6 @@
 import type { Example } from '../datasets/types';
-import type { UsageTotals } from '../llm/types';
-import { addUsage, meteredModel } from '../llm/usage';
+import type { LanguageModel, UsageTotals } from '../llm/types';
+import type { UsageMeter } from '../llm/usage';
 import { CostLimitError } from '../llm/budget';
 import type { PriceSource } from '../llm/pricing';
 import type { Pipeline, PipelineContext, PipelineOutput } from '../pipelines/types';
@@ -17,8 +17,13 @@ export interface RunComponents {
   /** The run's whole selection (sampling and limit applied, not the shard), in evaluation order. */
   examples: Example[];
   pipeline: Pipeline;
-  /** Shared by all examples. The runner puts `llm` under the run's cost cap and wraps it to count usage and honour its signal. */
+  /**
+   * Shared by all examples. `llm` is the `llm:` section's client; the runner wraps it once per
+   * session in the run's layers (signal, cost cap, meter, judge routing: `runModel`).
+   */
   context: PipelineContext;
+  /** The client of the config's `judge:` section, when it has one: the runner routes judgments to it. */
+  judge?: LanguageModel;
   /** The question's scores with their reasons and metadata (kept whole in its row; `scoreValues` gives the numbers). */
   score(example: Example, output: { output: string; answer?: string; trace?: Trace }): Promise<QuestionScores> | QuestionScores;
   aggregate(results: ExampleResult[]): Record<string, MetricAggregate>;
@@ -56,8 +61,8 @@ export interface AnswerRequest {
   tracesPath: string;
   progress: ProgressSink;
   signal?: AbortSignal;
-  /** This session's usage before the first question (batch-calibration judgments): counted in the progress line and the session's spend. */
-  usageBefore?: UsageTotals;
+  /** The run model's meter (runModel): this session's usage so far, batch-calibration judgments included. */
+  meter: UsageMeter;
   /** Called after each example's result line is written, with the example's trace and this session's usage so far. */
   onAnswered(result: ExampleResult, done: number, trace: Trace, usage: UsageTotals): void;
 }
@@ -85,11 +90,11 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
   const onOuterAbort = () => abort.abort(request.signal?.reason);
   if (request.signal?.aborted) abort.abort(request.signal.reason);
   request.signal?.addEventListener('abort', onOuterAbort, { once: true });
-  // The run's cost cap is on `components.context.llm` already (runner.ts); when it stops a call it
-  // aborts the session's signal with its error, which stops this pool like Ctrl-C: questions in
-  // flight are abandoned and answered on resume, where the cache replays their finished calls.
-  const llm = meteredModel(components.context.llm, { signal: abort.signal });
-  const context: PipelineContext = { ...components.context, llm, signal: abort.signal };
+  // `components.context.llm` is the run's model (runner.ts: signal, cost cap, meter). When the cap
+  // stops a call it aborts the session's signal with its error, which stops this pool like
+  // Ctrl-C: questions in flight are abandoned and answered on resume, where the cache replays
+  // their finished calls.
+  const context: PipelineContext = { ...components.context, signal: abort.signal };
 
   const resultsOut = new JsonlAppender(request.resultsPath);
   const tracesOut = new JsonlAppender(request.tracesPath);
@@ -102,7 +107,7 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
     ...(components.price?.free ? { costFree: true } : {}),
   };
   function sessionUsage(): UsageTotals {
-    return request.usageBefore ? addUsage(request.usageBefore, llm.usage.snapshot()) : llm.usage.snapshot();
+    return request.meter.snapshot();
   }
   const syncProgress = () => {
     state.usage = sessionUsage();

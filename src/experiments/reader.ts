@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { AmbiqaError } from '../errors';
 import { LlmClient } from '../llm/client';
-import { createLanguageModel } from '../llm/config';
+import { createClientFor } from '../llm/provider-registry';
 import { ScriptedProvider } from '../llm/providers/scripted';
 import { embeddedModelFromManifest, unloadEmbeddedModels } from '../llm/providers/llama-cpp';
 import { LlmSpanReader, READER_PROMPT_VERSION, type DisambigReader } from '../metrics/disambig-f1';
@@ -151,7 +151,7 @@ export async function createReader(spec: ReaderSpec, option = 'reader'): Promise
     case 'embedded': {
       // Its own client: greedy, no sampling options of the run; the model file is shared
       // process-wide with a run on the same GGUF, the context is not.
-      const model = await createLanguageModel({ provider: 'embedded', ...(spec.model ? { model: spec.model } : {}) }).catch(named);
+      const model = await createClientFor({ provider: 'embedded', ...(spec.model ? { model: spec.model } : {}) }).catch(named);
       return {
         reader: new LlmSpanReader(model, { name: description }),
         close: async () => {
@@ -161,7 +161,7 @@ export async function createReader(spec: ReaderSpec, option = 'reader'): Promise
       };
     }
     case 'openai': {
-      const model = await createLanguageModel({ provider: 'openai-compatible', model: spec.model }).catch(named);
+      const model = await createClientFor({ provider: 'openai-compatible', model: spec.model }).catch(named);
       return { reader: new LlmSpanReader(model, { name: description }), close: async () => model.close() };
     }
   }

@@ -13,9 +13,10 @@ import type { MethodAnalyses } from '../metrics/methods';
 import { methodCatalog } from './bindings';
 import type { Trace } from '../trace/types';
 import { judgePriorSettings, withJudgePriors } from './judge-priors';
-import { CostCap, CostLimitError, withSpendGuard } from '../llm/budget';
+import { CostCap, CostLimitError } from '../llm/budget';
+import { runModel } from '../llm/run-model';
 import { emptyUsage } from '../llm/types';
-import { addUsage, meteredModel } from '../llm/usage';
+import { addUsage, UsageMeter } from '../llm/usage';
 import { summaryUsage } from '../trace/usage';
 
 export { checkRunDir } from './run-dir';
@@ -115,28 +116,30 @@ async function runSession(request: RunRequest, warn: (message: string) => void):
   if (request.signal?.aborted) onInterrupt();
   request.signal?.addEventListener('abort', onInterrupt, { once: true });
   try {
-    // The run's cost cap, installed once on the run's clients for the whole session: the
-    // calibration's judgments and every question's calls count against one cap, which starts
-    // from what earlier sessions spent (run.json) and, when a call would pass it, stops the
-    // session like Ctrl-C (KILLED, resumable) with its message.
+    // The run's cost cap, one for the whole session: the calibration's judgments and every
+    // question's calls, generator's and judge's, count against it; it starts from what earlier
+    // sessions spent (run.json) and, when a call would pass it, stops the session like Ctrl-C
+    // (KILLED, resumable) with its message.
     const cap = maxCostUsd !== undefined ? new CostCap(maxCostUsd, runState.priorCostUsd ?? 0, runState.priorLiveCalls, (e) => session.abort(e)) : undefined;
-    const capped: RunComponents = cap ? { ...components, context: { ...components.context, llm: withSpendGuard(components.context.llm, cap) } } : components;
+    // The run's model, wrapped once for the session (src/llm/run-model.ts): the session's signal,
+    // the cap, the session's meter and judge routing, in that order.
+    const meter = new UsageMeter();
+    const llm = runModel(components.context.llm, { signal: session.signal, meter, ...(cap ? { cap } : {}), ...(components.judge ? { judge: components.judge } : {}) });
+    const run: RunComponents = { ...components, context: { ...components.context, llm } };
 
     // judgeCalibration batch: the prior is judged (or read back, on resume) before any question.
     // Its judgments are live calls of the run like the questions' (often the judge's, at the
     // judge's price): metered into the session's spend, under the run's cap, stopped by Ctrl-C.
-    const calibrationLlm = meteredModel(capped.context.llm, { signal: session.signal });
-    let calibrated: Awaited<ReturnType<typeof withJudgePriors>> = { components: capped };
+    let calibrated: Awaited<ReturnType<typeof withJudgePriors>> = { components: run };
     try {
-      calibrated = await withJudgePriors(capped, runDir, calibrationLlm);
+      calibrated = await withJudgePriors(run, runDir);
     } catch (error) {
       // The cap or Ctrl-C stopped the calibration: the session's signal has fired, so no question
       // starts and the session ends as an interrupted one does (the cap's message and exit status).
       if (!(error instanceof CostLimitError) && !session.signal.aborted) throw error;
       if (!session.signal.aborted) session.abort(error);
     }
-    const calibrationUsage = calibrationLlm.usage.snapshot();
-    runState.setSessionCost(calibrationUsage);
+    runState.setSessionCost(meter.snapshot());
     const answered = await answerExamples({
       components: calibrated.components,
       todo: plan.todo,
@@ -148,7 +151,7 @@ async function runSession(request: RunRequest, warn: (message: string) => void):
       tracesPath: paths.traces,
       progress,
       signal: session.signal,
-      usageBefore: calibrationUsage,
+      meter,
       onAnswered: (result, done, trace, usage) => {
         runState.state.done = done;
         runState.setSessionCost(usage);

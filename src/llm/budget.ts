@@ -1,6 +1,7 @@
 import { AmbiqaError } from '../errors';
+import type { ModelMiddleware } from './middleware';
 import { formatUsd } from './pricing';
-import type { LanguageModel, SpendGuard } from './types';
+import type { SpendGuard } from './types';
 
 // The guard's contract is in types.ts (the client takes one); re-exported for callers of the cap.
 export type { SpendGuard } from './types';
@@ -74,10 +75,16 @@ export class CostCap implements SpendGuard {
 }
 
 /**
- * `model` with every live call under `guard`: how a run installs its cap, once per session, on
- * the clients behind its model (`LanguageModel.withSpendGuard`). A model without the method (a
- * test double) makes no priced calls and is returned as it is.
+ * The run's cap as a layer of its model (`runModel`, run-model.ts): every call, generation or
+ * judgment, carries `guard` inward to the client that serves it, which asks it before each live
+ * call and tells it the cost after (client.ts). A cap cannot decide outside the client: only the
+ * client knows whether a sample replays from the cache, and replays are never refused. Placed
+ * outside judge routing, the one cap covers what the generator and the judge spend together.
  */
-export function withSpendGuard(model: LanguageModel, guard: SpendGuard): LanguageModel {
-  return model.withSpendGuard ? model.withSpendGuard(guard) : model;
+export function spendCap(guard: SpendGuard): ModelMiddleware {
+  return {
+    name: 'cost-cap',
+    generate: (req, next) => next({ ...req, spendGuard: guard }),
+    judge: (req, next) => next({ ...req, spendGuard: guard }),
+  };
 }

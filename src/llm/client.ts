@@ -218,8 +218,9 @@ export class LlmClient implements LanguageModel {
     return this.meter.reset();
   }
 
+  /** Live calls go under `request.spendGuard` when a run's `spendCap` layer attached one (budget.ts). */
   async generate(request: GenerateRequest): Promise<GenerateResult> {
-    return this.generateUnder(request, undefined);
+    return this.generateUnder(request, request.spendGuard);
   }
 
   /**
@@ -227,22 +228,7 @@ export class LlmClient implements LanguageModel {
    * preflight probe must see how the endpoint answers now, not how it answered last month.
    */
   async judge(request: JudgeRequest, options: { cache?: boolean } = {}): Promise<JudgeResult> {
-    return this.judgeUnder(request, options, undefined);
-  }
-
-  /**
-   * This client with every live call under `guard` (a run's cost cap, installed once per run
-   * session): the same cache, single-flight, limiter and usage meter, so calls through the view
-   * and through the client share one another's replies.
-   */
-  withSpendGuard(guard: SpendGuard): LanguageModel {
-    return {
-      provider: this.provider,
-      model: this.model,
-      generate: (request) => this.generateUnder(request, guard),
-      judge: (request) => this.judgeUnder(request, {}, guard),
-      withSpendGuard: (other) => this.withSpendGuard(other),
-    };
+    return this.judgeUnder(request, options, request.spendGuard);
   }
 
   private async generateUnder(request: GenerateRequest, guard: SpendGuard | undefined): Promise<GenerateResult> {

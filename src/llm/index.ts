@@ -7,9 +7,11 @@ export { LlmClient, normaliseRequest, DEFAULT_MAX_TOKENS, type LlmClientOptions 
 export { llmConfigSchema, createLanguageModel, describeLlmConfig, resolveLlmConfig, type LlmConfig, type LlmConfigInput } from './config';
 export { LlmCache, cacheKey, defaultCachePath, type CacheMode, type CacheOptions } from './cache';
 export { Limiter, type LimiterOptions, type RetryEvent } from './limiter';
-export { withJudge } from './judge-routing';
-export { UsageMeter, meteredModel, usageOf, usageOfJudgement, addUsage, diffUsage, tokensOf } from './usage';
-export { CostCap, CostLimitError, withSpendGuard } from './budget';
+export { wrapModel, abortOn, type ModelMiddleware } from './middleware';
+export { runModel, runMiddleware, type RunModelParts } from './run-model';
+export { routeJudgments, judgeLayers } from './judge-routing';
+export { UsageMeter, meterUsage, usageOf, usageOfJudgement, addUsage, diffUsage, tokensOf } from './usage';
+export { CostCap, CostLimitError, spendCap } from './budget';
 export { LlmRequestError, redactSecrets, type ErrorClassification, type LlmErrorKind } from './errors';
 export { ScriptedProvider } from './providers/scripted';
 export { OpenAICompatibleProvider, classifyOpenAIError } from './providers/openai-compatible';

@@ -23,8 +23,12 @@ export interface LlmProviderEntry<N extends string = string, S extends z.ZodType
   readonly listed: boolean;
   /** The section's fields: a strict object whose `provider` is the literal `name`. */
   readonly schema: S;
-  /** The client of a section already checked by `schema` (its cache, limiter and price). */
-  create(config: z.output<S>, section: LlmSection): Promise<LlmClient>;
+  /**
+   * The client of a section already checked by `schema` (its cache, limiter and price). `section`
+   * names the config field in error messages; absent for a model no section names (the D-F1
+   * reader, `reader: embedded` / `openai:<model>`).
+   */
+  create(config: z.output<S>, section?: LlmSection): Promise<LlmClient>;
   /**
    * The price its calls are charged at, undefined when unknown. Absent for a provider whose calls
    * are never priced (the test double), so that a cost cap has nothing of it to count.
@@ -67,7 +71,7 @@ export const embeddedProvider = defineLlmProvider({
   listed: true,
   // The default provider: a section without `provider` is the embedded model's.
   schema: z.strictObject({ provider: z.literal('embedded').default('embedded'), ...fieldsWithout(HTTP_ONLY) }),
-  create: (config, section) => createLanguageModel(config, { section }),
+  create: (config, section) => createLanguageModel(config, section ? { section } : {}),
   price: (config, section) => resolvePrice(config, process.env, section),
   checkFiles(config) {
     try {
@@ -83,7 +87,7 @@ export const openAICompatibleProvider = defineLlmProvider({
   name: 'openai-compatible',
   listed: true,
   schema: z.strictObject({ provider: z.literal('openai-compatible'), ...fieldsWithout(EMBEDDED_ONLY) }),
-  create: (config, section) => createLanguageModel(config, { section }),
+  create: (config, section) => createLanguageModel(config, section ? { section } : {}),
   price: (config, section) => resolvePrice(config, process.env, section),
 });
 
@@ -119,9 +123,20 @@ export function llmProviderOf(config: LlmSectionConfig): LlmProviderEntry<string
   return entry as unknown as LlmProviderEntry<string, z.ZodType<LlmSectionConfig>>;
 }
 
-/** The client of a checked section, through its provider's factory. */
-export function createSectionClient(config: LlmSectionConfig, section: LlmSection): Promise<LlmClient> {
+/** The client of a checked section, through its provider's factory (`section` as in `LlmProviderEntry.create`). */
+export function createSectionClient(config: LlmSectionConfig, section?: LlmSection): Promise<LlmClient> {
   return llmProviderOf(config).create(config, section);
+}
+
+/**
+ * The client of a section given as a plain object (checked here by its provider's schema): for
+ * models no config section names, such as the D-F1 reader, so that every provider is still
+ * made through this registry.
+ */
+export async function createClientFor(input: LlmSectionInput): Promise<LlmClient> {
+  const entry = llmProviders.find((p) => p.name === (input.provider ?? 'embedded'));
+  if (!entry) throw new Error(`unknown LLM provider ${JSON.stringify(input.provider)}`);
+  return createSectionClient(entry.schema.parse(input) as LlmSectionConfig);
 }
 
 /** The price of a checked section's calls: undefined when unknown or never priced. */

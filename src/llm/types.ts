@@ -2,7 +2,8 @@
  * The language-model contract. Providers implement `LanguageModelProvider.doGenerate` (one
  * sample, no caching, no retries); everything else goes through `LanguageModel.generate`, which
  * `LlmClient` (client.ts) implements with the cache, the limiter and usage accounting in one place.
- * Pipelines only ever see `LanguageModel`.
+ * Pipelines only ever see `LanguageModel`; what a run adds around it (cap, meter, signal, judge
+ * routing, trace recording) are layers folded on once (middleware.ts).
  */
 
 export type ChatRole = 'system' | 'user' | 'assistant';
@@ -46,13 +47,15 @@ export interface GenerateRequest extends SamplingOptions {
   /** What the call is for, e.g. `toc.rac` or `ve.verifying-question`; recorded in traces. */
   purpose?: string;
   signal?: AbortSignal;
+  /** The run's cost cap, attached by its `spendCap` layer (budget.ts); pipelines never set it. */
+  spendGuard?: SpendGuard;
 }
 
 /**
  * What a run may spend (`llm.maxCostUsd`, `--max-cost`; `CostCap` in budget.ts implements it).
- * Installed once per run session on the run's model (`LanguageModel.withSpendGuard`), never passed
- * per call: the client asks it before every live call (cache hits cost nothing and are never
- * refused) and tells it what the call cost.
+ * A layer of the run's model (`spendCap`, built once per session by `runModel`) attaches it to
+ * every call as `spendGuard`; the client asks it before every live call (cache hits cost nothing
+ * and are never refused) and tells it what the call cost.
  */
 export interface SpendGuard {
   /** Before a live call: throws `CostLimitError` when it would pass the cap; else returns the settle function. */
@@ -154,6 +157,8 @@ export interface JudgeRequest {
   /** What the call is for, e.g. `toc.verify`; recorded in traces. */
   purpose?: string;
   signal?: AbortSignal;
+  /** The run's cost cap, attached by its `spendCap` layer (budget.ts); pipelines never set it. */
+  spendGuard?: SpendGuard;
 }
 
 /** A judge request with every default filled in; what providers receive and the cache keys on. */
@@ -274,18 +279,12 @@ export interface LanguageModel {
   readonly model: string;
   /**
    * Set when `judge` is served by another model than `provider`/`model` (a run's `judge:`
-   * section, `withJudge`): who answers the judgments, so that traces can say so.
+   * section, routed by the `routeJudgments` layer): who answers the judgments, so traces say so.
    */
   readonly judgeModel?: { provider: string; model: string };
   generate(request: GenerateRequest): Promise<GenerateResult>;
   /** A graded closed-label judgment (see `JudgeRequest`); cached and counted like `generate`. */
   judge(request: JudgeRequest): Promise<JudgeResult>;
-  /**
-   * This model with every live call under `guard` (a run's cost cap), sharing its cache, limiter
-   * and usage; the runner installs the run's cap this way once per session. Absent on models that
-   * make no priced calls (test doubles).
-   */
-  withSpendGuard?(guard: SpendGuard): LanguageModel;
 }
 
 /**

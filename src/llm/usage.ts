@@ -1,19 +1,10 @@
-import {
-  emptyUsage,
-  type Completion,
-  type GenerateRequest,
-  type GenerateResult,
-  type JudgeRequest,
-  type JudgeResult,
-  type LanguageModel,
-  type TokenUsage,
-  type Usage,
-} from './types';
+import type { ModelMiddleware } from './middleware';
+import { emptyUsage, type Completion, type GenerateResult, type JudgeResult, type TokenUsage, type Usage } from './types';
 
 /**
  * Usage accounting. Every `GenerateResult` carries its own per-sample usage; a `UsageMeter`
  * adds results up for a run (`LlmClient.usage`) or for any narrower scope a caller wants (a
- * question, a stage) via `meteredModel`. Whatever is summed — samples into a call, calls into a
+ * session, a question, a stage) through a `meterUsage` layer. Whatever is summed — samples into a call, calls into a
  * question, questions into a run — is summed by `addUsage`.
  *
  * Token counts include cache hits: they measure what a method costs, which must not depend on
@@ -111,29 +102,22 @@ export function usageOfJudgement(result: JudgeResult): Usage {
 }
 
 /**
- * A view of `model` that meters its own calls, e.g. one per question when questions run
- * concurrently on one client (snapshot differences of the shared meter would mix them), or one
- * per run session (the progress line). With `signal`, every call is tied to it, so that an
- * interrupt stops calls even where a caller does not pass a signal on.
+ * A layer that adds every call passing through it to `meter`: one per run session (its spend and
+ * the progress line, `runModel`), or one per question or stage where calls run concurrently on
+ * one client (snapshot differences of the client's own meter would mix them). The caller keeps
+ * `meter` and reads it; the layer only writes. A call that fails adds nothing.
  */
-export function meteredModel(model: LanguageModel, options: { signal?: AbortSignal } = {}): LanguageModel & { readonly usage: UsageMeter } {
-  const usage = new UsageMeter();
-  const { signal } = options;
+export function meterUsage(meter: UsageMeter): ModelMiddleware {
   return {
-    provider: model.provider,
-    model: model.model,
-    ...(model.judgeModel ? { judgeModel: model.judgeModel } : {}),
-    usage,
-    async generate(request: GenerateRequest): Promise<GenerateResult> {
-      signal?.throwIfAborted();
-      const result = await model.generate(signal && !request.signal ? { ...request, signal } : request);
-      usage.add(result);
+    name: 'meter',
+    async generate(req, next) {
+      const result = await next(req);
+      meter.add(result);
       return result;
     },
-    async judge(request: JudgeRequest): Promise<JudgeResult> {
-      signal?.throwIfAborted();
-      const result = await model.judge(signal && !request.signal ? { ...request, signal } : request);
-      usage.addJudgement(result);
+    async judge(req, next) {
+      const result = await next(req);
+      meter.addJudgement(result);
       return result;
     },
   };

@@ -1,4 +1,5 @@
-import type { GenerateRequest, GenerateResult, JudgeRequest, JudgeResult, LanguageModel } from '../llm/types';
+import { wrapModel, type ModelMiddleware } from '../llm/middleware';
+import type { GenerateResult, JudgeResult, LanguageModel } from '../llm/types';
 import type { ScoredPassage } from '../retrieval/types';
 import type {
   LlmCallRecord,
@@ -33,24 +34,31 @@ export class TraceRecorder {
     readonly example: { id: string; question: string },
     model: LanguageModel,
   ) {
+    // Every call the pipeline makes through `llm` passes the recording layer on its way back.
+    this.llm = wrapModel(model, [this.recording(model.judgeModel)]);
+  }
+
+  /**
+   * The recorder's layer of the model: each call that returns lands in `llmCalls` (a judgment
+   * served by a model of its own — a run's `judge:` section — names it), and provider
+   * work-arounds in `warnings`. A call that throws records nothing; the pipeline records why, if
+   * it goes on.
+   */
+  private recording(judgeModel: LanguageModel['judgeModel']): ModelMiddleware {
     const calls = this.llmCalls;
     const warnings = this.warnings;
-    // Judgments served by a model of their own (a run's `judge:` section) say which one.
-    const judgeModel = model.judgeModel;
     const judgedBy = judgeModel ? `${judgeModel.provider}:${judgeModel.model}` : undefined;
-    this.llm = {
-      provider: model.provider,
-      model: model.model,
-      ...(judgeModel ? { judgeModel } : {}),
-      async generate(request: GenerateRequest): Promise<GenerateResult> {
-        const result = await model.generate(request);
+    return {
+      name: 'trace',
+      async generate(request, next) {
+        const result = await next(request);
         calls.push(toCallRecord(calls.length, result));
         // Provider work-arounds (e.g. samples drawn one by one instead of batched) stay visible.
         for (const message of result.warnings ?? []) warnings.push({ purpose: result.request.purpose, message });
         return result;
       },
-      async judge(request: JudgeRequest): Promise<JudgeResult> {
-        const result = await model.judge(request);
+      async judge(request, next) {
+        const result = await next(request);
         calls.push({ ...toJudgeRecord(calls.length, result), ...(judgedBy ? { model: judgedBy } : {}) });
         return result;
       },

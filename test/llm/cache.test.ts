@@ -6,7 +6,8 @@ import { LlmCache, cacheKey, cacheKeyMaterial, canonicalJson } from '../../src/l
 import { LlmClient, normaliseRequest } from '../../src/llm/client';
 import { ScriptedProvider } from '../../src/llm/providers/scripted';
 import type { GenerateRequest, NormalisedRequest } from '../../src/llm/types';
-import { diffUsage, meteredModel, usageOf } from '../../src/llm/usage';
+import { diffUsage, meterUsage, UsageMeter, usageOf } from '../../src/llm/usage';
+import { wrapModel } from '../../src/llm/middleware';
 
 /** A provider whose every live sample is unique, so a replay is told apart from a new call. */
 function countingProvider(model = 'm') {
@@ -213,14 +214,16 @@ describe('usage accounting', () => {
 
   it('meters each question on its own while questions share one client', async () => {
     const client = new LlmClient(countingProvider(), { cache: { path: join(dir, 'c.sqlite') } });
-    const q1 = meteredModel(client);
-    const q2 = meteredModel(client);
+    const m1 = new UsageMeter();
+    const m2 = new UsageMeter();
+    const q1 = wrapModel(client, [meterUsage(m1)]);
+    const q2 = wrapModel(client, [meterUsage(m2)]);
     const before = client.usage;
     const [r1] = await Promise.all([q1.generate(ask({ prompt: 'first', n: 2 })), q2.generate(ask({ prompt: 'second' }))]);
     await q2.generate(ask({ prompt: 'second' })); // a hit
-    expect(q1.usage.snapshot()).toEqual(usageOf(r1));
-    expect(q1.usage.snapshot()).toMatchObject({ calls: 1, samples: 2, cacheHits: 0 });
-    expect(q2.usage.snapshot()).toMatchObject({ calls: 2, samples: 2, cacheHits: 1 });
+    expect(m1.snapshot()).toEqual(usageOf(r1));
+    expect(m1.snapshot()).toMatchObject({ calls: 1, samples: 2, cacheHits: 0 });
+    expect(m2.snapshot()).toMatchObject({ calls: 2, samples: 2, cacheHits: 1 });
     expect(diffUsage(client.usage, before)).toMatchObject({ calls: 3, samples: 4, cacheHits: 1 });
     client.close();
   });

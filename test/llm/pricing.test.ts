@@ -2,12 +2,12 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CostCap, CostLimitError } from '../../src/llm/budget';
+import { CostCap, CostLimitError, spendCap } from '../../src/llm/budget';
+import { wrapModel } from '../../src/llm/middleware';
 import { LlmClient } from '../../src/llm/client';
 import { resolveLlmConfig, resolvePrice } from '../../src/llm/config';
 import { builtinPrice, callCostUsd, formatUsd } from '../../src/llm/pricing';
 import { ScriptedProvider } from '../../src/llm/providers/scripted';
-import { meteredModel } from '../../src/llm/usage';
 
 const dir = mkdtempSync(join(tmpdir(), 'ambiqa-pricing-'));
 
@@ -77,7 +77,7 @@ describe('LlmClient cost', () => {
     let stopped: CostLimitError | undefined;
     // 40 µ$: calls 1–3 spend 39 µ$; the 4th would reach 52 µ$ (3 spent + 1 estimated at 13) → refused.
     const cap = new CostCap(40e-6, 0, 0, (e) => (stopped = e));
-    const model = client.withSpendGuard(cap);
+    const model = wrapModel(client, [spendCap(cap)]);
     for (let i = 0; i < 3; i++) await model.generate({ prompt: `q${i}` });
     await expect(model.generate({ prompt: 'q3' })).rejects.toThrow('stopped by the cost cap: $0.000039 spent, and the next call would pass the cap of $0.00004');
     expect(stopped).toBeInstanceOf(CostLimitError);

@@ -15,15 +15,18 @@ export interface LlmCallResult {
 }
 
 /**
- * One model call through the recorder (so it lands in the trace) with the context's abort
- * signal. `purpose` is required: traces, caches and plots group calls by it.
+ * One model call through the recorder (so it lands in the trace). `purpose` is required: traces,
+ * caches and plots group calls by it. The run's abort signal is a layer of the run's model
+ * (`runModel`, src/llm/run-model.ts), so calls need not carry it.
  */
 export async function callLlm(
   rec: TraceRecorder,
-  ctx: PipelineContext,
+  // Unread since the run's signal became a layer of its model; kept so every pipeline's calls
+  // keep one shape (a pipeline-local signal would go here).
+  _ctx: PipelineContext,
   request: GenerateRequest & { purpose: string },
 ): Promise<LlmCallResult> {
-  const result = await rec.llm.generate({ ...request, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+  const result = await rec.llm.generate(request);
   return {
     texts: result.completions.map((c) => c.text),
     finishReasons: result.completions.map((c) => c.finishReason),
@@ -53,11 +56,11 @@ export interface JudgeCallResult {
  */
 export async function judgeLlm(
   rec: TraceRecorder,
-  ctx: PipelineContext,
+  _ctx: PipelineContext,
   request: { purpose: string; labels: string[]; messages?: ChatMessage[]; prompt?: string; fallback: string },
 ): Promise<JudgeCallResult> {
   const { fallback, ...rest } = request;
-  const result = await rec.llm.judge({ ...rest, ...(ctx.signal ? { signal: ctx.signal } : {}) });
+  const result = await rec.llm.judge(rest);
   const callIndex = rec.lastCallIndex;
   const unparsed = result.mode === 'text' && result.label === null;
   if (unparsed) {
