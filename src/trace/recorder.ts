@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { wrapModel, type ModelMiddleware } from '../llm/middleware';
 import type { GenerateResult, JudgeResult, LanguageModel } from '../llm/types';
 import type { ScoredPassage } from '../retrieval/types';
@@ -7,10 +8,37 @@ import type {
   ParseFailure,
   PipelineName,
   RetrievalRecord,
+  SpanFields,
+  StepRecord,
   Trace,
   TraceWarning,
 } from './types';
 import { callsUsage, tokenFields } from './usage';
+
+/** Epoch milliseconds with sub-millisecond resolution (µs), monotonic within the process. */
+function nowMs(): number {
+  return Math.round((performance.timeOrigin + performance.now()) * 1000) / 1000;
+}
+
+/** A record's place on the timeline as the recorder hands it out: start, own id, enclosing step. */
+export type SpanStamp = Required<Pick<SpanFields, 'startedAt' | 'spanId'>> & Pick<SpanFields, 'parentSpanId'>;
+
+/**
+ * The span the running async work is inside. Why AsyncLocalStorage rather than a stack on the
+ * recorder or a parent passed by hand: a pipeline may run steps concurrently (Promise.all over
+ * interpretations or samples), and a plain push/pop stack would then hand one branch's span to
+ * the other's calls; passing the parent explicitly would thread a span argument through every
+ * step function and `callLlm`. The store follows each branch through its awaits on its own.
+ * One store serves every recorder (a frame names its owner): Node keeps each AsyncLocalStorage
+ * instance alive and visits it at every async hop once used, so one per question would grow with
+ * the run.
+ */
+interface SpanFrame {
+  owner: TraceRecorder;
+  spanId: string;
+  outer: SpanFrame | undefined;
+}
+const activeSpan = new AsyncLocalStorage<SpanFrame>();
 
 /**
  * Collects one question's trace. Pipelines call the model through `recorder.llm`, so every call
@@ -23,11 +51,16 @@ export class TraceRecorder {
   readonly retrievals: RetrievalRecord[] = [];
   readonly parseFailures: ParseFailure[] = [];
   readonly warnings: TraceWarning[] = [];
+  /** The steps opened with `span`, in the order they began. */
+  readonly steps: StepRecord[] = [];
   demoIds: string[] = [];
   /** The pipeline's resolved options, copied into the trace. */
   options?: Record<string, unknown>;
   readonly llm: LanguageModel;
   private readonly startedAt = performance.now();
+  /** Epoch ms of the same instant, for the trace's timeline. */
+  private readonly startedAtMs = nowMs();
+  private spanCount = 0;
 
   constructor(
     readonly pipeline: PipelineName,
@@ -48,18 +81,23 @@ export class TraceRecorder {
     const calls = this.llmCalls;
     const warnings = this.warnings;
     const judgedBy = judgeModel ? `${judgeModel.provider}:${judgeModel.model}` : undefined;
+    // Stamped before the call: its start, and the step it was made in (read here, in the caller's
+    // async context).
+    const stamp = () => this.stamp();
     return {
       name: 'trace',
       async generate(request, next) {
+        const at = stamp();
         const result = await next(request);
-        calls.push(toCallRecord(calls.length, result));
+        calls.push(toCallRecord(calls.length, result, at));
         // Provider work-arounds (e.g. samples drawn one by one instead of batched) stay visible.
         for (const message of result.warnings ?? []) warnings.push({ purpose: result.request.purpose, message });
         return result;
       },
       async judge(request, next) {
+        const at = stamp();
         const result = await next(request);
-        calls.push({ ...toJudgeRecord(calls.length, result), ...(judgedBy ? { model: judgedBy } : {}) });
+        calls.push({ ...toJudgeRecord(calls.length, result, at), ...(judgedBy ? { model: judgedBy } : {}) });
         return result;
       },
     };
@@ -75,6 +113,46 @@ export class TraceRecorder {
     return this.llmCalls.length;
   }
 
+  /**
+   * The span the caller runs inside (`span`), for this recorder; undefined at the question's top
+   * level.
+   */
+  get currentSpanId(): string | undefined {
+    for (let frame = activeSpan.getStore(); frame; frame = frame.outer) if (frame.owner === this) return frame.spanId;
+    return undefined;
+  }
+
+  /** A new span id (`s1`, `s2`, … in the order handed out), starting now inside the current span. */
+  stamp(): SpanStamp {
+    const parentSpanId = this.currentSpanId;
+    this.spanCount += 1;
+    return { startedAt: nowMs(), spanId: `s${this.spanCount}`, ...(parentSpanId ? { parentSpanId } : {}) };
+  }
+
+  /**
+   * Run one step of the method as a span: calls, retrievals and steps inside `fn` (awaited or
+   * started from it, concurrently too) name it as their parent. The step is recorded when it
+   * begins, so `steps` is in start order; an error is recorded on it and rethrown.
+   */
+  async span<T>(name: string, attributes: Record<string, string | number | boolean>, fn: () => Promise<T>): Promise<T> {
+    const at = this.stamp();
+    const step: StepRecord = { name, ...at, endedAt: at.startedAt, attributes: { ...attributes } };
+    this.steps.push(step);
+    try {
+      return await activeSpan.run({ owner: this, spanId: at.spanId, outer: activeSpan.getStore() }, fn);
+    } catch (error) {
+      step.error = error instanceof Error ? error.message : String(error);
+      throw error;
+    } finally {
+      step.endedAt = nowMs();
+    }
+  }
+
+  /**
+   * Record a search (or rerank) and its hits. `startedAt` (`rec.now()` taken before the search)
+   * gives the record its start and duration; without it the retrieval is a point at the moment it
+   * is recorded.
+   */
   recordRetrieval(
     purpose: string,
     retriever: string,
@@ -82,7 +160,10 @@ export class TraceRecorder {
     k: number,
     hits: ScoredPassage[],
     reranker?: string,
+    startedAt?: number,
   ): void {
+    const at = this.stamp();
+    const start = startedAt ?? at.startedAt;
     this.retrievals.push({
       index: this.retrievals.length,
       purpose,
@@ -91,7 +172,15 @@ export class TraceRecorder {
       k,
       hits: hits.map((h) => ({ id: h.passage.id, score: h.score })),
       ...(reranker ? { reranker } : {}),
+      ...at,
+      startedAt: start,
+      wallSeconds: Math.round(Math.max(0, at.startedAt - start) * 1000) / 1e6,
     });
+  }
+
+  /** Epoch ms now, on the recorder's clock: take it before a search and pass it to `recordRetrieval`. */
+  now(): number {
+    return nowMs();
   }
 
   /** Record a reply that did not parse and the fallback used; never throws. */
@@ -118,8 +207,10 @@ export class TraceRecorder {
       llm: { provider: this.llm.provider, model: this.llm.model },
       ...(this.llm.judgeModel ? { judge: { ...this.llm.judgeModel } } : {}),
       demoIds: this.demoIds,
+      startedAt: this.startedAtMs,
       llmCalls: this.llmCalls,
       retrievals: this.retrievals,
+      steps: this.steps,
       parseFailures: this.parseFailures,
       warnings: this.warnings,
       ...(this.options ? { options: this.options } : {}),
@@ -141,10 +232,11 @@ export class TraceRecorder {
   }
 }
 
-function toCallRecord(index: number, result: GenerateResult): LlmCallRecord {
+function toCallRecord(index: number, result: GenerateResult, at: SpanStamp): LlmCallRecord {
   const r = result.request;
   return {
     index,
+    ...at,
     purpose: r.purpose,
     messages: r.messages,
     params: {
@@ -169,10 +261,11 @@ function toCallRecord(index: number, result: GenerateResult): LlmCallRecord {
   };
 }
 
-function toJudgeRecord(index: number, result: JudgeResult): LlmCallRecord {
+function toJudgeRecord(index: number, result: JudgeResult, at: SpanStamp): LlmCallRecord {
   const r = result.request;
   return {
     index,
+    ...at,
     purpose: r.purpose,
     messages: r.messages,
     // A judgment reads one next-token distribution: greedy, one token, one sample.

@@ -66,6 +66,40 @@ const judgeRecordSchema = z.looseObject({
   calibration: judgeCalibrationSchema.optional(),
 });
 
+/**
+ * Where a record sits on the question's timeline (issue 45): when it started, its own span id and
+ * the id of the step span it ran inside (`stepRecordSchema.spanId`; absent: directly under the
+ * question). Span ids are short strings unique within one trace (`s1`, `s2`, … in the order the
+ * recorder handed them out); the MLflow export maps them to OTLP ids. Traces written before issue
+ * 45 have none of these fields: their timeline is reconstructed from durations
+ * (src/tracking/otel-export.ts).
+ */
+export const spanFieldsSchema = z.object({
+  /** Epoch milliseconds (µs resolution) at which the call, retrieval or step began. */
+  startedAt: z.number().optional(),
+  spanId: z.string().optional(),
+  parentSpanId: z.string().optional(),
+});
+
+/**
+ * A step a pipeline opened with `TraceRecorder.span` (ToC: a node, its expansion, its
+ * verification, the answer), in the order the steps began. LLM calls and retrievals made inside
+ * it name it as their `parentSpanId`.
+ */
+export const stepRecordSchema = z.looseObject({
+  name: z.string(),
+  spanId: z.string(),
+  parentSpanId: z.string().optional(),
+  /** Epoch milliseconds. */
+  startedAt: z.number(),
+  /** Epoch milliseconds; equal to `startedAt` while the step has not finished. */
+  endedAt: z.number(),
+  /** What identifies the step (node id, depth, loop step …): small scalars, shown on the span. */
+  attributes: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+  /** Set when the step threw: the error's message (the question itself may still go on). */
+  error: z.string().optional(),
+});
+
 export const llmCallRecordSchema = z.looseObject({
   /** Position in the question's call sequence (0-based). */
   index: z.number(),
@@ -90,6 +124,7 @@ export const llmCallRecordSchema = z.looseObject({
    */
   model: z.string().optional(),
   judge: judgeRecordSchema.optional(),
+  ...spanFieldsSchema.shape,
 });
 
 export const retrievalRecordSchema = z.looseObject({
@@ -101,6 +136,9 @@ export const retrievalRecordSchema = z.looseObject({
   hits: z.array(z.looseObject({ id: z.string(), score: z.number() })),
   /** Set when a reranker re-ordered the hits. */
   reranker: z.string().optional(),
+  /** How long the search (or rerank) took; absent in traces before issue 45. */
+  wallSeconds: z.number().optional(),
+  ...spanFieldsSchema.shape,
 });
 
 /** A model reply that did not parse and what the pipeline did instead. Counted, never fatal. */
@@ -178,6 +216,10 @@ export const traceSchema = z.looseObject({
   demoIds: z.array(z.string()),
   llmCalls: z.array(llmCallRecordSchema),
   retrievals: z.array(retrievalRecordSchema),
+  /** The pipeline's steps as spans (`TraceRecorder.span`); absent in traces before issue 45. */
+  steps: z.array(stepRecordSchema).optional(),
+  /** Epoch milliseconds at which the question began (the recorder was opened); absent before issue 45. */
+  startedAt: z.number().optional(),
   parseFailures: z.array(parseFailureSchema),
   /** Worked-around conditions (empty retrieval, no demos, budget); absent in old traces. */
   warnings: z.array(traceWarningSchema).optional(),

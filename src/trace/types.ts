@@ -9,6 +9,8 @@ import type {
   llmCallRecordSchema,
   parseFailureSchema,
   retrievalRecordSchema,
+  spanFieldsSchema,
+  stepRecordSchema,
   traceSchema,
   traceSummarySchema,
   traceWarningSchema,
@@ -21,6 +23,10 @@ import type {
  */
 export type PipelineName = string;
 
+/** A record's place on the question's timeline (schema.ts `spanFieldsSchema`; absent before issue 45). */
+export type SpanFields = z.output<typeof spanFieldsSchema>;
+/** A step a pipeline opened with `TraceRecorder.span` (schema.ts). */
+export type StepRecord = z.output<typeof stepRecordSchema>;
 export type LlmCallRecord = z.output<typeof llmCallRecordSchema>;
 export type RetrievalRecord = z.output<typeof retrievalRecordSchema>;
 /** A model reply that did not parse and what the pipeline did instead. Counted, never fatal. */

@@ -113,7 +113,24 @@ export interface TraceSpan {
   name: string;
   spanId: string;
   parentSpanId?: string;
+  /** Start and end, epoch milliseconds (the server keeps nanoseconds; absent if it sent none). */
+  startMs?: number;
+  endMs?: number;
   attributes: Record<string, unknown>;
+}
+
+/** OTLP nanoseconds since the epoch (a decimal string or number) → milliseconds, keeping the fraction. */
+function nanosToMs(value: unknown): number | undefined {
+  if (typeof value === 'number') return Number.isFinite(value) ? value / 1e6 : undefined;
+  // A string of digits: BigInt keeps the microseconds that a double of the nanoseconds would round.
+  if (typeof value !== 'string' || !/^\d{1,30}$/.test(value)) return undefined;
+  return Number(BigInt(value) / 1000n) / 1000;
+}
+
+function timesOf(span: { start_time_unix_nano?: unknown; end_time_unix_nano?: unknown }): { startMs?: number; endMs?: number } {
+  const startMs = nanosToMs(span.start_time_unix_nano);
+  const endMs = nanosToMs(span.end_time_unix_nano);
+  return { ...(startMs !== undefined ? { startMs } : {}), ...(endMs !== undefined ? { endMs } : {}) };
 }
 
 type RawAnyValue = {
@@ -567,13 +584,21 @@ export class MlflowClient {
 
   /** A trace with its spans (`GET /api/3.0/mlflow/traces/get`), attribute values decoded. */
   async getTrace(traceId: string): Promise<{ spans: TraceSpan[] }> {
-    type RawSpan = { name: string; span_id: string; parent_span_id?: string; attributes?: Array<{ key: string; value: RawAnyValue }> };
+    type RawSpan = {
+      name: string;
+      span_id: string;
+      parent_span_id?: string;
+      start_time_unix_nano?: string | number;
+      end_time_unix_nano?: string | number;
+      attributes?: Array<{ key: string; value: RawAnyValue }>;
+    };
     const res = await this.request<{ trace?: { spans?: RawSpan[] } }>('GET', 'mlflow/traces/get', { api: '3.0', query: { trace_id: traceId } });
     return {
       spans: (res.trace?.spans ?? []).map((s) => ({
         name: s.name,
         spanId: s.span_id,
         ...(s.parent_span_id ? { parentSpanId: s.parent_span_id } : {}),
+        ...timesOf(s),
         attributes: Object.fromEntries((s.attributes ?? []).map((a) => [a.key, decodeAnyValue(a.value)])),
       })),
     };

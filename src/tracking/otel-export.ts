@@ -27,8 +27,11 @@ import { knownSecrets, redactDeep, redactText } from './redact';
  * Everything else ambiqa knows (latency, cache hit, judge probabilities, per-question metrics)
  * goes in `ambiqa.*` attributes, shown on each span's Attributes tab.
  *
- * The trace records durations but not start times, so spans are laid out one after another
- * inside the question's wall time, in the order the calls were made.
+ * The timeline: a trace written since issue 45 stamps every call, retrieval and pipeline step
+ * with its start (epoch ms) and span ids (trace/types.ts `SpanFields`, `StepRecord`), so the
+ * spans are exported at their real times, nested as the pipeline ran them (ToC: node → expand /
+ * verify → calls and retrievals). Older traces hold durations only: their spans are grouped by
+ * purpose and laid out one after another inside the question's wall time (`placedSpans`).
  */
 
 // ------------------------------------------------------------------------------- export items
@@ -164,7 +167,83 @@ export function planSpans(item: TraceExportItem, limits: FieldLimits = DEFAULT_F
     },
   });
 
-  // Pipeline steps: calls and retrievals grouped by purpose, in order of first appearance.
+  if (hasTimeline(trace)) timedSpans(trace, spans, clean);
+  else placedSpans(trace, spans, startMs, endMs, totalMs, clean);
+  const end = spans.reduce((m, sp) => Math.max(m, sp.endMs), spans[0].endMs);
+  spans[0].endMs = end;
+
+  // What the method decided, as a point at the end: its time is the pipeline's own work, spread
+  // between the calls, which the trace does not break down.
+  spans.push({
+    name: 'decisions',
+    parent: 0,
+    startMs: end,
+    endMs: end,
+    attributes: { 'mlflow.spanType': 'PARSER', 'mlflow.spanOutputs': clean(trace.decisions), 'ambiqa.decisions.kind': trace.decisions.kind },
+  });
+
+  const truncatedFields = fitTraceBudget(spans, limits);
+  return { spans, truncatedFields };
+}
+
+/** Whether the trace stamps its records with start times and span ids (written since issue 45). */
+export function hasTimeline(trace: Trace): boolean {
+  return (
+    trace.startedAt !== undefined &&
+    trace.llmCalls.every((c) => c.startedAt !== undefined && c.spanId !== undefined) &&
+    trace.retrievals.every((r) => r.startedAt !== undefined && r.spanId !== undefined)
+  );
+}
+
+/**
+ * The recorded timeline: the question from its start, each step at its own start and end under
+ * the step it ran in, each call and retrieval at its start for its duration under its step. A
+ * parent id the trace does not hold (a hand-edited trace) puts the record under the question.
+ */
+function timedSpans(trace: Trace, spans: SpanPlan[], clean: (v: unknown) => string): void {
+  const root = spans[0];
+  root.startMs = trace.startedAt!;
+  root.endMs = root.startMs + Math.max(0, trace.summary?.seconds ?? 0) * 1000;
+  const planned = new Map<string, number>();
+  const parentOf = (id: string | undefined): number => (id !== undefined ? (planned.get(id) ?? 0) : 0);
+  // Steps are recorded as they begin, so a step's parent is always planned before it.
+  for (const step of trace.steps ?? []) {
+    planned.set(step.spanId, spans.length);
+    const attributes: Record<string, AttrValue> = { 'mlflow.spanType': 'CHAIN', 'mlflow.spanInputs': clean(step.attributes) };
+    for (const [key, value] of Object.entries(step.attributes)) attributes[`ambiqa.step.${key}`] = typeof value === 'string' ? clean(value) : value;
+    spans.push({
+      name: step.name,
+      parent: parentOf(step.parentSpanId),
+      startMs: step.startedAt,
+      endMs: Math.max(step.startedAt, step.endedAt),
+      attributes,
+      ...(step.error !== undefined ? { error: clean(step.error) } : {}),
+    });
+  }
+  type Timed = { startMs: number; plan: (parent: number, startMs: number, endMs: number) => SpanPlan; durationMs: number; parentSpanId?: string };
+  const events: Timed[] = [
+    ...trace.llmCalls.map((call) => ({
+      startMs: call.startedAt!,
+      durationMs: Math.max(0, call.wallSeconds) * 1000,
+      parentSpanId: call.parentSpanId,
+      plan: (parent: number, s: number, e: number) => llmSpan(call, parent, s, e, trace, clean),
+    })),
+    ...trace.retrievals.map((r) => ({
+      startMs: r.startedAt!,
+      durationMs: Math.max(0, r.wallSeconds ?? 0) * 1000,
+      parentSpanId: r.parentSpanId,
+      plan: (parent: number, s: number, e: number) => retrievalSpan(r, parent, s, e, clean),
+    })),
+  ].sort((a, b) => a.startMs - b.startMs);
+  for (const e of events) spans.push(e.plan(parentOf(e.parentSpanId), e.startMs, e.startMs + e.durationMs));
+}
+
+/**
+ * A trace from before issue 45 knows durations, not start times: its calls and retrievals are
+ * grouped by purpose (in order of first appearance) and placed back to back, scaled to fit the
+ * question's wall time when calls ran in parallel (their sum then exceeds it).
+ */
+function placedSpans(trace: Trace, spans: SpanPlan[], startMs: number, endMs: number, totalMs: number, clean: (v: unknown) => string): void {
   type Event = { kind: 'llm'; call: LlmCallRecord } | { kind: 'retrieval'; retrieval: RetrievalRecord };
   const steps = new Map<string, Event[]>();
   const events: Event[] = [
@@ -178,8 +257,6 @@ export function planSpans(item: TraceExportItem, limits: FieldLimits = DEFAULT_F
     steps.set(purpose, list);
   }
 
-  // Durations are known, start times are not: place events back to back, scaled to fit the
-  // question's wall time when calls ran in parallel (their sum then exceeds it).
   const durationMs = (e: Event): number => (e.kind === 'llm' ? Math.max(0, e.call.wallSeconds) * 1000 : 0);
   const sumMs = events.reduce((s, e) => s + durationMs(e), 0);
   const scale = sumMs > totalMs ? totalMs / sumMs : 1;
@@ -196,19 +273,6 @@ export function planSpans(item: TraceExportItem, limits: FieldLimits = DEFAULT_F
     spans[stepIndex].endMs = cursor;
     spans[stepIndex].attributes['mlflow.spanInputs'] = clean({ calls: list.filter((e) => e.kind === 'llm').length, retrievals: list.filter((e) => e.kind === 'retrieval').length });
   }
-
-  // What the method decided, as a point at the end: its time is the pipeline's own work, spread
-  // between the calls, which the trace does not break down.
-  spans.push({
-    name: 'decisions',
-    parent: 0,
-    startMs: endMs,
-    endMs,
-    attributes: { 'mlflow.spanType': 'PARSER', 'mlflow.spanOutputs': clean(trace.decisions), 'ambiqa.decisions.kind': trace.decisions.kind },
-  });
-
-  const truncatedFields = fitTraceBudget(spans, limits);
-  return { spans, truncatedFields };
 }
 
 function llmSpan(call: LlmCallRecord, parent: number, startMs: number, endMs: number, trace: Trace, clean: (v: unknown) => string): SpanPlan {

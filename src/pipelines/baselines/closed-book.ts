@@ -20,15 +20,17 @@ export class ClosedBookPipeline implements Pipeline {
     rec.options = { ...o };
     const task = resolveTask(o.answerStyle, example);
     const demos = await selectDemos(rec, ctx, this.name, example, o.nShots, 'closed-book.demos');
-    const { texts } = await callLlm(rec, ctx, {
-      purpose: 'closed-book.answer',
-      messages: closedBookPrompt(task, demos, example.question),
-      temperature: o.temperature,
-      topP: o.topP,
-      maxTokens: o.maxTokens,
-      stop: DEMO_STOPS,
-      ...(o.seed !== undefined ? { seed: o.seed } : {}),
-    });
+    const { texts } = await rec.span('answer', {}, () =>
+      callLlm(rec, ctx, {
+        purpose: 'closed-book.answer',
+        messages: closedBookPrompt(task, demos, example.question),
+        temperature: o.temperature,
+        topP: o.topP,
+        maxTokens: o.maxTokens,
+        stop: DEMO_STOPS,
+        ...(o.seed !== undefined ? { seed: o.seed } : {}),
+      }),
+    );
     const final = readFinalAnswer(rec, task, texts[0], 'closed-book.answer');
     const trace = rec.finish({ kind: 'baseline', passageIds: [] }, final.output, final.answer);
     return { output: final.output, ...(final.answer !== undefined ? { answer: final.answer } : {}), trace };

@@ -48,9 +48,9 @@ export class CotScPipeline implements Pipeline {
         samples.push(sample);
         return sample.answer;
       });
-    const drawn = adaptive
-      ? await sampleAdaptively(rec, ctx, request, read)
-      : { decision: undefined, answers: read((await callLlm(rec, ctx, request)).texts, 0) };
+    const drawn = await rec.span('sample', { n: o.n, adaptive }, async () =>
+      adaptive ? await sampleAdaptively(rec, ctx, request, read) : { decision: undefined, answers: read((await callLlm(rec, ctx, request)).texts, 0) },
+    );
     const vote = (task === 'long' ? medoidVote : majorityVote)(samples.map((s) => s.answer));
     let answer = vote.answer;
     if (vote.winnerIndex < 0) {

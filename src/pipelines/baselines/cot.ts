@@ -20,15 +20,17 @@ export class CotPipeline implements Pipeline {
     rec.options = { ...o };
     const task = resolveTask(o.answerStyle, example);
     const demos = await selectDemos(rec, ctx, this.name, example, o.nShots, 'cot.demos');
-    const { texts } = await callLlm(rec, ctx, {
-      purpose: 'cot.answer',
-      messages: cotPrompt(task, demos, example.question),
-      temperature: o.temperature,
-      topP: o.topP,
-      maxTokens: o.maxTokens,
-      stop: DEMO_STOPS,
-      ...(o.seed !== undefined ? { seed: o.seed } : {}),
-    });
+    const { texts } = await rec.span('answer', {}, () =>
+      callLlm(rec, ctx, {
+        purpose: 'cot.answer',
+        messages: cotPrompt(task, demos, example.question),
+        temperature: o.temperature,
+        topP: o.topP,
+        maxTokens: o.maxTokens,
+        stop: DEMO_STOPS,
+        ...(o.seed !== undefined ? { seed: o.seed } : {}),
+      }),
+    );
     const sample = readCotSample(rec, task, texts[0], 'cot.answer', 0);
     let answer = sample.answer;
     if (answer === null) {

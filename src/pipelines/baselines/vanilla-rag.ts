@@ -24,23 +24,27 @@ export class VanillaRagPipeline implements Pipeline {
     const embedder = ctx.embedder ? new CachingEmbedder(ctx.embedder) : null;
     const reranker = o.poolSize > o.nPassages ? chooseReranker(ctx, o.reranker, embedder) : null;
     const demos = await selectDemos(rec, ctx, this.name, example, o.nShots, 'vanilla-rag.demos');
-    const { kept } = await retrieveAndRerank(rec, ctx, {
-      purpose: 'vanilla-rag.retrieve',
-      query: example.question,
-      poolSize: o.poolSize,
-      keep: o.nPassages,
-      reranker,
-    });
+    const { kept } = await rec.span('retrieve', {}, () =>
+      retrieveAndRerank(rec, ctx, {
+        purpose: 'vanilla-rag.retrieve',
+        query: example.question,
+        poolSize: o.poolSize,
+        keep: o.nPassages,
+        reranker,
+      }),
+    );
     const passages = kept.map((k) => k.passage);
-    const { texts } = await callLlm(rec, ctx, {
-      purpose: 'vanilla-rag.answer',
-      messages: ragPrompt(task, demos, example.question, passages),
-      temperature: o.temperature,
-      topP: o.topP,
-      maxTokens: o.maxTokens,
-      stop: DEMO_STOPS,
-      ...(o.seed !== undefined ? { seed: o.seed } : {}),
-    });
+    const { texts } = await rec.span('answer', {}, () =>
+      callLlm(rec, ctx, {
+        purpose: 'vanilla-rag.answer',
+        messages: ragPrompt(task, demos, example.question, passages),
+        temperature: o.temperature,
+        topP: o.topP,
+        maxTokens: o.maxTokens,
+        stop: DEMO_STOPS,
+        ...(o.seed !== undefined ? { seed: o.seed } : {}),
+      }),
+    );
     const final = readFinalAnswer(rec, task, texts[0], 'vanilla-rag.answer');
     const trace = rec.finish({ kind: 'baseline', passageIds: passages.map((p) => p.id) }, final.output, final.answer);
     return { output: final.output, ...(final.answer !== undefined ? { answer: final.answer } : {}), trace };

@@ -68,23 +68,27 @@ export class ComboPipeline implements Pipeline {
     const demos = await selectDemos(rec, ctx, this.name, example, o.nShots, 'combo.demos');
 
     // 1. N retrieved and N generated passages.
-    const { kept } = await retrieveAndRerank(rec, ctx, {
-      purpose: 'combo.retrieve',
-      query: example.question,
-      poolSize: o.nPassages,
-      keep: o.nPassages,
-      reranker: null,
-    });
+    const { kept } = await rec.span('retrieve', {}, () =>
+      retrieveAndRerank(rec, ctx, {
+        purpose: 'combo.retrieve',
+        query: example.question,
+        poolSize: o.nPassages,
+        keep: o.nPassages,
+        reranker: null,
+      }),
+    );
     const retrieved = kept.map((k) => k.passage);
-    const gen = await callLlm(rec, ctx, {
-      purpose: 'combo.generate',
-      messages: generatePassagePrompt(example.question),
-      n: o.nPassages,
-      temperature: o.generateTemperature,
-      maxTokens: o.generateMaxTokens,
-      stop: ['\nQuestion:'],
-      ...sampling,
-    });
+    const gen = await rec.span('generate', {}, () =>
+      callLlm(rec, ctx, {
+        purpose: 'combo.generate',
+        messages: generatePassagePrompt(example.question),
+        n: o.nPassages,
+        temperature: o.generateTemperature,
+        maxTokens: o.generateMaxTokens,
+        stop: ['\nQuestion:'],
+        ...sampling,
+      }),
+    );
     const generated: string[] = [];
     gen.texts.forEach((t, i) => {
       const text = parseLongAnswer(t.replace(/^\s*passage\s*:\s*/i, '')).text;
@@ -94,7 +98,7 @@ export class ComboPipeline implements Pipeline {
 
     // 2. Scores and compatibility.
     const env: ScorerEnv = { rec, ctx };
-    const ev = await evidentiality.score(example.question, retrieved, env);
+    const ev = await rec.span('evidentiality', {}, () => evidentiality.score(example.question, retrieved, env));
     const gated = o.compatibility === 'gated';
     // The gate: build_psg_pairs.py's convert_2stage sets a pair's score to 0 when its retrieved
     // passage's discriminator label is negative, and infer_compatibility_scores.py never scores
@@ -103,7 +107,7 @@ export class ComboPipeline implements Pipeline {
     // P ≥ it); the code's argmax calls a 0.5 tie negative. An unreadable text-mode judgment
     // scores 0.5 here, so it opens the gate rather than silently closing a row.
     const skipRows = gated ? ev.map((e) => e < o.evidentialThreshold) : undefined;
-    const cons = await consistency.score(example.question, retrieved, generated, env, skipRows);
+    const cons = await rec.span('consistency', {}, () => consistency.score(example.question, retrieved, generated, env, skipRows));
     const compatibility = cons.map((row, i) => row.map((c) => (gated ? (skipRows![i] ? 0 : c) : c * ev[i])));
 
     // 3. Matching, and the pairs in the reader's order.
@@ -120,14 +124,16 @@ export class ComboPipeline implements Pipeline {
       readerPairs = pairs.map((p) => ({ retrieved: retrieved[p.retrieved], generated: generated[p.generated] }));
     }
 
-    const reader = await callLlm(rec, ctx, {
-      purpose: 'combo.read',
-      messages: readerPrompt(task, demos, example.question, readerPairs, o.pairOrder),
-      temperature: o.temperature,
-      maxTokens: o.maxTokens,
-      stop: DEMO_STOPS,
-      ...sampling,
-    });
+    const reader = await rec.span('read', {}, () =>
+      callLlm(rec, ctx, {
+        purpose: 'combo.read',
+        messages: readerPrompt(task, demos, example.question, readerPairs, o.pairOrder),
+        temperature: o.temperature,
+        maxTokens: o.maxTokens,
+        stop: DEMO_STOPS,
+        ...sampling,
+      }),
+    );
     const final = readFinalAnswer(rec, task, reader.texts[0], 'combo.read');
 
     const decisions: ComboDecisions = {

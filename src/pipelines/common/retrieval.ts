@@ -73,8 +73,9 @@ export async function retrieveAndRerank(
   opts: { purpose: string; query: string; poolSize: number; keep: number; reranker: Reranker | null },
 ): Promise<{ pool: ScoredPassage[]; kept: ScoredPassage[] }> {
   const retriever = ctx.retriever!;
+  const searched = rec.now();
   const pool = await retriever.search(opts.query, opts.poolSize);
-  rec.recordRetrieval(opts.purpose, retriever.name, opts.query, opts.poolSize, pool);
+  rec.recordRetrieval(opts.purpose, retriever.name, opts.query, opts.poolSize, pool, undefined, searched);
   if (pool.length === 0) {
     rec.warn(opts.purpose, `retriever ${retriever.name} returned no passages for "${opts.query}"`, 'no passages');
     return { pool, kept: [] };
@@ -82,8 +83,9 @@ export async function retrieveAndRerank(
   if (!opts.reranker) {
     return { pool, kept: pool.slice(0, opts.keep).map((p, rank) => ({ ...p, rank })) };
   }
+  const reranked = rec.now();
   const kept = await opts.reranker.rerank(opts.query, pool, opts.keep);
-  rec.recordRetrieval(`${opts.purpose}.rerank`, retriever.name, opts.query, opts.keep, kept, opts.reranker.name);
+  rec.recordRetrieval(`${opts.purpose}.rerank`, retriever.name, opts.query, opts.keep, kept, opts.reranker.name, reranked);
   return { pool, kept };
 }
 

@@ -46,8 +46,9 @@ class RecordingRetriever implements Retriever {
   }
 
   async search(query: string, k: number): Promise<ScoredPassage[]> {
+    const started = this.rec.now();
     const hits = await this.inner.search(query, k);
-    this.rec.recordRetrieval(this.purpose, this.inner.name, query, k, hits);
+    this.rec.recordRetrieval(this.purpose, this.inner.name, query, k, hits, undefined, started);
     return hits;
   }
 }
@@ -94,14 +95,17 @@ export class DivaPipeline implements Pipeline {
 
 
     // 1. Diversify: ambiguity type, reason, pseudo-interpretations.
-    const div = await callLlm(rec, ctx, {
-      purpose: 'diva.diversify',
-      messages: diversifyPrompt(example.question, { ambiguous: o.diversifyExample, unambiguous: o.diversifyUnambiguousExample }),
-      temperature: o.diversifyTemperature,
-      maxTokens: o.diversifyMaxTokens,
-      stop: ['\nQuestion:', '\n\nQuestion:'],
-      ...sampling,
-    });
+    // Each step is a trace span (diversify, retrieve, verify, generate), so MLflow shows them as such.
+    const div = await rec.span('diversify', {}, () =>
+      callLlm(rec, ctx, {
+        purpose: 'diva.diversify',
+        messages: diversifyPrompt(example.question, { ambiguous: o.diversifyExample, unambiguous: o.diversifyUnambiguousExample }),
+        temperature: o.diversifyTemperature,
+        maxTokens: o.diversifyMaxTokens,
+        stop: ['\nQuestion:', '\n\nQuestion:'],
+        ...sampling,
+      }),
+    );
     const parsed = parseAmbiguity(div.texts[0]);
     let ambiguityType: AmbiguityType = parsed.type ?? 'none';
     if (parsed.type === null) {
@@ -128,8 +132,12 @@ export class DivaPipeline implements Pipeline {
     const multi = new MultiQueryRetriever(new RecordingRetriever(retriever, rec, 'diva.retrieve'), embedder, {
       perQueryK: o.perInterpretationK,
     });
-    const selected = await multi.searchMany(interpretations, o.nPassages);
-    rec.recordRetrieval('diva.select', multi.name, interpretations.join(' | '), o.nPassages, selected, `mean-cosine:${embedder.name}`);
+    const selected = await rec.span('retrieve', { interpretations: interpretations.length }, async () => {
+      const selecting = rec.now();
+      const hits = await multi.searchMany(interpretations, o.nPassages);
+      rec.recordRetrieval('diva.select', multi.name, interpretations.join(' | '), o.nPassages, hits, `mean-cosine:${embedder.name}`, selecting);
+      return hits;
+    });
     const passages: Passage[] = selected.map((s) => s.passage);
     if (passages.length === 0) rec.warn('diva.retrieve', 'no passages for any interpretation', 'retrieval judged Useless');
 
@@ -145,40 +153,44 @@ export class DivaPipeline implements Pipeline {
       verdicts.push(...interpretations.map(() => false));
       pAnswered.push(...interpretations.map(() => 0));
     } else {
-      for (const interpretation of interpretations) {
-        checkAborted(ctx);
-        const v = await judgeCalibrated(rec, ctx, {
-          purpose: 'diva.verify',
-          messages: verifyPrompt(interpretation, passages, o.verifyDemos),
-          // Content-free twin: the interpretation and every passage replaced, the passage count kept.
-          contentFree: () => ({ messages: verifyPrompt(CONTENT_FREE, passages.map((_, i) => contentFreePassage(i)), o.verifyDemos) }),
-          labels: ['Yes', 'No'],
-          calibration: o.judgeCalibration,
-          fallback: 'No (not answered)',
-        });
-        pAnswered.push(v.p);
-        if (v.pPrior !== undefined) {
-          pAnsweredRaw.push(v.pRaw);
-          pAnsweredPrior.push(v.pPrior);
+      await rec.span('verify', { interpretations: interpretations.length }, async () => {
+        for (const interpretation of interpretations) {
+          checkAborted(ctx);
+          const v = await judgeCalibrated(rec, ctx, {
+            purpose: 'diva.verify',
+            messages: verifyPrompt(interpretation, passages, o.verifyDemos),
+            // Content-free twin: the interpretation and every passage replaced, the passage count kept.
+            contentFree: () => ({ messages: verifyPrompt(CONTENT_FREE, passages.map((_, i) => contentFreePassage(i)), o.verifyDemos) }),
+            labels: ['Yes', 'No'],
+            calibration: o.judgeCalibration,
+            fallback: 'No (not answered)',
+          });
+          pAnswered.push(v.p);
+          if (v.pPrior !== undefined) {
+            pAnsweredRaw.push(v.pRaw);
+            pAnsweredPrior.push(v.pPrior);
+          }
+          verdicts.push(v.p >= o.verifyThreshold);
         }
-        verdicts.push(v.p >= o.verifyThreshold);
-      }
+      });
     }
     const label = usefulness(verdicts);
 
     // 3. Adapt: RAG unless retrieval was useless.
     const route: DivaDecisions['route'] = o.adaptive && label === 'Useless' ? 'closed-book' : 'rag';
-    const gen = await callLlm(rec, ctx, {
-      purpose: route === 'rag' ? 'diva.generate.rag' : 'diva.generate.closed-book',
-      messages:
-        route === 'rag'
-          ? ragPrompt(task, demos, example.question, interpretations, passages)
-          : closedBookPrompt(task, demos, example.question, interpretations),
-      temperature: o.temperature,
-      maxTokens: o.maxTokens,
-      stop: DEMO_STOPS,
-      ...sampling,
-    });
+    const gen = await rec.span('generate', { route }, () =>
+      callLlm(rec, ctx, {
+        purpose: route === 'rag' ? 'diva.generate.rag' : 'diva.generate.closed-book',
+        messages:
+          route === 'rag'
+            ? ragPrompt(task, demos, example.question, interpretations, passages)
+            : closedBookPrompt(task, demos, example.question, interpretations),
+        temperature: o.temperature,
+        maxTokens: o.maxTokens,
+        stop: DEMO_STOPS,
+        ...sampling,
+      }),
+    );
     const final = readFinalAnswer(rec, task, gen.texts[0], 'diva.generate');
 
     const decisions: DivaDecisions = {

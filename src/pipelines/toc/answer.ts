@@ -20,7 +20,12 @@ export interface TreeAnswer {
   passages: Passage[];
 }
 
-export async function answerTree(s: TocSession): Promise<TreeAnswer> {
+/** The answer step, as the trace span `answer`. */
+export function answerTree(s: TocSession): Promise<TreeAnswer> {
+  return s.rec.span('answer', {}, () => answerFromTree(s));
+}
+
+async function answerFromTree(s: TocSession): Promise<TreeAnswer> {
   checkAborted(s.ctx);
   const { o, rec, ctx, example } = s;
   const answerNodes = validNodes(s.nodes).slice(0, o.answerNodes);

@@ -42,8 +42,13 @@ export interface Expansion {
  * expanded again (after a restart) draws a new sample: CHOICE — the seed is offset by how often
  * the node was expanded before, so a seeded or cached model does not replay its first reply (the
  * released code's prompt usually differs by then anyway: demos and passages have left the pools).
+ * Runs as the trace span `expand`.
  */
-export async function expand(s: TocSession, node: TocNode): Promise<Expansion> {
+export function expand(s: TocSession, node: TocNode): Promise<Expansion> {
+  return s.rec.span('expand', { nodeId: node.id }, () => expandNode(s, node));
+}
+
+async function expandNode(s: TocSession, node: TocNode): Promise<Expansion> {
   checkAborted(s.ctx);
   const { o, rec, ctx, example } = s;
   const before = s.expansions.filter((e) => e.nodeId === node.id).length;

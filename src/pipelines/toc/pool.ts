@@ -57,8 +57,9 @@ export class TocPool {
     if (this.rootPool === null || this.o.retrievePerNode) {
       const retriever = this.ctx.retriever!;
       const purpose = this.rootPool === null ? 'toc.rac.retrieve.root' : 'toc.rac.retrieve';
+      const started = this.rec.now();
       const hits = await retriever.search(node.question, this.o.poolSize);
-      this.rec.recordRetrieval(purpose, retriever.name, node.question, this.o.poolSize, hits);
+      this.rec.recordRetrieval(purpose, retriever.name, node.question, this.o.poolSize, hits, undefined, started);
       if (hits.length === 0) this.rec.warn(purpose, `retriever ${retriever.name} returned no passages for "${node.question}"`, 'no passages');
       const pool = hits.map((h) => h.passage);
       if (this.rootPool === null) this.rootPool = pool;
@@ -125,6 +126,7 @@ export class TocPool {
    */
   async forAnswer(question: string, pairs: ReadonlyArray<{ answer: string }>): Promise<Passage[]> {
     const n = this.o.nPassages;
+    const started = this.rec.now();
     if (this.o.answerPassages === 'pool') return this.rank(question, this.rootPool ?? [], n, 'toc.answer.passages');
     const covering: Passage[] = [];
     for (const pair of pairs) {
@@ -142,7 +144,7 @@ export class TocPool {
     } else {
       chosen = [...covering, ...rest].slice(0, n);
     }
-    this.rec.recordRetrieval('toc.answer.passages', 'toc-tree', question, n, scored(chosen), this.reranker?.name);
+    this.rec.recordRetrieval('toc.answer.passages', 'toc-tree', question, n, scored(chosen), this.reranker?.name, started);
     return chosen;
   }
 
@@ -153,8 +155,9 @@ export class TocPool {
       this.rec.recordRetrieval(purpose, this.ctx.retriever?.name ?? 'toc-pool', query, k, scored(top));
       return top;
     }
+    const started = this.rec.now();
     const kept = await this.reranker.rerank(query, scored(candidates), k);
-    this.rec.recordRetrieval(purpose, this.ctx.retriever?.name ?? 'toc-pool', query, k, kept, this.reranker.name);
+    this.rec.recordRetrieval(purpose, this.ctx.retriever?.name ?? 'toc-pool', query, k, kept, this.reranker.name, started);
     return kept.map((c) => c.passage);
   }
 }

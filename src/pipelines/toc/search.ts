@@ -82,6 +82,14 @@ function proposedAnswers(e: Expansion): string[] {
   return e.pairs.map((p) => p.answer).filter((a) => normaliseAnswer(a) !== '');
 }
 
+/**
+ * One loop step on `node` as a span (`node <id>`): its expansion and verification run inside it,
+ * so MLflow shows node → expand → verify with the calls and retrievals of each.
+ */
+function nodeSpan<T>(s: TocSession, node: TocNode, attributes: Record<string, string | number | boolean>, fn: () => Promise<T>): Promise<T> {
+  return s.rec.span(`node ${node.id}`, { nodeId: node.id, depth: node.depth, question: node.question, ...attributes }, fn);
+}
+
 export async function releasedSearch(s: TocSession): Promise<SearchOutcome> {
   const { o, rec, nodes } = s;
   let queue: TocNode[] = [nodes[0]!];
@@ -119,20 +127,23 @@ export async function releasedSearch(s: TocSession): Promise<SearchOutcome> {
     }
     // One RAC call now and the final answer later must both fit the budget.
     if (rec.callCount + 2 > o.maxLlmCalls) return outcome('max-calls');
-    const e = await expand(s, node);
-    if (earlyExit(s, e)) return outcome('unambiguous');
-
-    const removed = o.dropAnsweredPassages && !e.copy ? s.pool.removeAnswered(e.passages, proposedAnswers(e)) : [];
     const pruningNow = pruning;
-    const admitted = await admitPairs(s, node, e.pairs, e.callIndex, {
-      dedup: pruning ? 'valid-nodes' : 'none',
-      verify: pruning,
-      pruningOff: o.pruning && !pruning,
+    const admitted = await nodeSpan(s, node, { step, pruning: pruningNow }, async () => {
+      const e = await expand(s, node);
+      if (earlyExit(s, e)) return null;
+      const removed = o.dropAnsweredPassages && !e.copy ? s.pool.removeAnswered(e.passages, proposedAnswers(e)) : [];
+      const admitted = await admitPairs(s, node, e.pairs, e.callIndex, {
+        dedup: pruningNow ? 'valid-nodes' : 'none',
+        verify: pruningNow,
+        pruningOff: o.pruning && !pruningNow,
+      });
+      s.expansions.push(
+        expansionRecord(e, admitted, { step, pruning: pruningNow, ...(removed.length > 0 ? { removedPassageIds: removed } : {}) }),
+      );
+      return admitted;
     });
+    if (admitted === null) return outcome('unambiguous');
     queue.push(...admitted.valid);
-    s.expansions.push(
-      expansionRecord(e, admitted, { step, pruning: pruningNow, ...(removed.length > 0 ? { removedPassageIds: removed } : {}) }),
-    );
     if (switchesPruningOff({ pruning, restarts, step }, admitted.valid.length, o)) {
       pruning = false;
       restarts = 0;
@@ -158,20 +169,27 @@ export async function stopWhenEmptySearch(s: TocSession): Promise<SearchOutcome>
     if (rec.callCount + 2 > o.maxLlmCalls) return outcome('max-calls');
     const node = queue.shift()!;
     expansionCount += 1;
-    const e = await expand(s, node);
-    if (earlyExit(s, e)) return outcome('unambiguous');
-    if (e.copy) {
-      s.expansions.push(expansionRecord(e, null));
+    const result = await nodeSpan(s, node, { step: expansionCount }, async () => {
+      const e = await expand(s, node);
+      if (earlyExit(s, e)) return 'unambiguous' as const;
+      if (e.copy) {
+        s.expansions.push(expansionRecord(e, null));
+        return 'copy' as const;
+      }
+      const removed = o.dropAnsweredPassages ? s.pool.removeAnswered(e.passages, proposedAnswers(e)) : [];
+      const admitted = await admitPairs(s, node, e.pairs, e.callIndex, { dedup: 'every-node', verify: o.pruning });
+      s.expansions.push(expansionRecord(e, admitted, removed.length > 0 ? { removedPassageIds: removed } : {}));
+      return admitted;
+    });
+    if (result === 'unambiguous') return outcome('unambiguous');
+    if (result === 'copy') {
       failures += 1;
       continue;
     }
-    const removed = o.dropAnsweredPassages ? s.pool.removeAnswered(e.passages, proposedAnswers(e)) : [];
-    const admitted = await admitPairs(s, node, e.pairs, e.callIndex, { dedup: 'every-node', verify: o.pruning });
-    for (const child of admitted.valid) {
+    for (const child of result.valid) {
       if (child.depth < o.maxDepth) queue.push(child);
       else depthLimited = true;
     }
-    s.expansions.push(expansionRecord(e, admitted, removed.length > 0 ? { removedPassageIds: removed } : {}));
-    failures = admitted.valid.length === 0 ? failures + 1 : 0;
+    failures = result.valid.length === 0 ? failures + 1 : 0;
   }
 }

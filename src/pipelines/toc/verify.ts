@@ -31,8 +31,15 @@ export interface Admitted {
   budgetCut?: string;
 }
 
-/** Make `parent`'s pairs (from the RAC call `callIndex`) child nodes under `rule`, and add them to the tree. */
-export async function admitPairs(s: TocSession, parent: TocNode, pairs: readonly QaPair[], callIndex: number, rule: AdmitRule): Promise<Admitted> {
+/**
+ * Make `parent`'s pairs (from the RAC call `callIndex`) child nodes under `rule`, and add them to
+ * the tree; runs as the trace span `verify`.
+ */
+export function admitPairs(s: TocSession, parent: TocNode, pairs: readonly QaPair[], callIndex: number, rule: AdmitRule): Promise<Admitted> {
+  return s.rec.span('verify', { nodeId: parent.id, pairs: pairs.length, judged: rule.verify }, () => admit(s, parent, pairs, callIndex, rule));
+}
+
+async function admit(s: TocSession, parent: TocNode, pairs: readonly QaPair[], callIndex: number, rule: AdmitRule): Promise<Admitted> {
   const { o, rec, nodes } = s;
   const children: TocNode[] = [];
   let budgetCut: string | undefined;

@@ -78,20 +78,20 @@ export class VerifyEditPipeline implements Pipeline {
     // Adaptive stopping reasons about vote counts; probability-summed scores draw the full budget.
     const adaptive = o.adaptive && o.consistency === 'vote';
     if (o.adaptive && !adaptive) rec.warn('ve.adaptive', 'adaptive stopping needs consistency: vote', `all ${o.n} samples`);
-    let logprobs: Array<number | undefined>;
-    let completionTokens: Array<number | undefined>;
-    let adaptiveDecision: VeDecisions['adaptive'];
-    if (adaptive) {
-      const drawn = await sampleAdaptively(rec, ctx, request, read, threshold);
-      logprobs = drawn.logprobs;
-      completionTokens = drawn.completionTokens;
-      adaptiveDecision = drawn.decision;
-    } else {
-      const r = await callLlm(rec, ctx, request);
-      read(r.texts, 0);
-      logprobs = r.logprobs;
-      completionTokens = r.completionTokens;
-    }
+    const {
+      logprobs,
+      completionTokens,
+      decision: adaptiveDecision,
+    }: { logprobs: Array<number | undefined>; completionTokens: Array<number | undefined>; decision?: VeDecisions['adaptive'] } = await rec.span(
+      'sample',
+      { n: o.n, adaptive },
+      async () => {
+        if (adaptive) return sampleAdaptively(rec, ctx, request, read, threshold);
+        const r = await callLlm(rec, ctx, request);
+        read(r.texts, 0);
+        return { logprobs: r.logprobs, completionTokens: r.completionTokens };
+      },
+    );
     const answers = samples.map((s) => s.answer);
     const probabilities = answers.map((_, i) => sampleProbability(logprobs[i], completionTokens[i]));
     const known = probabilities.filter((p) => p !== null).length;
@@ -158,7 +158,7 @@ export class VerifyEditPipeline implements Pipeline {
         edited.push(sentence);
         continue;
       }
-      const edit = await this.editSentence(rec, ctx, embedder, example.question, sentence, sampling);
+      const edit = await rec.span('edit sentence', { sentence: i }, () => this.editSentence(rec, ctx, embedder, example.question, sentence, sampling));
       decisions.edits.push(edit);
       edited.push(edit.answer);
     }
@@ -167,15 +167,17 @@ export class VerifyEditPipeline implements Pipeline {
 
     // 4. Re-answer (greedy) from the edited rationale; its log-probability ranks it for auc_logprob,
     // as the code ranks an edited answer by its re-answer's (`answer_again.py`).
-    const final = await callLlm(rec, ctx, {
-      purpose: 've.answer',
-      messages: cotWithRationalePrompt(task, demos, example.question, editedRationale),
-      temperature: 0,
-      maxTokens: o.finalMaxTokens,
-      stop: DEMO_STOPS,
-      ...(o.answerLogprob ? { logprobs: true } : {}),
-      ...sampling,
-    });
+    const final = await rec.span('answer', {}, () =>
+      callLlm(rec, ctx, {
+        purpose: 've.answer',
+        messages: cotWithRationalePrompt(task, demos, example.question, editedRationale),
+        temperature: 0,
+        maxTokens: o.finalMaxTokens,
+        stop: DEMO_STOPS,
+        ...(o.answerLogprob ? { logprobs: true } : {}),
+        ...sampling,
+      }),
+    );
     const reread = readCotSample(rec, task, final.texts[0], 've.answer', 0);
     let answer = reread.answer;
     if (answer === null) {
@@ -232,15 +234,17 @@ export class VerifyEditPipeline implements Pipeline {
     sampling: { topP: number; seed?: number },
   ): Promise<void> {
     const o = this.options;
-    const r = await callLlm(rec, ctx, {
-      purpose: 've.answer-logprob',
-      messages: cotWithRationalePrompt(task, demos, question, rationale, 'Reasoning'),
-      temperature: 0,
-      maxTokens: o.finalMaxTokens,
-      stop: DEMO_STOPS,
-      logprobs: true,
-      ...sampling,
-    });
+    const r = await rec.span('answer-logprob', {}, () =>
+      callLlm(rec, ctx, {
+        purpose: 've.answer-logprob',
+        messages: cotWithRationalePrompt(task, demos, question, rationale, 'Reasoning'),
+        temperature: 0,
+        maxTokens: o.finalMaxTokens,
+        stop: DEMO_STOPS,
+        logprobs: true,
+        ...sampling,
+      }),
+    );
     const concluded = readCotSample(rec, task, r.texts[0], 've.answer-logprob', 0).answer;
     if (r.logprobs[0] === undefined) {
       rec.warn('ve.answer-logprob', 'the provider returned no log-probability', 'no answer log-probability (auc_logprob leaves the question out)');
@@ -274,8 +278,9 @@ export class VerifyEditPipeline implements Pipeline {
     }
 
     const retriever = ctx.retriever!;
+    const searched = rec.now();
     const hits = await retriever.search(verifyingQuestion, o.retrievalK);
-    rec.recordRetrieval('ve.retrieve', retriever.name, verifyingQuestion, o.retrievalK, hits);
+    rec.recordRetrieval('ve.retrieve', retriever.name, verifyingQuestion, o.retrievalK, hits, undefined, searched);
     // Candidate sentences, each prefixed with its passage title so pronouns keep their subject.
     const candidates: Array<{ text: string; passageId: string }> = [];
     for (const h of hits) {
