@@ -4,10 +4,11 @@ import { defineConfig } from 'vitest/config';
  * Two projects, told apart by the test file's name; test/ mirrors src/, so a module's tests of
  * both kinds sit in the same folder. `unit` (`*.test.ts`): no network, no models, no MLflow
  * server, no browser or Jupyter — the logic, with scripted models and fake servers;
- * `npm run test:unit` runs it in well under a minute. `integration` (`*.int.test.ts`): tests
- * that need the real things (the embedded model, MiniLM, a real MLflow server, Chromium,
- * Jupyter, the package registries) or spawn the CLI and other processes. `npm test` (the Quick
- * start's command) runs both.
+ * `npm run test:unit` runs it in well under a minute, and starts no MLflow server
+ * (test/global-setup.ts). `integration` (`*.int.test.ts`): tests that need the real things (the
+ * embedded model, MiniLM, a real MLflow server, Chromium, Jupyter, the package registries), spawn
+ * the CLI and other processes, or compile (the notebooks' type check: ~17 s of TypeScript).
+ * `npm test` (the Quick start's command) runs both.
  */
 const INTEGRATION = 'test/**/*.int.test.ts';
 

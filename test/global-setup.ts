@@ -10,11 +10,11 @@ import { mlflowExecutable, startLocalServer, type LocalServer } from '../src/tra
  * MLFLOW_TRACKING_URI, which is then used as is. Otherwise, when the project venv has mlflow,
  * a throw-away server is started on a temporary store for this test run and stopped at the end.
  *
- * Starting MLflow costs 15–40 s on two busy cores, so it only happens when a selected test file
- * asks for the server (mentions MLFLOW_TRACKING_URI, `inject('mlflowTrackingUri')` or
- * `trackingUri()`), so that `npx vitest run test/llm` does not pay for it. Override with
- * AMBIQA_TEST_MLFLOW=always|never. Tests read the address from `inject('mlflowTrackingUri')` or
- * MLFLOW_TRACKING_URI (both are set).
+ * Starting MLflow costs 15–40 s on two busy cores, so it never happens for the `unit` project
+ * (no test there talks to a server) and otherwise only when a selected test file asks for the
+ * server (mentions MLFLOW_TRACKING_URI, `inject('mlflowTrackingUri')` or `trackingUri()`), so
+ * that `npx vitest run test/llm` does not pay for it. Override with AMBIQA_TEST_MLFLOW=always|never.
+ * Tests read the address from `inject('mlflowTrackingUri')` or MLFLOW_TRACKING_URI (both are set).
  */
 
 declare module 'vitest' {
@@ -33,6 +33,9 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   project.provide('mlflowTrackingUri', '');
   const mode = process.env.AMBIQA_TEST_MLFLOW ?? 'auto';
   if (mode === 'never') return undefined;
+  // The unit project needs no server by definition (vitest.config.ts); starting one there cost
+  // `npm run test:unit` 13–40 s of its minute before any test ran.
+  if (mode !== 'always' && project.name === 'unit') return undefined;
   if (mode !== 'always' && !(await selectionNeedsMlflow(project))) return undefined;
   const venv = venvDir();
   if (!existsSync(mlflowExecutable(venv))) {

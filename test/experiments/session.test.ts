@@ -1,5 +1,5 @@
 import { scoreValues } from '../../src/run-files';
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -42,8 +42,16 @@ afterAll(async () => {
 describe('in-process runs', () => {
   it('runs, survives a SIGINT mid-run (KILLED), and the same call resumes it', async () => {
     const first = runInProcess(config(300), { name: 'interrupted' });
-    setTimeout(() => process.emit('SIGINT', 'SIGINT'), 700);
-    const stopped = await first;
+    // The SIGINT lands once the first answer is written, with the second in flight (300 ms each):
+    // a fixed delay found none written yet when the machine was busy (load average 20).
+    const results = join(dir, 'artifacts', 'runs', 'interrupted', 'results.jsonl');
+    const poll = setInterval(() => {
+      if (existsSync(results) && readFileSync(results, 'utf8').includes('\n')) {
+        clearInterval(poll);
+        process.emit('SIGINT', 'SIGINT');
+      }
+    }, 10);
+    const stopped = await first.finally(() => clearInterval(poll));
     expect(stopped.status).toBe('KILLED');
     const doneBefore = stopped.results.filter((r) => r.error === undefined).length;
     expect(doneBefore).toBeGreaterThan(0);
