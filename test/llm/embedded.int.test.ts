@@ -319,6 +319,27 @@ describe.skipIf(!hasModel)('embedded llama.cpp provider (real model)', () => {
     expect(again.completions.map((c) => c.text)).toEqual(more.completions.map((c) => c.text));
   });
 
+  it('an abort in the middle of a generation rejects with its reason and leaves the context usable (no error escapes later)', async () => {
+    // A Ctrl-C during an embedded generation used to dispose the completion under a decode still
+    // in flight: the run printed its clean stop, then died of an uncaught DisposedError (exit 1).
+    // vitest fails the file on any uncaught error, so the wait below is part of the assertion.
+    const client = new LlmClient(provider);
+    const controller = new AbortController();
+    const reason = new Error('stop now');
+    const long = client.generate({
+      messages: [{ role: 'user', content: 'Count from 1 to 500, one number per line.' }],
+      maxTokens: 400,
+      temperature: 0,
+      signal: controller.signal,
+    });
+    // 400 tokens take this model tens of seconds on a CPU thread: the abort lands mid-decode.
+    setTimeout(() => controller.abort(reason), 800);
+    await expect(long).rejects.toThrow(/stop now|abort/i);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const after = await client.generate({ messages: question, maxTokens: 4 });
+    expect(after.completions[0]!.text.trim().length).toBeGreaterThan(0);
+  });
+
   it('a prompt longer than the context fails with a message naming the limit and the option, batched or not', async () => {
     const small = new LlamaCppProvider({ threads: 1, contextSize: 256, sequences: 2 });
     const client = new LlmClient(small, { limiter: { maxRetries: 0 } });

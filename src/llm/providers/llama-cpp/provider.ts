@@ -358,8 +358,14 @@ export class LlamaCppProvider implements LanguageModelProvider {
         onToken: (tokens) => {
           generated.push(...tokens);
         },
-        ...(signal ? { signal } : {}),
+        // Stop after the token in flight rather than reject at once: node-llama-cpp rejects on an
+        // abort while the context's batch is still decoding this completion's token, and the
+        // `finally` below then disposes the completion under that decode, which throws a
+        // DisposedError outside any await — an uncaught exception that turned a clean Ctrl-C
+        // (exit 130) into a crash (exit 1). The abort is raised here once the decode has returned.
+        ...(signal ? { signal, stopOnAbortSignal: true } : {}),
       });
+      signal?.throwIfAborted();
       this.stats.completionTokens += generated.length;
       const logprob = request.logprobs ? await completionLogprob(slot, prompt.tokens, generated) : undefined;
       return {
