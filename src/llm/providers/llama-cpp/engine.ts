@@ -246,7 +246,17 @@ export async function unloadModels(): Promise<void> {
   for (const p of entries) {
     const m = await p.catch(() => null);
     if (!m) continue;
-    for (const c of m.contexts.values()) await (await c.catch(() => null))?.context.dispose();
+    for (const c of m.contexts.values()) {
+      const entry = await c.catch(() => null);
+      if (!entry) continue;
+      // A call the client stopped waiting for (an abort rejects at once, common/abort.ts
+      // raceAbort) may still be decoding here; disposing under it throws inside node-llama-cpp,
+      // where nothing can catch it, and a Ctrl-C'd run died of it after its clean stop. Such a
+      // generation ends after the token in flight (stopOnAbortSignal, provider.ts), so this wait
+      // is short.
+      await entry.tail;
+      await entry.context.dispose();
+    }
     await m.model.dispose();
   }
 }
