@@ -2,10 +2,11 @@ import { scoreValues } from '../../src/run-files';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { examplesDir } from '../../src/config/paths';
 import type { ExperimentInput } from '../../src/experiments/config';
-import { closeSession, resumeInProcess, runInProcess, scoreRun } from '../../src/experiments/session';
+import { resumeInProcess, runInProcess, scoreRun } from '../../src/experiments/session';
+import { useIsolatedSession } from '../helpers/session-env';
 
 /**
  * In-process runs (what `run` from 'ambiqa' does in a notebook kernel): the scripted model with
@@ -13,7 +14,6 @@ import { closeSession, resumeInProcess, runInProcess, scoreRun } from '../../src
  * again must resume the run.
  */
 const dir = mkdtempSync(join(tmpdir(), 'ambiqa-session-'));
-const before = { artifacts: process.env.AMBIQA_ARTIFACTS_DIR, tracking: process.env.AMBIQA_TRACKING };
 
 function config(latencyMs: number, reply = 'an answer'): ExperimentInput {
   return {
@@ -27,17 +27,7 @@ function config(latencyMs: number, reply = 'an answer'): ExperimentInput {
   };
 }
 
-beforeAll(() => {
-  process.env.AMBIQA_ARTIFACTS_DIR = join(dir, 'artifacts');
-  process.env.AMBIQA_TRACKING = 'off';
-});
-afterAll(async () => {
-  await closeSession();
-  for (const [k, v] of [['AMBIQA_ARTIFACTS_DIR', before.artifacts], ['AMBIQA_TRACKING', before.tracking]] as const) {
-    if (v === undefined) delete process.env[k];
-    else process.env[k] = v;
-  }
-});
+useIsolatedSession(dir);
 
 describe('in-process runs', () => {
   it('runs, survives a SIGINT mid-run (KILLED), and the same call resumes it', async () => {

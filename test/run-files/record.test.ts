@@ -1,10 +1,11 @@
 import { copyFileSync, cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadDataset } from '../../src/datasets/index';
 import { AmbiqaError } from '../../src/errors';
-import { closeSession, runInProcess, scoreRun } from '../../src/experiments/session';
+import { runInProcess, scoreRun } from '../../src/experiments/session';
+import { useIsolatedSession } from '../helpers/session-env';
 import type { ExperimentInput } from '../../src/experiments/config';
 import { exampleOfRecord, questionRecord, targetOf } from '../../src/experiments/record';
 import type { Example } from '../../src/datasets/types';
@@ -23,19 +24,8 @@ const root = resolve(__dirname, '../..');
 const methods = methodCatalog();
 const fixture = join(root, 'test/run-files/fixtures/format-2-asqa');
 const dir = mkdtempSync(join(tmpdir(), 'ambiqa-record-'));
-const before = { artifacts: process.env.AMBIQA_ARTIFACTS_DIR, tracking: process.env.AMBIQA_TRACKING };
 
-beforeAll(() => {
-  process.env.AMBIQA_ARTIFACTS_DIR = join(dir, 'artifacts');
-  process.env.AMBIQA_TRACKING = 'off';
-});
-afterAll(async () => {
-  await closeSession();
-  for (const [k, v] of [['AMBIQA_ARTIFACTS_DIR', before.artifacts], ['AMBIQA_TRACKING', before.tracking]] as const) {
-    if (v === undefined) delete process.env[k];
-    else process.env[k] = v;
-  }
-});
+useIsolatedSession(dir);
 
 /** The report's table row of one question. */
 function rowOf(html: string, id: string): string {
