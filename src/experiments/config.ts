@@ -206,6 +206,16 @@ const commonFields = {
   /** Examples answered at once. LLM concurrency is the LLM layer's own limit. */
   concurrency: z.int().min(1).max(256).default(2),
   sweep: sweepSchema.optional(),
+  /**
+   * Answers per question (`--trials k`), each with its own sample indexes so a sampled method's
+   * spread across trials is measured (issue 46); 1: each question answered once.
+   */
+  trials: z.int().min(1).max(100).default(1),
+  /**
+   * Fields to report metrics by (e.g. `[kind]` under `questions: mixed`, or a dataset field):
+   * per-group metrics with CIs, per-group paired deltas in `compare` (issue 46).
+   */
+  groupBy: z.array(z.string().min(1)).min(1).optional(),
 };
 
 /** A strict object, or (`lenient`) one that drops the fields it does not know. */
@@ -236,6 +246,9 @@ function resolvedConfigObject<L extends z.ZodType<LlmSectionConfig, unknown>>(ll
       tracking: objectOf(trackingSchema.shape, lenient).prefault({}),
       concurrency: commonFields.concurrency,
       sweep: commonFields.sweep,
+      /** Absent: 1 (a config that does not ask for trials records none, as before they existed). */
+      trials: z.int().min(2).max(100).optional(),
+      groupBy: commonFields.groupBy,
       /** `i/N` of a shard; the run's name ends in `.shard-<i>of<N>`. */
       shard: z.string().optional(),
     },
@@ -335,6 +348,8 @@ export function experimentConfigSchema(registry: ConfigRegistry, options: Schema
     tracking: commonFields.tracking,
     concurrency: commonFields.concurrency,
     sweep: commonFields.sweep,
+    trials: commonFields.trials,
+    groupBy: commonFields.groupBy,
     /** Set by `--shard i/N`. */
     shard: z
       .string()
@@ -497,6 +512,8 @@ export function experimentConfigSchema(registry: ConfigRegistry, options: Schema
         ...(reader !== undefined ? { reader } : {}),
         tracking: file.tracking,
         concurrency: file.concurrency,
+        ...(file.trials > 1 ? { trials: file.trials } : {}),
+        ...(file.groupBy ? { groupBy: file.groupBy } : {}),
         ...(file.sweep ? { sweep: file.sweep } : {}),
         ...(shard ? { shard: formatShard(shard) } : {}),
       };

@@ -143,6 +143,11 @@ const questionScoreSchema = z.object({
   value: z.number().nullable(),
   reason: z.string().optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),
+  /**
+   * Which scoring wrote this value when it was not the run itself: the `id` of an entry of
+   * metrics.json's `scoring` (`ambiqa score --run`, issue 46). Absent: scored when answered.
+   */
+  scoredBy: z.string().optional(),
 });
 export type QuestionScore = z.output<typeof questionScoreSchema>;
 export type QuestionScores = Record<string, QuestionScore>;
@@ -197,6 +202,21 @@ const exampleResultSchema = z.object({
   confidence: z.number().optional(),
   /** The final answer's log-probability (`PipelineOutput.answerLogprob`), where the method asked for it. */
   answerLogprob: z.number().optional(),
+  /**
+   * Which answer of the question this row is under `trials: k` (0 … k−1; absent = 0, every row
+   * written before trials existed). A run's rows are keyed by (id, trial): `rowKey`.
+   */
+  trial: z.int().min(0).optional(),
+  /**
+   * The question's group under each `groupBy` field (e.g. `{kind: "disambiguated"}`), copied when
+   * the row is built so that reports and `compare` group without the dataset file.
+   */
+  groups: z.record(z.string(), z.string()).optional(),
+  /**
+   * Scores this row held before `ambiqa score --run` replaced them, oldest first, each with the
+   * time it was replaced: nothing a re-scoring overwrites is lost.
+   */
+  scoreHistory: z.array(z.object({ metric: z.string(), score: questionScoreSchema, replacedAt: z.string() })).optional(),
 });
 export type ExampleResult = z.output<typeof exampleResultSchema>;
 /** The format-3 row by the name the record seam gives it. */
@@ -209,6 +229,14 @@ export type QuestionRecord = ExampleResult;
 const legacyResultSchema = exampleResultSchema.omit({ format: true, scores: true, target: true }).extend({
   metrics: z.record(z.string(), z.number()),
 });
+
+/**
+ * The key of a row within its run: the question id, and `#<trial>` for trials after the first, so
+ * a run without trials keys its rows by id exactly as before.
+ */
+export function rowKey(row: { id: string; trial?: number | undefined }): string {
+  return row.trial ? `${row.id}#${row.trial}` : row.id;
+}
 
 /** Scores with a value only, from numbers (what a format-1 or 2 line held; test rows). */
 export function scoresOf(values: Readonly<Record<string, number>>): QuestionScores {
@@ -277,11 +305,19 @@ export function readTraces(path: string): Trace[] {
 }
 
 const metricAggregateSchema = z.object({
+  /** Under `trials: k`, the mean of the per-question means over trials. */
   mean: jsonNumber,
-  /** Bootstrap 95% confidence interval. */
+  /** Bootstrap 95% confidence interval (under trials, two-level: questions, then trials within each). */
   ciLow: jsonNumber,
   ciHigh: jsonNumber,
+  /** Questions (not rows: under trials a question has k rows). */
   n: z.int().min(0),
+  /** `trials: k` only: trials per question (the most any question has). */
+  trials: z.int().min(1).optional(),
+  /** `trials: k` only: the pooled standard deviation across trials within a question. */
+  trialSd: jsonNumber.optional(),
+  /** `trials: k` only: the share of the mean's variance that comes from sampling (trials), in [0, 1]. */
+  samplingShare: jsonNumber.optional(),
 });
 export type MetricAggregate = z.output<typeof metricAggregateSchema>;
 
@@ -387,6 +423,28 @@ const runMetricsSchema = z.object({
    * the gold data (docs/metrics.md). Also MLflow metrics `judge.<purpose>.<field>`.
    */
   judges: z.record(z.string(), judgeDiagnosticsSchema).optional(),
+  /**
+   * `groupBy` only: the metrics per group, by field then group value (e.g.
+   * `groups.kind.disambiguated.str_em`), each with its bootstrap CI over that group's questions.
+   */
+  groups: z.record(z.string(), z.record(z.string(), z.record(z.string(), metricAggregateSchema))).optional(),
+  /**
+   * Every re-scoring of this run after it was answered (`ambiqa score --run`), oldest first: what
+   * was scored, with which reader, when, and by which ambiqa version and commit. A score's
+   * `scoredBy` names the entry's `id`.
+   */
+  scoring: z
+    .array(
+      z.object({
+        id: z.string(),
+        at: z.string(),
+        metrics: z.array(z.string()),
+        reader: z.string().optional(),
+        version: z.string(),
+        commit: z.string().optional(),
+      }),
+    )
+    .optional(),
 });
 export type RunMetrics = z.output<typeof runMetricsSchema>;
 

@@ -208,6 +208,8 @@ export const traceSchema = z.looseObject({
   /** A registered pipeline name (src/pipelines/registry.ts; the trace sits below the pipelines). */
   pipeline: z.string(),
   questionId: z.string(),
+  /** `trials: k`: which answer of the question this trace records (absent = 0). */
+  trial: z.int().min(0).optional(),
   question: z.string(),
   llm: modelNameSchema,
   /** The model that served the yes/no judgments, when the run has a `judge:` section of its own. */
