@@ -32,6 +32,9 @@ export interface BuildReportOptions {
   treeExample?: string;
   traces?: ReportOptions['traces'];
   maxMessageChars?: number;
+  /** Page framing and PNG fallbacks (a study bundle, src/report/bundle.ts). */
+  page?: ReportOptions['page'];
+  figurePng?: ReportOptions['figurePng'];
 }
 
 export interface BuiltReport {
@@ -43,7 +46,11 @@ export interface BuiltReport {
 }
 
 export function buildReport(dir: string, options: BuildReportOptions): BuiltReport {
-  const loaded = loadRunOrSweep(dir);
+  return buildLoadedReport(loadRunOrSweep(dir), options);
+}
+
+/** `buildReport` of a run or sweep already loaded (a bundle loads each once for its pages and downloads). */
+export function buildLoadedReport(loaded: Loaded, options: BuildReportOptions): BuiltReport {
   // Link MLflow where the user browses it now, not the port of a server that has since stopped.
   for (const target of loaded.kind === 'run' ? [loaded.run] : [loaded.sweep, ...loaded.sweep.runs]) {
     if (target.mlflow?.runUrl) {
@@ -66,6 +73,8 @@ export function buildReport(dir: string, options: BuildReportOptions): BuiltRepo
     ...(goldSet ? { gold: goldSet.info } : {}),
     ...(options.traces ? { traces: options.traces } : {}),
     ...(options.maxMessageChars ? { maxMessageChars: options.maxMessageChars } : {}),
+    ...(options.page ? { page: options.page } : {}),
+    ...(options.figurePng ? { figurePng: options.figurePng } : {}),
   };
   const rendered = loaded.kind === 'run' ? renderRunReport(loaded.run, options.methods, reportOptions) : renderSweepReport(loaded.sweep, options.methods, reportOptions);
   // Run dirs written before a key was known (or by an older version) may still hold it; mask

@@ -23,7 +23,7 @@ import type { Trace } from '../trace/types';
 import { redactHtml } from './build';
 import { goldForRows } from './gold';
 import { loadRunOrSweep, type LoadedRun } from './load';
-import { compactTrace, header, page } from './render';
+import { compactTrace, header, page, type PageOptions } from './render';
 
 export interface CompareDirsOptions extends CompareOptions {
   /** Dataset file with the gold of rows written before format 3, which carry none (default: the baseline's config dataset.path). */
@@ -138,6 +138,8 @@ export interface ComparisonReportOptions {
   maxMessageChars?: number;
   title?: string;
   generatedAt?: string;
+  /** plotly.js by reference and a preface (a study bundle). */
+  page?: PageOptions;
 }
 
 function mlflowBase(url: string | undefined): string | undefined {
@@ -285,7 +287,7 @@ export function renderComparisonReport(c: Comparison, options: ComparisonReportO
     '<h2>Question by question</h2>', sideBySideTable(c, traceKeys),
   ].join('\n');
   const scripts = Object.keys(data).length > 0 ? `<script type="application/json" id="ambiqa-traces">${jsonForScript(data)}</script>` : '';
-  return redactHtml(page(title, body, scripts));
+  return redactHtml(page(title, body, scripts, options.page));
 }
 
 /** Render a comparison's report with the traces its runs' directories still hold, and write it. */

@@ -42,6 +42,19 @@ export interface ReportOptions {
   title?: string;
   /** Shown in the header; default: now. */
   generatedAt?: string;
+  /** How the page is framed: plotly.js by reference and a preface (a study bundle, src/report/bundle.ts). */
+  page?: PageOptions;
+  /** A figure's PNG (a relative URL), where one was rendered: shown when plotly.js cannot draw. */
+  figurePng?: (name: string) => string | undefined;
+}
+
+/**
+ * A page inlines plotly.js (4.8 MB) unless `plotlySrc` names a copy beside it, which a bundle of
+ * many pages writes once; `preface` is trusted HTML put first in the body (navigation, provenance).
+ */
+export interface PageOptions {
+  plotlySrc?: string;
+  preface?: string;
 }
 
 const fmt = (x: number | undefined, digits = 1) => (x === undefined || Number.isNaN(x) ? '' : x.toFixed(digits));
@@ -161,10 +174,17 @@ function costNote(run: RunData): string {
   return `<p class="note">Cost priced at ${escapeHtml(source ?? 'the run\'s price')}; calls replayed from ambiqa's cache cost 0.</p>`;
 }
 
-function figuresHtml(choice: FigureChoice | undefined): string {
+/** A figure's PNG shown when plotly.js does not draw (no script, or the bundle's asset missing), and a link to it. */
+export function pngFallbackHtml(src: string | undefined, title: string): string {
+  if (!src) return '';
+  const img = `<img class="png-fallback" src="${escapeHtml(src)}" alt="${escapeHtml(title)}" style="max-width:100%">`;
+  return `<noscript>${img}</noscript><p class="note png-link"><a href="${escapeHtml(src)}">PNG</a></p>`;
+}
+
+function figuresHtml(choice: FigureChoice | undefined, png?: (name: string) => string | undefined): string {
   if (!choice || (choice.figures.length === 0 && choice.skipped.length === 0)) return '<p class="note">No figures for this run.</p>';
   const parts = choice.figures.map(
-    (f) => `<section class="figure" id="fig-${escapeHtml(f.name)}"><h3>${escapeHtml(f.title)}</h3>${figureDivHtml(f.figure)}${f.caption ? `<p class="caption">${escapeHtml(f.caption)}</p>` : ''}</section>`,
+    (f) => `<section class="figure" id="fig-${escapeHtml(f.name)}"><h3>${escapeHtml(f.title)}</h3>${figureDivHtml(f.figure)}${pngFallbackHtml(png?.(f.name), f.title)}${f.caption ? `<p class="caption">${escapeHtml(f.caption)}</p>` : ''}</section>`,
   );
   if (choice.skipped.length > 0) {
     parts.push(`<ul class="skipped">${choice.skipped.map((s) => `<li>${escapeHtml(s.name)} not drawn: ${escapeHtml(s.reason)}</li>`).join('')}</ul>`);
@@ -235,13 +255,15 @@ function tracesData(runs: ReadonlyArray<{ run: RunData; prefix: string }>, optio
   return `<script type="application/json" id="ambiqa-traces">${jsonForScript(data)}</script>`;
 }
 
-export function page(title: string, body: string, scripts: string): string {
+export function page(title: string, body: string, scripts: string, options: PageOptions = {}): string {
+  const plotly = options.plotlySrc ? `<script src="${escapeHtml(options.plotlySrc)}"></script>` : inlineScript(plotlyJs());
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)}</title>
 <style>${REPORT_CSS}</style>
-${inlineScript(plotlyJs())}
+${plotly}
 </head><body>
+${options.preface ?? ''}
 ${body}
 ${scripts}
 <script>${REPORT_JS}</script>
@@ -300,11 +322,11 @@ export function renderRunReport(run: RunData & Partial<Pick<LoadedRun, 'mlflow' 
     '<h2>Decisions</h2>', decisionsTable(run, methods),
     judgesTable(run, methods),
     '<h2>Usage</h2>', usageTable(run),
-    '<h2>Figures</h2>', figuresHtml(options.figures),
+    '<h2>Figures</h2>', figuresHtml(options.figures, options.figurePng),
     '<h2>Examples</h2>', examplesTable(run, options),
     '<h2>Config</h2>', configYaml(run.config),
   ].join('\n');
-  return page(title, body, tracesData([{ run, prefix: '' }], options));
+  return page(title, body, tracesData([{ run, prefix: '' }], options), options.page);
 }
 
 function sweepTable(sweep: LoadedSweep, methods: MethodCatalog): string {
@@ -365,8 +387,8 @@ export function renderSweepReport(sweep: LoadedSweep, methods: MethodCatalog, op
     ], generatedAt),
     mlflowLink(sweep),
     '<h2>Summary</h2>', sweepTable(sweep, methods),
-    '<h2>Figures</h2>', figuresHtml(options.figures),
+    '<h2>Figures</h2>', figuresHtml(options.figures, options.figurePng),
     '<h2>Runs</h2>', children.join('\n'),
   ].join('\n');
-  return page(title, body, tracesData(sweep.runs.map((run, i) => ({ run, prefix: `r${i}-` })), options));
+  return page(title, body, tracesData(sweep.runs.map((run, i) => ({ run, prefix: `r${i}-` })), options), options.page);
 }
