@@ -592,7 +592,7 @@ function provenanceRows(p: RunProvenance, run: LoadedRun, configHref: string | u
     `<tr><th>dataset</th>${cell([datasetName, p.datasetPath].filter(Boolean).join(' · ') || undefined)}</tr>`,
     `<tr><th>dataset sha256</th>${cell(p.datasetSha256, true)}</tr>`,
     `<tr><th>engine build</th>${cell(p.engine)}</tr>`,
-    `<tr><th>status</th>${cell(run.state ? `${run.state.status}, ${run.state.done}/${run.state.total} questions, updated ${run.state.updatedAt}` : undefined)}</tr>`,
+    run.state ? `<tr><th>status</th>${cell(`${run.state.status}, ${run.state.done}/${run.state.total} questions, updated ${run.state.updatedAt}`)}</tr>` : '',
   ].join('');
 }
 

@@ -1,0 +1,241 @@
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { main } from '../../src/cli/main';
+import { methodCatalog } from '../../src/pipelines/registry';
+import { buildBundle, classifyBundleInput, csvCell, readBundleManifest, resultsCsv, type BuiltBundle } from '../../src/report/bundle';
+import { scoresOf } from '../../src/run-files';
+import { INJECTIONS } from '../plots/browser';
+import { result } from '../plots/fixtures';
+import { FORMULAS, RECORDED, writeStudy, type Study } from './bundle-fixtures';
+
+// The bundle as files: every page and download where the manifest says, plotly.js once, every
+// relative link resolving inside the bundle, provenance shown or "not recorded", model output
+// escaped in HTML and guarded in CSV, and bad input refused in one line. The browser test
+// (bundle.int.test.ts) opens it in Chromium.
+const tmp = mkdtempSync(join(tmpdir(), 'ambiqa-bundle-'));
+let study: Study;
+let built: BuiltBundle;
+const out = join(tmp, 'study');
+
+/** RFC 4180 CSV, as a spreadsheet reads it (quoted cells with doubled quotes and line breaks). */
+function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let cell = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') (cell += '"'), i++;
+      else if (c === '"') quoted = false;
+      else cell += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ',') row.push(cell), (cell = '');
+    else if (c === '\r' && text[i + 1] === '\n') {
+      row.push(cell), rows.push(row), (row = []), (cell = ''), i++;
+    } else cell += c;
+  }
+  return rows;
+}
+
+function htmlFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((n) => {
+    const p = join(dir, n);
+    return statSync(p).isDirectory() ? htmlFiles(p) : n.endsWith('.html') ? [p] : [];
+  });
+}
+
+/** Every href and src of a page that is not an in-page anchor or an http(s) link to MLflow. */
+function localRefs(html: string): string[] {
+  return [...html.matchAll(/\s(?:href|src)="([^"]*)"/g)].map((m) => m[1]!.replace(/&amp;/g, '&')).filter((u) => !u.startsWith('#') && !/^https?:\/\//.test(u));
+}
+
+beforeAll(() => {
+  study = writeStudy(tmp);
+  built = buildBundle([study.sweep, study.comparison, study.rag, study.toc], { out, methods: methodCatalog(), generatedAt: '2026-01-01T00:00:00Z' });
+});
+
+afterAll(() => vi.restoreAllMocks());
+
+describe('ambiqa bundle: the site', () => {
+  it('has one page per run (sweep points included, each once), sweep and comparison, listed in the manifest', () => {
+    const kinds = built.manifest.entries.map((e) => `${e.kind}:${e.name}`).sort();
+    expect(kinds).toEqual(['comparison:toc vs rag', 'run:rag', 'run:toc', 'run:ve.threshold=2', 'run:ve.threshold=3', 'sweep:ve-threshold']);
+    for (const e of built.manifest.entries) expect(existsSync(join(out, e.page)), e.page).toBe(true);
+    expect(readBundleManifest(out)?.entries.length).toBe(6);
+    const point = built.manifest.entries.find((e) => e.name === 've.threshold=2')!;
+    expect(point.sweep).toBe('sweeps/ve-threshold/index.html');
+  });
+
+  it('writes plotly.js once under assets/ and loads it by relative path, not inlined', () => {
+    const plotly = readFileSync(join(out, 'assets', 'plotly.min.js'), 'utf8');
+    expect(plotly.length).toBeGreaterThan(1_000_000);
+    for (const file of htmlFiles(out)) {
+      const html = readFileSync(file, 'utf8');
+      expect(html.length, file).toBeLessThan(400_000);
+      if (file === join(out, 'index.html')) continue;
+      const src = relative(dirname(file), join(out, 'assets', 'plotly.min.js'));
+      expect(html, file).toContain(`<script src="${src}"></script>`);
+    }
+  });
+
+  it('every relative link and source of every page names a file inside the bundle', () => {
+    let checked = 0;
+    for (const file of htmlFiles(out)) {
+      for (const ref of localRefs(readFileSync(file, 'utf8'))) {
+        expect(ref, `${file}: ${ref}`).not.toMatch(/^[a-z]+:/i);
+        const target = resolve(dirname(file), decodeURIComponent(ref.split('#')[0]!));
+        expect(target.startsWith(out + '/'), `${file}: ${ref} leaves the bundle`).toBe(true);
+        expect(existsSync(target) && statSync(target).isFile(), `${file}: ${ref} does not resolve to a file`).toBe(true);
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(30);
+  });
+
+  it('cross-links: index → every page; sweep → its points; comparison → its bundled runs; every page → index', () => {
+    const index = readFileSync(join(out, 'index.html'), 'utf8');
+    for (const e of built.manifest.entries) expect(index).toContain(`href="${e.page}"`);
+    const sweep = readFileSync(join(out, 'sweeps', 've-threshold', 'index.html'), 'utf8');
+    expect(sweep).toContain('href="../../runs/ve.threshold-2/index.html"');
+    expect(sweep).toContain('href="../../runs/ve.threshold-3/index.html"');
+    const comparison = readFileSync(join(out, 'comparisons', 'toc-vs-rag', 'index.html'), 'utf8');
+    expect(comparison).toContain('href="../../runs/rag/index.html"');
+    expect(comparison).toContain('href="../../runs/toc/index.html"');
+    const point = readFileSync(join(out, 'runs', 've.threshold-2', 'index.html'), 'utf8');
+    expect(point).toContain('href="../../sweeps/ve-threshold/index.html"');
+    for (const e of built.manifest.entries) expect(readFileSync(join(out, e.page), 'utf8')).toContain('href="../../index.html"');
+  });
+
+  it('each run page states what produced it, and "not recorded" where the run folder does not say', () => {
+    const toc = readFileSync(join(out, 'runs', 'toc', 'index.html'), 'utf8');
+    const provenance = toc.slice(toc.indexOf('<section class="provenance">'), toc.indexOf('</section>', toc.indexOf('<section class="provenance">')));
+    expect(provenance).toContain(RECORDED.gitCommit);
+    expect(provenance).toContain(`sha256 ${RECORDED.models.llm.sha256}`);
+    expect(provenance).toContain(RECORDED.dataset.sha256);
+    expect(provenance).toContain('node-llama-cpp 3.0.0 b1234');
+    expect(provenance).not.toContain('not recorded</td>');
+    const rag = readFileSync(join(out, 'runs', 'rag', 'index.html'), 'utf8');
+    const ragProvenance = rag.slice(rag.indexOf('<section class="provenance">'), rag.indexOf('</section>', rag.indexOf('<section class="provenance">')));
+    expect(ragProvenance).toMatch(/<th>commit<\/th><td class="missing">not recorded<\/td>/);
+    expect(ragProvenance).toMatch(/<th>dataset sha256<\/th><td class="missing">not recorded<\/td>/);
+    expect(ragProvenance).toContain('scripted/test');
+    const comparison = readFileSync(join(out, 'comparisons', 'toc-vs-rag', 'index.html'), 'utf8');
+    expect(comparison).toContain(RECORDED.gitCommit);
+    const index = readFileSync(join(out, 'index.html'), 'utf8');
+    expect(index).toContain(RECORDED.gitCommit.slice(0, 12));
+    expect(index).toContain('commit not recorded');
+  });
+
+  it('copies a figure’s PNG beside its page and offers it as the fallback', () => {
+    expect(existsSync(join(out, 'runs', 'toc', 'figures', 'pruning-effect.png'))).toBe(true);
+    const toc = readFileSync(join(out, 'runs', 'toc', 'index.html'), 'utf8');
+    const section = toc.slice(toc.indexOf('id="fig-pruning-effect"'));
+    expect(section.slice(0, section.indexOf('</section>'))).toContain('<noscript><img class="png-fallback" src="figures/pruning-effect.png"');
+  });
+
+  it('downloads each run’s rows as JSONL (the rows as written) and CSV with formulas guarded', () => {
+    const jsonl = readFileSync(join(out, 'runs', 'rag', 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string; output: string });
+    const ragRows = readFileSync(join(study.rag, 'results.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string; output: string });
+    expect(jsonl).toEqual(ragRows);
+    const csv = parseCsv(readFileSync(join(out, 'runs', 'rag', 'results.csv'), 'utf8'));
+    expect(csv[0]).toEqual(['id', 'question', 'output', 'str_em', 'rougeLsum']);
+    expect(csv.length).toBe(ragRows.length + 1);
+    expect(csv[1]![2]).toBe(INJECTIONS.join('\n'));
+    FORMULAS.forEach((f, i) => expect(csv[i + 2]![2]).toBe(`'${f}`));
+    expect(csv[2 + FORMULAS.length]![2]).toMatch(/^answer, "quoted"\nsecond line/);
+    // The scores stay numbers.
+    expect(csv[1]![3]).toBe('0');
+  });
+
+  it('escapes model output in the pages: no injected element reaches the HTML', () => {
+    const rag = readFileSync(join(out, 'runs', 'rag', 'index.html'), 'utf8');
+    const outsideScripts = rag.replace(/<script[^>]*>[\s\S]*?<\/script>/g, '');
+    for (const s of INJECTIONS) expect(outsideScripts).not.toContain(s);
+    expect(outsideScripts).toContain('&lt;script&gt;window.__pwned');
+  });
+});
+
+describe('CSV cells', () => {
+  it('guards formula starts in text, quotes commas, quotes and line breaks, and leaves numbers alone', () => {
+    expect(csvCell('=1+1')).toBe("'=1+1");
+    expect(csvCell('@x')).toBe("'@x");
+    expect(csvCell('\tx')).toBe("'\tx");
+    expect(csvCell('-1')).toBe("'-1");
+    expect(csvCell(-1)).toBe('-1');
+    expect(csvCell('a,b')).toBe('"a,b"');
+    expect(csvCell('say "hi"')).toBe('"say ""hi"""');
+    expect(csvCell('=a,"b"')).toBe(`"'=a,""b"""`);
+    expect(csvCell(Number.NaN)).toBe('');
+    expect(csvCell(undefined)).toBe('');
+  });
+
+  it('has a trial column when rows carry trials, and an error column when a row failed', () => {
+    const rows = [
+      result('q1', { em: 100 }),
+      { ...result('q1', { em: 0 }), trial: 1 },
+      { ...result('q2', {}), scores: scoresOf({}), error: '+boom' },
+    ];
+    const csv = parseCsv(resultsCsv(rows));
+    expect(csv[0]).toEqual(['id', 'trial', 'question', 'output', 'error', 'em']);
+    expect(csv.slice(1).map((r) => [r[0], r[1], r[4], r[5]])).toEqual([['q1', '0', '', '100'], ['q1', '1', '', '0'], ['q2', '0', "'+boom", '']]);
+  });
+});
+
+describe('ambiqa bundle: bad input', () => {
+  async function cli(args: string[]): Promise<{ code: number; errors: string[]; printed: string[] }> {
+    const errors: string[] = [];
+    const printed: string[] = [];
+    const err = vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void errors.push(a.join(' ')));
+    const log = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void printed.push(a.join(' ')));
+    try {
+      return { code: await main(['bundle', ...args]), errors, printed };
+    } finally {
+      err.mockRestore();
+      log.mockRestore();
+    }
+  }
+
+  it('names a path that is not a run, sweep or comparison in one line', async () => {
+    const stray = join(tmp, 'stray');
+    mkdirSync(stray, { recursive: true });
+    writeFileSync(join(stray, 'notes.json'), '{"kind": "something"}');
+    for (const bad of [stray, join(stray, 'notes.json'), join(tmp, 'missing')]) {
+      const r = await cli([study.rag, bad, '--out', join(tmp, 'never')]);
+      expect(r.code).toBe(1);
+      expect(r.errors[0]!.split('\n')[0]).toMatch(new RegExp(`^ambiqa bundle: ${bad.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: (not a run folder|does not exist)`));
+      expect(existsSync(join(tmp, 'never'))).toBe(false);
+    }
+    expect(() => classifyBundleInput(out)).toThrow(/is an ambiqa bundle, not a run, sweep or comparison/);
+  });
+
+  it('refuses an existing --out that is not a bundle unless --force, and replaces a bundle', async () => {
+    const mine = join(tmp, 'mine');
+    mkdirSync(mine, { recursive: true });
+    writeFileSync(join(mine, 'thesis.tex'), 'keep me');
+    const refused = await cli([study.rag, '--out', mine]);
+    expect(refused.code).toBe(1);
+    expect(refused.errors[0]!.split('\n')[0]).toBe(`ambiqa bundle: --out ${mine}: exists and is not an ambiqa bundle (no ambiqa-bundle.json); refusing to replace it`);
+    expect(readFileSync(join(mine, 'thesis.tex'), 'utf8')).toBe('keep me');
+
+    const forced = await cli([study.rag, '--out', mine, '--force']);
+    expect(forced.code).toBe(0);
+    expect(forced.printed.join('\n')).toMatch(/wrote .*mine\/index\.html: 1 run, 0 sweep and 0 comparison pages, [\d.]+ MB/);
+    expect(existsSync(join(mine, 'thesis.tex'))).toBe(false);
+
+    // A bundle is replaced without --force: the old pages go.
+    const again = await cli([study.toc, '--out', mine]);
+    expect(again.code).toBe(0);
+    expect(readBundleManifest(mine)!.entries.map((e) => e.name)).toEqual(['toc']);
+    expect(existsSync(join(mine, 'runs', 'rag'))).toBe(false);
+  });
+
+  it('refuses an --out that holds an input', async () => {
+    const r = await cli([study.rag, '--out', join(tmp, 'runs'), '--force']);
+    expect(r.code).toBe(1);
+    expect(r.errors[0]!.split('\n')[0]).toContain(`holds the input ${study.rag}`);
+    expect(existsSync(join(study.rag, 'results.jsonl'))).toBe(true);
+  });
+});
