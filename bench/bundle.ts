@@ -180,7 +180,8 @@ try {
       await p.close();
     }
     load[label] = { loadMs: median(loads), drawnMs: median(drawn) };
-    console.log(`${label}: load event ${(median(loads) / 1000).toFixed(2)} s, figures drawn ${(median(drawn) / 1000).toFixed(2)} s (median of ${repeats}; ${loads.map((x) => (x / 1000).toFixed(2)).join(', ')})`);
+    const drawnText = page === 'index.html' ? '' : `, figures drawn ${(median(drawn) / 1000).toFixed(2)} s`;
+    console.log(`${label}: load event ${(median(loads) / 1000).toFixed(2)} s${drawnText} (median of ${repeats}; load events ${loads.map((x) => (x / 1000).toFixed(2)).join(', ')} s)`);
   }
 } finally {
   await context.close();
