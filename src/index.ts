@@ -10,7 +10,7 @@
  *   datasets     loadDataset and the example type
  *   metrics      the papers' metrics (SQuAD EM/F1, STR-EM, ROUGE, D-F1, DR, AUC, AC@k)
  *   figures      the plots built from run files, and their HTML/PNG export
- *   reports      buildReport, writeReport
+ *   reports      buildReport, writeReport, buildBundle (a study as one static site)
  *   notebook     show, showTable, showTrace, showTree, toDataFrame, runRows, resultRows, judgeDiagnostics
  */
 import type { ExperimentInput } from './experiments/config';
@@ -217,7 +217,8 @@ export * from './pipelines/toc/pruning-figure';
 export * from './pipelines/verify-edit/threshold-figure';
 export { exportFigures, writeFigureHtml, figurePageHtml } from './plots/export';
 export { writeReport, type BuiltReport } from './report/build';
-export { buildReport } from './notebook/report';
+export { buildReport, buildBundle } from './notebook/report';
+export { readBundleManifest, type BuiltBundle, type BundleManifest, type BundleOptions } from './report/bundle';
 
 // ---------------------------------------------------------------- notebook display
 
