@@ -43,9 +43,10 @@ const PLOTLY_ASSET = 'assets/plotly.min.js';
 // ------------------------------------------------------------------------------ provenance
 
 /**
- * What produced a run, as far as its folder says. Read from `provenance.json` in the run folder,
- * else a `provenance` object in `run.json` (where `ambiqa reproduce`'s recording puts it, part of
- * the same issue), in either the field names of src/experiments/provenance.ts or MLflow tag names
+ * What produced a run, as far as its folder says. Read from `provenance.json` in the run folder
+ * (written when the run starts, by `ambiqa reproduce`'s recording: `code`, `data`, `models`,
+ * `engine`, `retriever`), else a `provenance` object in `run.json`; also accepted in the field
+ * names of src/experiments/provenance.ts's `Provenance` or as MLflow tag names
  * (`ambiqa.git.commit`, `ambiqa.model.llm.sha256`, …). Whatever is not there is `undefined` and
  * shown as "not recorded": a page never guesses.
  */
@@ -53,13 +54,17 @@ export interface RunProvenance {
   commit?: string;
   dirty?: boolean;
   ambiqaVersion?: string;
-  /** Each model the run recorded: role (llm, embedder, judge …), name, sha256. */
-  models: Array<{ role: string; name?: string; sha256?: string }>;
+  /** Each model the run recorded: role (llm, judge, embedder), name, sha256 (in-process models), endpoint. */
+  models: Array<{ role: string; name?: string; sha256?: string; provider?: string; baseUrl?: string }>;
   /** The LLM as the traces name it (provider/model), which every run has. */
   tracedLlm?: string;
   datasetSha256?: string;
   datasetPath?: string;
+  /** Every data file recorded (dataset, demos, ids, corpus …) by config field. */
+  dataFiles: Array<{ field: string; path?: string; sha256?: string }>;
   engine?: string;
+  /** The retriever's own description (engine, index checksum, server), as recorded. */
+  retriever?: string;
   /** sha256 of the run's config.yaml as written. */
   configSha256?: string;
   /** The file the provenance was read from (relative to the run folder), if any. */
@@ -80,46 +85,72 @@ function readJsonObject(path: string): Record<string, unknown> | undefined {
 
 const sha256File = (path: string): string => createHash('sha256').update(readFileSync(path)).digest('hex');
 
-/** Normalise a recorded provenance object (field names or MLflow tag names) into `RunProvenance`. */
-export function normaliseProvenance(raw: Record<string, unknown>): Omit<RunProvenance, 'configSha256' | 'source' | 'tracedLlm'> {
+type Recorded = Omit<RunProvenance, 'configSha256' | 'source' | 'tracedLlm'>;
+
+/** Normalise a recorded provenance object (provenance.json, `Provenance` field names or MLflow tag names) into `RunProvenance`. */
+export function normaliseProvenance(raw: Record<string, unknown>): Recorded {
   const tags = obj(raw.tags) ?? raw;
   const tag = (k: string) => str(tags[k]);
-  const dataset = obj(raw.dataset);
-  const engineObj = obj(raw.engine);
+  const code = obj(raw.code) ?? {};
   const models: RunProvenance['models'] = [];
-  for (const [role, m] of Object.entries(obj(raw.models) ?? {})) {
-    const o = obj(m);
-    if (o) models.push({ role, ...(str(o.name) ? { name: str(o.name)! } : {}), ...(str(o.sha256) ? { sha256: str(o.sha256)! } : {}) });
-  }
-  for (const role of ['llm', 'embedder', 'judge']) {
+  const model = (role: string, o: Record<string, unknown>) => {
+    const m: RunProvenance['models'][number] = { role };
+    for (const k of ['name', 'sha256', 'provider', 'baseUrl'] as const) if (str(o[k])) m[k] = str(o[k])!;
+    models.push(m);
+  };
+  if (Array.isArray(raw.models)) for (const m of raw.models) model(str(obj(m)?.role) ?? 'model', obj(m) ?? {});
+  else for (const [role, m] of Object.entries(obj(raw.models) ?? {})) if (obj(m)) model(role, obj(m)!);
+  for (const role of ['llm', 'judge', 'embedder']) {
     const name = tag(`ambiqa.model.${role}`);
     const sha256 = tag(`ambiqa.model.${role}.sha256`);
     if ((name || sha256) && !models.some((m) => m.role === role)) models.push({ role, ...(name ? { name } : {}), ...(sha256 ? { sha256 } : {}) });
   }
+  const dataFiles: RunProvenance['dataFiles'] = [];
+  for (const [field, f] of Object.entries(obj(raw.data) ?? {})) {
+    const o = obj(f);
+    if (o) dataFiles.push({ field, ...(str(o.path) ? { path: str(o.path)! } : {}), ...(str(o.sha256) ? { sha256: str(o.sha256)! } : {}) });
+  }
+  const legacyDataset = obj(raw.dataset);
+  if (!dataFiles.some((d) => d.field === 'dataset')) {
+    const sha256 = str(legacyDataset?.sha256) ?? str(raw.datasetSha256) ?? tag('ambiqa.data.dataset.sha256') ?? tag('ambiqa.dataset.sha256');
+    const path = str(legacyDataset?.path) ?? tag('ambiqa.data.dataset.path') ?? tag('ambiqa.dataset.path');
+    if (sha256 || path) dataFiles.unshift({ field: 'dataset', ...(path ? { path } : {}), ...(sha256 ? { sha256 } : {}) });
+  }
+  const engineObj = obj(raw.engine);
   const engine =
     str(raw.engine) ??
-    (engineObj ? [str(engineObj.name), str(engineObj.version), str(engineObj.build)].filter(Boolean).join(' ') || undefined : undefined) ??
+    (engineObj
+      ? [
+          str(engineObj.nodeLlamaCpp) ? `node-llama-cpp ${str(engineObj.nodeLlamaCpp)}` : undefined,
+          str(engineObj.llamaCpp) ? `llama.cpp ${str(engineObj.llamaCpp)}` : undefined,
+          str(engineObj.name),
+          str(engineObj.version),
+          str(engineObj.build),
+        ].filter(Boolean).join(', ') || undefined
+      : undefined) ??
     str(raw.engineBuild) ??
-    tag('ambiqa.engine') ??
-    tag('ambiqa.engine.build');
-  const dirtyRaw = raw.gitDirty ?? raw.dirty ?? tags['ambiqa.git.dirty'];
-  const out: Omit<RunProvenance, 'configSha256' | 'source' | 'tracedLlm'> = { models };
-  const commit = str(raw.gitCommit) ?? str(raw.commit) ?? tag('ambiqa.git.commit') ?? tag('mlflow.source.git.commit');
+    tag('ambiqa.engine.node_llama_cpp') ??
+    tag('ambiqa.engine');
+  const retrieverObj = obj(raw.retriever);
+  const retriever = retrieverObj ? Object.entries(retrieverObj).filter(([, v]) => str(v)).map(([k, v]) => `${k}=${String(v)}`).join(', ') || undefined : undefined;
+  const dirtyRaw = code.dirty ?? raw.gitDirty ?? raw.dirty ?? tags['ambiqa.git.dirty'];
+  const out: Recorded = { models, dataFiles };
+  const commit = str(code.commit) ?? str(raw.gitCommit) ?? str(raw.commit) ?? tag('ambiqa.git.commit') ?? tag('mlflow.source.git.commit');
   if (commit) out.commit = commit;
   if (typeof dirtyRaw === 'boolean') out.dirty = dirtyRaw;
   else if (dirtyRaw === 'true' || dirtyRaw === 'false') out.dirty = dirtyRaw === 'true';
-  const version = str(raw.ambiqaVersion) ?? tag('ambiqa.version');
+  const version = str(code.ambiqaVersion) ?? str(raw.ambiqaVersion) ?? tag('ambiqa.version');
   if (version) out.ambiqaVersion = version;
-  const datasetSha = str(dataset?.sha256) ?? str(raw.datasetSha256) ?? tag('ambiqa.dataset.sha256');
-  if (datasetSha) out.datasetSha256 = datasetSha;
-  const datasetPath = str(dataset?.path) ?? tag('ambiqa.dataset.path');
-  if (datasetPath) out.datasetPath = datasetPath;
+  const dataset = dataFiles.find((d) => d.field === 'dataset');
+  if (dataset?.sha256) out.datasetSha256 = dataset.sha256;
+  if (dataset?.path) out.datasetPath = dataset.path;
   if (engine) out.engine = engine;
+  if (retriever) out.retriever = retriever;
   return out;
 }
 
 export function runProvenance(run: LoadedRun): RunProvenance {
-  let found: RunProvenance = { models: [] };
+  let found: RunProvenance = { models: [], dataFiles: [] };
   const file = readJsonObject(join(run.dir, 'provenance.json'));
   const inState = obj(readJsonObject(join(run.dir, runFiles.state))?.provenance);
   if (file) found = { ...normaliseProvenance(file), source: 'provenance.json' };
@@ -476,7 +507,8 @@ function writeRunDownloads(run: LoadedRun, dir: string): string[] {
   writeFileAtomic(join(dir, 'results.jsonl'), run.results.map((r) => JSON.stringify(r) + '\n').join(''));
   writeFileAtomic(join(dir, 'results.csv'), redactText(resultsCsv(run.results), secrets));
   const files = ['results.csv', 'results.jsonl'];
-  for (const name of [runFiles.config, runFiles.metrics]) {
+  // provenance.json too: `ambiqa reproduce <bundle>` re-runs a bundled run from these files.
+  for (const name of [runFiles.config, runFiles.metrics, 'provenance.json']) {
     const from = join(run.dir, name);
     if (existsSync(from)) {
       writeFileAtomic(join(dir, name), readFileSync(from, 'utf8'));
@@ -572,17 +604,23 @@ function prefaceHtml(
 const missing = '<td class="missing">not recorded</td>';
 const cell = (v: string | undefined, code = false) => (v ? `<td>${code ? `<code class="hash">${escapeHtml(v)}</code>` : escapeHtml(v)}</td>` : missing);
 
+/** A model as one line: role, name, provider or endpoint, and its sha256 or "sha256 not recorded". */
+function modelHtml(m: RunProvenance['models'][number]): string {
+  const where = [m.provider, m.baseUrl].filter(Boolean).join(' at ');
+  const sha = m.sha256 ? `<code class="hash">sha256 ${escapeHtml(m.sha256)}</code>` : m.baseUrl ? '<span class="missing">endpoint: no file checksum</span>' : '<span class="missing">sha256 not recorded</span>';
+  return `${escapeHtml(m.role)}: ${escapeHtml(m.name ?? '(unnamed)')}${where ? ` <span class="note">(${escapeHtml(where)})</span>` : ''} ${sha}`;
+}
+
 function provenanceRows(p: RunProvenance, run: LoadedRun, configHref: string | undefined): string {
   const dataset = run.config.dataset;
   const d = obj(dataset);
   const datasetName = typeof dataset === 'string' ? dataset : d ? [str(d.name), str(d.split)].filter(Boolean).join(' / ') : undefined;
-  const models = p.models.length > 0
-    ? `<td>${p.models.map((m) => `${escapeHtml(m.role)}: ${escapeHtml(m.name ?? '(unnamed)')} ${m.sha256 ? `<code class="hash">sha256 ${escapeHtml(m.sha256)}</code>` : '<span class="missing">sha256 not recorded</span>'}`).join('<br>')}</td>`
-    : missing;
+  const models = p.models.length > 0 ? `<td>${p.models.map(modelHtml).join('<br>')}</td>` : missing;
   const commit = p.commit ? `${p.commit}${p.dirty ? ' (uncommitted changes)' : ''}` : undefined;
   const config = configHref && p.configSha256
     ? `<td><a href="${escapeHtml(configHref)}">config.yaml</a> <code class="hash">sha256 ${escapeHtml(p.configSha256)}</code></td>`
     : missing;
+  const otherData = p.dataFiles.filter((f) => f.field !== 'dataset');
   return [
     `<tr><th>commit</th>${cell(commit, true)}</tr>`,
     `<tr><th>ambiqa</th>${cell(p.ambiqaVersion)}</tr>`,
@@ -591,7 +629,11 @@ function provenanceRows(p: RunProvenance, run: LoadedRun, configHref: string | u
     `<tr><th>LLM (traces)</th>${cell(p.tracedLlm)}</tr>`,
     `<tr><th>dataset</th>${cell([datasetName, p.datasetPath].filter(Boolean).join(' · ') || undefined)}</tr>`,
     `<tr><th>dataset sha256</th>${cell(p.datasetSha256, true)}</tr>`,
+    otherData.length > 0
+      ? `<tr><th>other data</th><td>${otherData.map((f) => `${escapeHtml(f.field)}: ${escapeHtml(f.path ?? '')} ${f.sha256 ? `<code class="hash">sha256 ${escapeHtml(f.sha256)}</code>` : '<span class="missing">sha256 not recorded</span>'}`).join('<br>')}</td></tr>`
+      : '',
     `<tr><th>engine build</th>${cell(p.engine)}</tr>`,
+    p.retriever ? `<tr><th>retriever</th>${cell(p.retriever)}</tr>` : '',
     run.state ? `<tr><th>status</th>${cell(`${run.state.status}, ${run.state.done}/${run.state.total} questions, updated ${run.state.updatedAt}`)}</tr>` : '',
   ].join('');
 }
@@ -678,7 +720,7 @@ function indexHtml(o: {
     }).filter(Boolean);
     return (
       `<tr><td>${a(o.sweepPage(s), s.sweep.name)}</td><td>${escapeHtml(s.sweep.axes.join(', '))}</td><td class="num">${s.points.length}</td>` +
-      `<td>${escapeHtml(ranges.join(' · '))}</td><td>${s.points.map((p) => a(o.runPage(p), pointLabel(p.run))).join('<br>')}</td>${produced(s.points[0]?.provenance ?? { models: [] })}</tr>`
+      `<td>${escapeHtml(ranges.join(' · '))}</td><td>${s.points.map((p) => a(o.runPage(p), pointLabel(p.run))).join('<br>')}</td>${produced(s.points[0]?.provenance ?? { models: [], dataFiles: [] })}</tr>`
     );
   });
   const comparisonRows = o.comparisons.map((c) => {

@@ -19,13 +19,14 @@ export const TINY_PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAw
 
 export const FORMULAS = ['=HYPERLINK("http://evil.example/","x")', '+1+1', '-2+3', '@SUM(A1)'];
 
+/** A provenance.json as `ambiqa reproduce`'s recording writes it (src/run-files RunProvenance). */
 export const RECORDED = {
-  gitCommit: '0123456789abcdef0123456789abcdef01234567',
-  gitDirty: false,
-  ambiqaVersion: '0.1.0',
-  models: { llm: { name: 'qwen2.5-1.5b-instruct-q4_k_m', sha256: 'a'.repeat(64) } },
-  dataset: { path: data, sha256: 'b'.repeat(64) },
-  engine: { name: 'node-llama-cpp', version: '3.0.0', build: 'b1234' },
+  recordedAt: '2026-01-01T00:00:00Z',
+  code: { commit: '0123456789abcdef0123456789abcdef01234567', dirty: false, ambiqaVersion: '0.1.0', node: 'v22.12.0' },
+  packages: { 'node-llama-cpp': '3.0.0' },
+  data: { dataset: { path: data, relative: 'project:examples/asqa-mini.json', sha256: 'b'.repeat(64), bytes: 1000 } },
+  models: [{ role: 'llm', provider: 'llama-cpp', name: 'qwen2.5-1.5b-instruct-q4_k_m', sha256: 'a'.repeat(64), file: '/models/q.gguf' }],
+  engine: { nodeLlamaCpp: '3.0.0', llamaCpp: 'ggml-org/llama.cpp b1234' },
 };
 
 export interface Study {

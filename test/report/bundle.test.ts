@@ -4,7 +4,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main';
 import { methodCatalog } from '../../src/pipelines/registry';
-import { buildBundle, classifyBundleInput, csvCell, readBundleManifest, resultsCsv, type BuiltBundle } from '../../src/report/bundle';
+import { buildBundle, classifyBundleInput, csvCell, normaliseProvenance, readBundleManifest, resultsCsv, type BuiltBundle } from '../../src/report/bundle';
 import { scoresOf } from '../../src/run-files';
 import { INJECTIONS } from '../plots/browser';
 import { result } from '../plots/fixtures';
@@ -112,10 +112,10 @@ describe('ambiqa bundle: the site', () => {
   it('each run page states what produced it, and "not recorded" where the run folder does not say', () => {
     const toc = readFileSync(join(out, 'runs', 'toc', 'index.html'), 'utf8');
     const provenance = toc.slice(toc.indexOf('<section class="provenance">'), toc.indexOf('</section>', toc.indexOf('<section class="provenance">')));
-    expect(provenance).toContain(RECORDED.gitCommit);
-    expect(provenance).toContain(`sha256 ${RECORDED.models.llm.sha256}`);
-    expect(provenance).toContain(RECORDED.dataset.sha256);
-    expect(provenance).toContain('node-llama-cpp 3.0.0 b1234');
+    expect(provenance).toContain(RECORDED.code.commit);
+    expect(provenance).toContain(`qwen2.5-1.5b-instruct-q4_k_m <span class="note">(llama-cpp)</span> <code class="hash">sha256 ${RECORDED.models[0]!.sha256}</code>`);
+    expect(provenance).toContain(RECORDED.data.dataset.sha256);
+    expect(provenance).toContain('node-llama-cpp 3.0.0, llama.cpp ggml-org/llama.cpp b1234');
     expect(provenance).not.toContain('not recorded</td>');
     const rag = readFileSync(join(out, 'runs', 'rag', 'index.html'), 'utf8');
     const ragProvenance = rag.slice(rag.indexOf('<section class="provenance">'), rag.indexOf('</section>', rag.indexOf('<section class="provenance">')));
@@ -123,10 +123,24 @@ describe('ambiqa bundle: the site', () => {
     expect(ragProvenance).toMatch(/<th>dataset sha256<\/th><td class="missing">not recorded<\/td>/);
     expect(ragProvenance).toContain('scripted/test');
     const comparison = readFileSync(join(out, 'comparisons', 'toc-vs-rag', 'index.html'), 'utf8');
-    expect(comparison).toContain(RECORDED.gitCommit);
+    expect(comparison).toContain(RECORDED.code.commit);
     const index = readFileSync(join(out, 'index.html'), 'utf8');
-    expect(index).toContain(RECORDED.gitCommit.slice(0, 12));
+    expect(index).toContain(RECORDED.code.commit.slice(0, 12));
     expect(index).toContain('commit not recorded');
+  });
+
+  it('reads provenance in MLflow tag names and `Provenance` field names too', () => {
+    const fromTags = normaliseProvenance({ tags: { 'ambiqa.git.commit': 'c0ffee', 'ambiqa.git.dirty': 'true', 'ambiqa.model.llm': 'qwen', 'ambiqa.model.llm.sha256': 'ab12', 'ambiqa.dataset.sha256': 'cd34' } });
+    expect(fromTags).toMatchObject({ commit: 'c0ffee', dirty: true, models: [{ role: 'llm', name: 'qwen', sha256: 'ab12' }], datasetSha256: 'cd34' });
+    const fromFields = normaliseProvenance({ gitCommit: 'beef', gitDirty: false, ambiqaVersion: '0.1.0', models: { embedder: { name: 'minilm', sha256: 'ef56' } } });
+    expect(fromFields).toMatchObject({ commit: 'beef', dirty: false, ambiqaVersion: '0.1.0', models: [{ role: 'embedder', name: 'minilm', sha256: 'ef56' }], dataFiles: [] });
+    expect(fromFields.datasetSha256).toBeUndefined();
+    expect(normaliseProvenance({})).toEqual({ models: [], dataFiles: [] });
+  });
+
+  it('copies a run’s provenance.json beside its page, so the bundled run folder can be re-run', () => {
+    expect(JSON.parse(readFileSync(join(out, 'runs', 'toc', 'provenance.json'), 'utf8'))).toEqual(RECORDED);
+    expect(existsSync(join(out, 'runs', 'rag', 'provenance.json'))).toBe(false);
   });
 
   it('copies a figure’s PNG beside its page and offers it as the fallback', () => {
