@@ -12,11 +12,12 @@
  * `buildBundle` (what `ambiqa bundle` runs), and prints the bundle's size on disk (total,
  * assets, largest page, downloads) and the load time of the index and of one run page in
  * headless Chromium from file://: navigation start to the load event, and to every figure drawn,
- * the median of `--repeats` fresh pages. Writes `<artifacts>/bench/bundle.json`.
+ * the median of `--repeats` fresh pages; beside them the same run as a single `ambiqa report`
+ * file (plotly.js inlined). Writes `<artifacts>/bench/bundle.json`.
  */
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -27,6 +28,7 @@ import { artifactsDir } from '../src/config/paths';
 import { aggregateResults } from '../src/experiments/bindings';
 import { methodCatalog } from '../src/pipelines/registry';
 import { CHROMIUM_ARGS, chromiumPath } from '../src/plots/export';
+import { buildReport, writeReport } from '../src/report/build';
 import { buildBundle } from '../src/report/bundle';
 import { RUN_FORMAT, runFiles, scoresOf, writeRunJson, type ExampleResult, type RunMetrics } from '../src/run-files';
 import type { Trace } from '../src/trace/types';
@@ -161,13 +163,17 @@ const sizes = {
   runJsonlBytes: bytesOf(join(runDir, 'results.jsonl')),
 };
 console.log(`bundled in ${buildSeconds.toFixed(1)} s (traces: ${traceMode}): ${mb(sizes.totalBytes)} on disk — assets ${mb(sizes.assetsBytes)} (once), index ${(sizes.indexBytes / 1e3).toFixed(0)} kB, a run page ${mb(sizes.runPageBytes)}, its results.csv ${mb(sizes.runCsvBytes)} and results.jsonl ${mb(sizes.runJsonlBytes)}`);
-console.log(`  the same ${nRuns} runs as single reports would inline plotly.js ${nRuns} times: ${mb(nRuns * sizes.assetsBytes)} of it`);
+// The same run as a single `ambiqa report` file (plotly.js inlined), for the load-time comparison.
+const single = join(work, 'single-report.html');
+writeReport(buildReport(dirs[0]!, { methods: methodCatalog(), traces: traceMode }), single);
+const singleBytes = bytesOf(single);
+console.log(`  the first run as a single \`ambiqa report\` file: ${mb(singleBytes)}; ${nRuns} of them inline plotly.js ${nRuns} times (${mb(nRuns * sizes.assetsBytes)} of it)`);
 
 const profile = mkdtempSync(join(tmpdir(), 'ambiqa-bench-chromium-'));
 const context = await chromium.launchPersistentContext(profile, { executablePath: chromiumPath(), headless: true, args: CHROMIUM_ARGS });
 const load: Record<string, { loadMs: number; drawnMs: number }> = {};
 try {
-  for (const [label, page] of [['index', 'index.html'], ['run page', runPage]] as const) {
+  for (const [label, page] of [['index', 'index.html'], ['run page', runPage], ['single report of that run', relative(out, single)]] as const) {
     const loads: number[] = [];
     const drawn: number[] = [];
     for (let i = 0; i < repeats; i++) {
@@ -188,7 +194,7 @@ try {
   rmSync(profile, { recursive: true, force: true });
 }
 
-const report = { runs: nRuns, questions: nQuestions, traces: traceMode, inputBytes, buildSeconds, sizes, load, at: new Date().toISOString() };
+const report = { runs: nRuns, questions: nQuestions, traces: traceMode, inputBytes, buildSeconds, sizes, singleReportBytes: singleBytes, load, at: new Date().toISOString() };
 mkdirSync(join(artifactsDir(), 'bench'), { recursive: true });
 writeFileSync(join(artifactsDir(), 'bench', 'bundle.json'), JSON.stringify(report, null, 2) + '\n');
 if (values.keep) console.log(`kept ${work}`);
