@@ -451,7 +451,7 @@ export function buildBundle(paths: readonly string[], options: BundleOptions): B
       const dir = join(building, 'comparisons', c.slug);
       mkdirSync(dir, { recursive: true });
       const page = `comparisons/${c.slug}/index.html`;
-      copyFileSync(c.file, join(dir, 'comparison.json'));
+      writeFileAtomic(join(dir, 'comparison.json'), readFileSync(c.file, 'utf8'));
       const preface = prefaceHtml(page, {
         kind: 'comparison',
         up: [],

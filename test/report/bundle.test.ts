@@ -7,7 +7,8 @@ import { methodCatalog } from '../../src/pipelines/registry';
 import { buildBundle, classifyBundleInput, csvCell, normaliseProvenance, readBundleManifest, resultsCsv, type BuiltBundle } from '../../src/report/bundle';
 import { scoresOf } from '../../src/run-files';
 import { INJECTIONS } from '../plots/browser';
-import { result } from '../plots/fixtures';
+import { result, run, trace, writeRunDir } from '../plots/fixtures';
+import { clearRegisteredSecrets, registerSecret } from '../../src/common/secrets';
 import { FORMULAS, RECORDED, writeStudy, type Study } from './bundle-fixtures';
 
 // The bundle as files: every page and download where the manifest says, plotly.js once, every
@@ -169,6 +170,27 @@ describe('ambiqa bundle: the site', () => {
     const outsideScripts = rag.replace(/<script[^>]*>[\s\S]*?<\/script>/g, '');
     for (const s of INJECTIONS) expect(outsideScripts).not.toContain(s);
     expect(outsideScripts).toContain('&lt;script&gt;window.__pwned');
+  });
+});
+
+describe('ambiqa bundle: secrets', () => {
+  it('masks a known secret in every file of the bundle, pages, downloads and copies alike', () => {
+    const secret = 'sk-bundle-test-0123456789abcdef';
+    const dir = join(tmp, 'leaky');
+    writeRunDir(dir, run('leaky', { name: 'leaky', note: `key ${secret}` }, [result('q1', { em: 100 }, { output: `my key is ${secret}`, question: `is ${secret} a key?` })], [trace('vanilla-rag', 'q1', { kind: 'baseline' } as never, { output: secret })]));
+    registerSecret(secret);
+    try {
+      const leaky = join(tmp, 'leaky-bundle');
+      buildBundle([dir], { out: leaky, methods: methodCatalog() });
+      const files = (function walk(d: string): string[] {
+        return readdirSync(d).flatMap((n) => (statSync(join(d, n)).isDirectory() ? walk(join(d, n)) : [join(d, n)]));
+      })(leaky);
+      expect(files.map((f) => relative(leaky, f)).sort()).toEqual(['ambiqa-bundle.json', 'assets/plotly.min.js', 'index.html', 'runs/leaky/config.yaml', 'runs/leaky/index.html', 'runs/leaky/metrics.json', 'runs/leaky/results.csv', 'runs/leaky/results.jsonl']);
+      for (const f of files) expect(readFileSync(f, 'utf8').includes(secret), f).toBe(false);
+      expect(readFileSync(join(leaky, 'runs', 'leaky', 'results.csv'), 'utf8')).toContain('my key is [redacted]');
+    } finally {
+      clearRegisteredSecrets();
+    }
   });
 });
 
