@@ -382,7 +382,7 @@ export function buildBundle(paths: readonly string[], options: BundleOptions): B
   const entries: BundleEntry[] = [];
   const runPage = (r: RunItem) => `runs/${r.slug}/index.html`;
   const sweepPage = (s: SweepItem) => `sweeps/${s.slug}/index.html`;
-  const pageOptions = (pagePath: string, preface: string) => ({ plotlySrc: rel(pagePath, PLOTLY_ASSET), preface });
+  const pageOptions = (pagePath: string, framing: { preface: string; afterHeader: string }) => ({ plotlySrc: rel(pagePath, PLOTLY_ASSET), ...framing });
 
   try {
     for (const r of runs) {
@@ -583,11 +583,11 @@ interface Link {
   note?: string;
 }
 
-/** The bundle's header on every page: back to the index, the kind, downloads, links, and what produced it. */
+/** The bundle's framing of every page: a bar above (back to the index, the kind, downloads), and after the page's title what produced it and its links. */
 function prefaceHtml(
   page: string,
   o: { kind: BundleInputKind; up: Link[]; downloads: Link[]; links?: { title: string; items: Link[] }; provenance: string },
-): string {
+): { preface: string; afterHeader: string } {
   const a = (l: Link) => (l.href ? `<a href="${escapeHtml(rel(page, l.href))}">${escapeHtml(l.text)}</a>` : escapeHtml(l.text));
   const nav = [
     `<a href="${escapeHtml(rel(page, 'index.html'))}" class="to-index">← study index</a>`,
@@ -598,7 +598,10 @@ function prefaceHtml(
   const links = o.links
     ? `<section class="bundle-links"><h2>${escapeHtml(o.links.title)}</h2><ul>${o.links.items.map((l) => `<li>${a(l)}${l.note ? ` <span class="note">${escapeHtml(l.note)}</span>` : ''}</li>`).join('')}</ul></section>`
     : '';
-  return `<style>${BUNDLE_CSS}</style><nav class="bundle">${nav.join('')}</nav>${o.provenance}${links}<script>${PNG_FALLBACK_JS}</script>`;
+  return {
+    preface: `<style>${BUNDLE_CSS}</style><nav class="bundle">${nav.join('')}</nav><script>${PNG_FALLBACK_JS}</script>`,
+    afterHeader: `${o.provenance}${links}`,
+  };
 }
 
 const missing = '<td class="missing">not recorded</td>';

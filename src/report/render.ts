@@ -55,6 +55,16 @@ export interface ReportOptions {
 export interface PageOptions {
   plotlySrc?: string;
   preface?: string;
+  /** Trusted HTML put right after the page's header (its title and facts line). */
+  afterHeader?: string;
+}
+
+/** `body` with `html` after its header (`header()`'s facts line, the first `<div class="meta">`; its text is escaped, so it holds no `</div>`). */
+function insertAfterHeader(body: string, html: string | undefined): string {
+  if (!html) return body;
+  const start = body.indexOf('<div class="meta">');
+  const end = start < 0 ? -1 : body.indexOf('</div>', start);
+  return end < 0 ? html + body : body.slice(0, end + 6) + html + body.slice(end + 6);
 }
 
 const fmt = (x: number | undefined, digits = 1) => (x === undefined || Number.isNaN(x) ? '' : x.toFixed(digits));
@@ -264,7 +274,7 @@ export function page(title: string, body: string, scripts: string, options: Page
 ${plotly}
 </head><body>
 ${options.preface ?? ''}
-${body}
+${insertAfterHeader(body, options.afterHeader)}
 ${scripts}
 <script>${REPORT_JS}</script>
 </body></html>

@@ -5,11 +5,12 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { compareDirs, writeComparison } from '../../src/report/compare';
 import { INJECTIONS } from '../plots/browser';
 import { result, run, summary, tocNode, tocTrace, veTrace, writeRunDir } from '../plots/fixtures';
 
-const root = resolve(__dirname, '../..');
+const root = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const data = join(root, 'examples', 'asqa-mini.json');
 const ids = Object.keys((JSON.parse(readFileSync(data, 'utf8')) as { dev: Record<string, unknown> }).dev);
 const dataset = { name: 'asqa', split: 'dev', path: data };
