@@ -25,6 +25,8 @@ const benches: Record<string, { file: string; args: string[] }> = {
   demo: { file: 'demo.ts', args: [] },
   // Start-up of the ambiqa command (--help; a one-question --no-tracking run against a loopback server), optionally against another checkout side by side.
   startup: { file: 'startup.ts', args: [] },
+  // A study bundle of 20 synthetic runs × 1,000 questions: size on disk, Chromium load time of the index and a run page.
+  bundle: { file: 'bundle.ts', args: [] },
 };
 
 // `npm run bench -- llm --questions 5`: flags after the names go to the named benchmarks.
