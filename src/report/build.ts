@@ -35,6 +35,7 @@ export interface BuildReportOptions {
   /** Page framing and PNG fallbacks (a study bundle, src/report/bundle.ts). */
   page?: ReportOptions['page'];
   figurePng?: ReportOptions['figurePng'];
+  pointPage?: ReportOptions['pointPage'];
 }
 
 export interface BuiltReport {
@@ -75,6 +76,7 @@ export function buildLoadedReport(loaded: Loaded, options: BuildReportOptions): 
     ...(options.maxMessageChars ? { maxMessageChars: options.maxMessageChars } : {}),
     ...(options.page ? { page: options.page } : {}),
     ...(options.figurePng ? { figurePng: options.figurePng } : {}),
+    ...(options.pointPage ? { pointPage: options.pointPage } : {}),
   };
   const rendered = loaded.kind === 'run' ? renderRunReport(loaded.run, options.methods, reportOptions) : renderSweepReport(loaded.sweep, options.methods, reportOptions);
   // Run dirs written before a key was known (or by an older version) may still hold it; mask

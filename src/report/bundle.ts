@@ -442,6 +442,8 @@ export function buildBundle(paths: readonly string[], options: BundleOptions): B
         traces: 'none',
         page: pageOptions(page, preface),
         figurePng: pngs.png,
+        // Each point's examples are on its own page; the sweep's page keeps its tables of figures.
+        pointPage: (i) => (s.points[i] ? rel(page, runPage(s.points[i]!)) : undefined),
       });
       for (const n of report.notes) notes.push(`${s.sweep.name}: ${n}`);
       writeFileSync(join(building, page), report.html);

@@ -44,6 +44,8 @@ export interface ReportOptions {
   generatedAt?: string;
   /** How the page is framed: plotly.js by reference and a preface (a study bundle, src/report/bundle.ts). */
   page?: PageOptions;
+  /** A sweep's point `i` has a page of its own at this relative URL (a bundle): its examples are left to it. */
+  pointPage?: (index: number) => string | undefined;
   /** A figure's PNG (a relative URL), where one was rendered: shown when plotly.js cannot draw. */
   figurePng?: (name: string) => string | undefined;
 }
@@ -379,6 +381,13 @@ function sweepTable(sweep: LoadedSweep, methods: MethodCatalog): string {
   return `<table class="sweep"><thead><tr>${head}</tr></thead><tbody>${rows.join('\n')}</tbody></table>${note}`;
 }
 
+/** A sweep point's examples: its table, or a link to its own page where it has one (a bundle: the table is there, once). */
+function pointExamples(run: LoadedRun, i: number, options: ReportOptions): string {
+  const href = options.pointPage?.(i);
+  if (href) return `<p class="point-page">Examples and traces: <a href="${escapeHtml(href)}">the point's page</a>.</p>`;
+  return examplesTable(run, { ...options, tableId: `r${i}` });
+}
+
 /** A sweep's report. Traces are left out unless asked for (`traces: 'compact'`): a sweep has many. */
 export function renderSweepReport(sweep: LoadedSweep, methods: MethodCatalog, options: ReportOptions = {}): string {
   options = { ...options, traces: options.traces ?? 'none' };
@@ -386,7 +395,7 @@ export function renderSweepReport(sweep: LoadedSweep, methods: MethodCatalog, op
   const generatedAt = options.generatedAt ?? new Date().toISOString();
   const children = sweep.runs.map((run, i) =>
     `<details class="run" id="run-${i}"><summary><b>${escapeHtml(run.name)}</b> · ${run.results.length} examples</summary>` +
-    mlflowLink(run) + metricsTable(run) + decisionsTable(run, methods) + usageTable(run) + examplesTable(run, { ...options, tableId: `r${i}` }) +
+    mlflowLink(run) + metricsTable(run) + decisionsTable(run, methods) + usageTable(run) + pointExamples(run, i, options) +
     `<h4>Config</h4>${configYaml(run.config)}</details>`,
   );
   const body = [

@@ -96,7 +96,9 @@ describe('a bundle in Chromium, from file://', () => {
       expect(figures).toBeGreaterThan(0);
       expect(drawn).toBe(figures);
       expect(await page.locator('section.provenance').count()).toBe(1);
-      expect(await page.locator('table.examples tbody tr').count()).toBeGreaterThan(0);
+      // A sweep's examples are on its points' pages (linked from each point's section).
+      if (kind === 'sweep') expect(await page.locator('p.point-page a').count()).toBe(2);
+      else expect(await page.locator('table.examples tbody tr').count()).toBeGreaterThan(0);
       const links = await linkTargets(page);
       expect(links).toContain(join(out, 'index.html'));
       for (const target of links) expect(existsSync(target) && statSync(target).isFile(), `${path} → ${target}`).toBe(true);

@@ -102,6 +102,9 @@ describe('ambiqa bundle: the site', () => {
     const sweep = readFileSync(join(out, 'sweeps', 've-threshold', 'index.html'), 'utf8');
     expect(sweep).toContain('href="../../runs/ve.threshold-2/index.html"');
     expect(sweep).toContain('href="../../runs/ve.threshold-3/index.html"');
+    // Each point's section sends to the point's page for its examples instead of repeating them.
+    expect(sweep.match(/<p class="point-page">Examples and traces: <a href="..\/..\/runs\/ve.threshold-[23]\/index.html">/g)?.length).toBe(2);
+    expect(sweep).not.toContain('<table class="examples"');
     const comparison = readFileSync(join(out, 'comparisons', 'toc-vs-rag', 'index.html'), 'utf8');
     expect(comparison).toContain('href="../../runs/rag/index.html"');
     expect(comparison).toContain('href="../../runs/toc/index.html"');
