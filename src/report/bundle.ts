@@ -23,6 +23,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameS
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import { writeFileAtomic } from '../common/jsonl';
+import { packageRoot } from '../config/paths';
 import { knownSecrets, redactText } from '../common/secrets';
 import { AmbiqaError } from '../errors';
 import { escapeHtml, plotlyJs } from '../plots/export';
@@ -249,6 +250,8 @@ export const bundleManifestSchema = z.object({
   kind: z.literal(BUNDLE_KIND),
   format: z.literal(1),
   createdAt: z.string(),
+  /** The ambiqa that built it. */
+  ambiqaVersion: z.string().optional(),
   entries: z.array(manifestEntrySchema),
 });
 export type BundleManifest = z.output<typeof bundleManifestSchema>;
@@ -473,7 +476,8 @@ export function buildBundle(paths: readonly string[], options: BundleOptions): B
       writeFileSync(join(building, page), html);
       entries.push({ kind: 'comparison', name: comparisonTitle(c.comparison), page, source: c.file, files: [`comparisons/${c.slug}/comparison.json`] });
     }
-    const manifest: BundleManifest = { kind: BUNDLE_KIND, format: 1, createdAt: generatedAt, entries };
+      const version = ambiqaVersion();
+    const manifest: BundleManifest = { kind: BUNDLE_KIND, format: 1, createdAt: generatedAt, ...(version ? { ambiqaVersion: version } : {}), entries };
     writeFileAtomic(join(building, BUNDLE_MANIFEST), JSON.stringify(manifest, null, 2) + '\n');
     writeFileSync(join(building, 'index.html'), indexHtml({ runs, sweeps, comparisons, runPage, sweepPage, generatedAt }));
     if (existsSync(out)) rmSync(out, { recursive: true, force: true });
@@ -690,6 +694,11 @@ function comparisonProvenanceHtml(c: ComparisonItem, runsByDir: ReadonlyMap<stri
   );
 }
 
+/** The version of ambiqa that builds the bundle. */
+function ambiqaVersion(): string | undefined {
+  return str(readJsonObject(join(packageRoot, 'package.json'))?.version);
+}
+
 function indexHtml(o: {
   runs: RunItem[];
   sweeps: SweepItem[];
@@ -739,7 +748,7 @@ function indexHtml(o: {
   const section = (title: string, head: string[], rows: string[]) =>
     rows.length === 0 ? '' : `<h2>${title}</h2><table class="study"><thead><tr>${head.map((h) => `<th>${h}</th>`).join('')}</tr></thead><tbody>${rows.join('\n')}</tbody></table>`;
   const body = [
-    `<h1>ambiqa study</h1><div class="meta"><span><b>runs:</b> ${o.runs.length}</span><span><b>sweeps:</b> ${o.sweeps.length}</span><span><b>comparisons:</b> ${o.comparisons.length}</span><span><b>bundled:</b> ${escapeHtml(o.generatedAt)}</span></div>`,
+    `<h1>ambiqa study</h1><div class="meta"><span><b>runs:</b> ${o.runs.length}</span><span><b>sweeps:</b> ${o.sweeps.length}</span><span><b>comparisons:</b> ${o.comparisons.length}</span><span><b>bundled:</b> ${escapeHtml(o.generatedAt)} by ambiqa ${escapeHtml(ambiqaVersion() ?? '(version unknown)')}</span></div>`,
     section('Sweeps', ['sweep', 'axes', 'points', 'metric range over points', 'point pages', 'produced by (first point)'], sweepRows),
     section('Comparisons', ['comparison', 'dataset', 'questions', 'paired Δ [95% CI]', 'produced by'], comparisonRows),
     section('Runs', ['run', 'pipeline', 'rows', 'metrics: mean [95% CI]', 'produced by', 'download'], runRows),
