@@ -476,7 +476,7 @@ export function buildBundle(paths: readonly string[], options: BundleOptions): B
       writeFileSync(join(building, page), html);
       entries.push({ kind: 'comparison', name: comparisonTitle(c.comparison), page, source: c.file, files: [`comparisons/${c.slug}/comparison.json`] });
     }
-      const version = ambiqaVersion();
+    const version = ambiqaVersion();
     const manifest: BundleManifest = { kind: BUNDLE_KIND, format: 1, createdAt: generatedAt, ...(version ? { ambiqaVersion: version } : {}), entries };
     writeFileAtomic(join(building, BUNDLE_MANIFEST), JSON.stringify(manifest, null, 2) + '\n');
     writeFileSync(join(building, 'index.html'), indexHtml({ runs, sweeps, comparisons, runPage, sweepPage, generatedAt }));
