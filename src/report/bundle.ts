@@ -338,7 +338,7 @@ const fmt = (x: number | null | undefined, digits = 1) => (x === null || x === u
 
 /** Bundle the given run folders, sweep folders and comparison files into one static site at `options.out`. */
 export function buildBundle(paths: readonly string[], options: BundleOptions): BuiltBundle {
-  if (paths.length === 0) throw new AmbiqaError('ambiqa bundle needs run folders, sweep folders or comparison files', 'e.g. `ambiqa bundle artifacts/runs/a artifacts/sweeps/s --out study`');
+  if (paths.length === 0) throw new AmbiqaError('no run folders, sweep folders or comparison files given', 'e.g. `ambiqa bundle artifacts/runs/a artifacts/sweeps/s --out study`');
   const out = resolve(options.out);
   const inputs = paths.map(classifyBundleInput);
   checkOut(out, inputs.map((i) => i.path), options.force ?? false);

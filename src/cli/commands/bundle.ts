@@ -36,8 +36,8 @@ export async function run(argv: string[]): Promise<number> {
     console.log(help);
     return 0;
   }
-  if (positionals.length === 0) throw new AmbiqaError('ambiqa bundle: no run folders, sweep folders or comparison files given', 'e.g. `ambiqa bundle artifacts/runs/rag artifacts/sweeps/ve --out study`');
-  if (!values.out) throw new AmbiqaError('ambiqa bundle: --out <dir> is required', 'the folder the site is written to');
+  if (positionals.length === 0) throw new AmbiqaError('no run folders, sweep folders or comparison files given', 'e.g. `ambiqa bundle artifacts/runs/rag artifacts/sweeps/ve --out study`');
+  if (!values.out) throw new AmbiqaError('--out <dir> is required', 'the folder the site is written to');
   const traces = values.traces;
   if (traces !== undefined && !['compact', 'full', 'none'].includes(traces)) throw new AmbiqaError(`--traces: '${traces}' is not one of compact, full, none`);
   // Loaded lazily: `ambiqa --help` must not read plotly.js.
