@@ -271,6 +271,13 @@ describe('ambiqa bundle: bad input', () => {
     expect(existsSync(join(mine, 'runs', 'rag'))).toBe(false);
   });
 
+  it('names a missing --out, no inputs and a bad --traces in one line each', async () => {
+    expect((await cli([study.rag])).errors[0]!.split('\n')[0]).toBe('ambiqa bundle: --out <dir> is required');
+    expect((await cli(['--out', join(tmp, 'never')])).errors[0]!.split('\n')[0]).toBe('ambiqa bundle: no run folders, sweep folders or comparison files given');
+    expect((await cli([study.rag, '--out', join(tmp, 'never'), '--traces', 'some'])).errors[0]!.split('\n')[0]).toBe("ambiqa bundle: --traces: 'some' is not one of compact, full, none");
+    expect(existsSync(join(tmp, 'never'))).toBe(false);
+  });
+
   it('refuses an --out that holds an input', async () => {
     const r = await cli([study.rag, '--out', join(tmp, 'runs'), '--force']);
     expect(r.code).toBe(1);
