@@ -139,7 +139,7 @@ export function groupPairedRows(
   const groupOf = new Map<string, Map<string, string>>();
   for (const field of fields) {
     const map = new Map<string, string>();
-    for (const run of [baseline, ...runs.filter((r) => r !== baseline)]) {
+    for (const run of [baseline, ...runs.filter((r) => r.name !== baseline.name)]) {
       const values = rowGroups(run.results, field, run.dataset, `--group-by ${field} (run ${run.name})`);
       run.results.forEach((r, i) => {
         if (!map.has(r.id) || map.get(r.id) === NO_GROUP) map.set(r.id, values[i]);
@@ -148,7 +148,7 @@ export function groupPairedRows(
     groupOf.set(field, map);
   }
   for (const run of runs) {
-    if (run === baseline) continue;
+    if (run.name === baseline.name) continue;
     const other = perQuestion(run.results);
     const paired = [...base].filter(([id]) => other.has(id)).map(([id, b]) => ({ id, b: b.values, r: other.get(id)!.values }));
     for (const metric of metrics) {
