@@ -1,7 +1,16 @@
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { run as compareCommand } from '../../src/cli/commands/compare';
+import { run as reportCommand } from '../../src/cli/commands/report';
+import { run as runCommand } from '../../src/cli/commands/run';
+import { run as sweepCommand } from '../../src/cli/commands/sweep';
+import YAML from 'yaml';
+import { groupByOverride, parseGroupBy } from '../../src/experiments/cli-support';
+import { registry } from '../../src/experiments/compose';
+import { resolveExperimentConfig } from '../../src/experiments/config';
+import { applyOverrides } from '../../src/experiments/overrides';
 import { examplesDir } from '../../src/config/paths';
 import { describeOutcome } from '../../src/experiments/cli-support';
 import { aggregateResults } from '../../src/experiments/bindings';
@@ -124,5 +133,41 @@ describe('groupBy: kind under questions: mixed', () => {
     expect(() => buildReport(join(runsDir, 'all'), { methods: methodCatalog(), traces: 'none', groupBy: ['ambiguousQuestion'] })).toThrowError(
       /--group-by \(run all\): the rows carry no 'ambiguousQuestion' group/,
     );
+  });
+
+  it('takes --group-by on the command line: run and sweep refuse an unknown field before any call, compare and report print and render the groups', async () => {
+    const raw = applyOverrides(config(FIRST) as unknown as Record<string, unknown>, [groupByOverride('kind, ambiguousQuestion,kind')], 'test');
+    expect(resolveExperimentConfig(raw, registry, { source: 'test', defaultName: 'x' }).groupBy).toEqual(['kind', 'ambiguousQuestion']);
+    expect(() => parseGroupBy(' , ')).toThrowError(/^--group-by: ' , ' names no field$/);
+
+    // `ambiqa run` and `ambiqa sweep` in-process: --group-by reaches the config, and a field the
+    // questions lack is refused before the scripted model is called once.
+    const callLog = join(dir, 'cli-calls.jsonl');
+    const file = join(dir, 'grouped.yaml');
+    writeFileSync(file, YAML.stringify({ ...config(FIRST, {}, callLog), name: 'cli-grouped', sweep: { 'pipeline.options.maxTokens': [8, 16] } }));
+    await expect(runCommand([file, '--group-by', 'kind,level', '--quiet'])).rejects.toThrowError(/^groupBy: 'level' is not a field of the asqa questions of this run; available: kind, ambiguousQuestion$/);
+    await expect(sweepCommand([file, '--group-by', 'level', '--quiet'])).rejects.toThrowError(/^groupBy: 'level' is not a field/);
+    expect(existsSync(callLog)).toBe(false);
+
+    const log = vi.spyOn(console, 'log').mockImplementation(() => undefined);
+    const err = vi.spyOn(console, 'error').mockImplementation(() => undefined);
+    try {
+      const out = join(dir, 'cmp', 'comparison.json');
+      expect(await compareCommand([join(runsDir, 'first'), join(runsDir, 'all'), '--group-by', 'kind', '--no-tracking', '--out', out])).toBe(0);
+      const printed = log.mock.calls.map((c) => String(c[0])).join('\n');
+      expect(printed).toContain('by group:\n\n| run | metric | group | n | baseline | run mean | Δ [95% CI] | p | p (Holm, across groups) |');
+      expect(printed).toContain('| all | str_em | kind=disambiguated | 6 | 100.0 | 100.0 | 0.0 [0.0, 0.0] | 1.000 | 1.000 |');
+      const saved = JSON.parse(readFileSync(out, 'utf8')) as { groupBy: string[]; groups: unknown[] };
+      expect(saved.groupBy).toEqual(['kind']);
+      expect(saved.groups).toHaveLength(2);
+      expect(readFileSync(join(dir, 'cmp', 'report.html'), 'utf8')).toContain('<h2>Paired deltas by group</h2>');
+
+      const report = join(dir, 'all-report.html');
+      expect(await reportCommand([join(runsDir, 'all'), '--group-by', 'kind', '--traces', 'none', '--out', report])).toBe(0);
+      expect(readFileSync(report, 'utf8')).toContain('<tr><td>disambiguated</td><td class="num">6</td><td class="num">100.0</td></tr>');
+    } finally {
+      log.mockRestore();
+      err.mockRestore();
+    }
   });
 });
