@@ -1,4 +1,8 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { loadDataset } from '../../src/datasets/index';
 import { availableGroupFields, checkGroupBy, exampleGroups, NO_GROUP } from '../../src/datasets/groups';
 import type { Example } from '../../src/datasets/types';
 import { aggregateResults } from '../../src/experiments/bindings';
@@ -31,6 +35,33 @@ describe('group fields of examples', () => {
     // A list is not a group: anyAnswer is not offered.
     expect(availableGroupFields([situated])).toEqual(['date', 'dateType']);
     expect(availableGroupFields([dq, example('f', { dataset: 'fever', label: 'SUPPORTS' })])).toEqual(['kind', 'ambiguousQuestion', 'label']);
+  });
+
+  it('keeps a record’s other scalar fields, so a run can group by a field of the file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ambiqa-group-fields-'));
+    const hotpot = join(dir, 'sim_dev.json');
+    const paragraphs = [{ title: 'T', context: 'c', is_supp: true }];
+    writeFileSync(hotpot, JSON.stringify([
+      { qas_id: 'h1', question: 'q?', answer: 'a', paragraphs, level: 'hard', hops: 2, tags: ['x'] },
+      { qas_id: 'h2', question: 'q?', answer: 'a', paragraphs },
+    ]));
+    const examples = loadDataset('hotpotqa-adversarial', hotpot);
+    expect(examples[0].meta).toEqual({ level: 'hard', hops: 2 });
+    expect(examples[1].meta).toBeUndefined();
+    expect(availableGroupFields(examples)).toEqual(['hops', 'level']);
+    expect(examples.map((e) => exampleGroups(e, ['level']).level)).toEqual(['hard', NO_GROUP]);
+
+    const asqa = join(dir, 'asqa.json');
+    const entry = (q: string) => ({ ambiguous_question: q, qa_pairs: [{ question: `${q} (1)`, short_answers: ['a'] }], annotations: [{ long_answer: 'a' }] });
+    writeFileSync(asqa, JSON.stringify({ dev: { a1: { ...entry('A?'), topic: 'sport' }, a2: entry('B?') } }));
+    const mixed = loadDataset('asqa', asqa, { questions: 'mixed' });
+    // A DQ carries its AQ's fields: topic is the same for both kinds.
+    expect(mixed.map((e) => [e.id, exampleGroups(e, ['kind', 'topic'])])).toEqual([
+      ['a1', { kind: 'ambiguous', topic: 'sport' }],
+      ['a1.dq1', { kind: 'disambiguated', topic: 'sport' }],
+      ['a2', { kind: 'ambiguous', topic: NO_GROUP }],
+      ['a2.dq1', { kind: 'disambiguated', topic: NO_GROUP }],
+    ]);
   });
 
   it('refuses an unknown field in one line naming groupBy and listing the available fields', () => {
