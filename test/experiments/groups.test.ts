@@ -16,7 +16,7 @@ import { describeOutcome } from '../../src/experiments/cli-support';
 import { aggregateResults } from '../../src/experiments/bindings';
 import type { ExperimentInput } from '../../src/experiments/config';
 import { metricsForMlflow } from '../../src/experiments/runner';
-import { runInProcess } from '../../src/experiments/session';
+import { runInProcess, sweepInProcess } from '../../src/experiments/session';
 import { methodCatalog } from '../../src/pipelines/registry';
 import { compareDirs } from '../../src/report/compare';
 import { renderComparisonReport } from '../../src/report/compare';
@@ -169,5 +169,17 @@ describe('groupBy: kind under questions: mixed', () => {
       log.mockRestore();
       err.mockRestore();
     }
+  });
+
+  it('gives every sweep point its groups and the sweep’s comparison its per-group deltas', async () => {
+    const scripted = (reply: string) => ({ provider: 'scripted', reply, model: `scripted-${reply.length}`, cache: join(dir, 'llm-cache.sqlite') });
+    const base = config(FIRST, { groupBy: ['kind'] }) as unknown as Record<string, unknown>;
+    const swept = await sweepInProcess({ ...base, sweep: { llm: [scripted(FIRST), scripted(ALL)] } } as unknown as ExperimentInput, { name: 'grouped-sweep', log: () => undefined });
+    expect(swept.status).toBe('FINISHED');
+    expect(swept.runs.map((r) => r.metrics?.groups?.kind.disambiguated.str_em.mean)).toEqual([100, 100]);
+    expect(swept.runs.map((r) => r.metrics?.groups?.kind.ambiguous.str_em.mean.toFixed(1))).toEqual(['44.4', '100.0']);
+    const comparison = JSON.parse(readFileSync(join(dir, 'artifacts', 'sweeps', 'grouped-sweep', 'comparison.json'), 'utf8')) as { groupBy: string[]; groups: Array<{ value: string; meanDelta: number; pHolm: number }> };
+    expect(comparison.groupBy).toEqual(['kind']);
+    expect(comparison.groups.map((g) => [g.value, g.meanDelta.toFixed(1), g.pHolm])).toEqual([['ambiguous', '55.6', 0.0625], ['disambiguated', '0.0', 1]]);
   });
 });
