@@ -17,6 +17,7 @@ import { aggregateResults } from '../../src/experiments/bindings';
 import type { ExperimentInput } from '../../src/experiments/config';
 import { metricsForMlflow } from '../../src/experiments/runner';
 import { runInProcess, sweepInProcess } from '../../src/experiments/session';
+import { mergeRuns } from '../../src/experiments/merge';
 import { methodCatalog } from '../../src/pipelines/registry';
 import { compareDirs } from '../../src/report/compare';
 import { renderComparisonReport } from '../../src/report/compare';
@@ -181,5 +182,17 @@ describe('groupBy: kind under questions: mixed', () => {
     const comparison = JSON.parse(readFileSync(join(dir, 'artifacts', 'sweeps', 'grouped-sweep', 'comparison.json'), 'utf8')) as { groupBy: string[]; groups: Array<{ value: string; meanDelta: number; pHolm: number }> };
     expect(comparison.groupBy).toEqual(['kind']);
     expect(comparison.groups.map((g) => [g.value, g.meanDelta.toFixed(1), g.pHolm])).toEqual([['ambiguous', '55.6', 0.0625], ['disambiguated', '0.0', 1]]);
+  });
+
+  it('recomputes the groups over all shards when shards are merged', async () => {
+    const dirs: string[] = [];
+    for (const shard of ['0/2', '1/2']) {
+      const done = await runInProcess({ ...config(FIRST, { groupBy: ['kind'] }), shard } as unknown as ExperimentInput, { name: 'sharded' });
+      dirs.push(done.dir);
+      // Each shard has half the questions.
+      expect(Object.values(done.metrics!.groups!.kind).reduce((n, m) => n + m.str_em.n, 0)).toBe(6);
+    }
+    const merged = await mergeRuns({ methods: methodCatalog(), dirs, outDir: (n) => join(dir, 'merged', n), aggregate: aggregateResults, tracking: null });
+    expect(merged.metrics.groups).toEqual(metricsOf('first').groups);
   });
 });
