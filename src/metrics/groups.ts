@@ -39,7 +39,7 @@ export function rowGroup(row: ExampleResult, field: string, dataset: string | un
     const sourceId = t?.sourceId ?? (DQ_ID.test(row.id) ? row.id.replace(DQ_ID, '') : undefined);
     return questionKind({ dataset, sourceId, qaPairs: t?.qaPairs ?? [] });
   }
-  if (field === 'label') return row.target ? (row.target.label ?? NO_GROUP) : undefined;
+  if (field === 'label') return row.target?.label;
   return undefined;
 }
 
@@ -47,7 +47,7 @@ export function rowGroup(row: ExampleResult, field: string, dataset: string | un
 function fieldsOfRows(rows: readonly ExampleResult[], dataset: string | undefined): string[] {
   const names = new Set<string>();
   for (const r of rows) for (const k of Object.keys(r.groups ?? {})) names.add(k);
-  for (const f of DERIVED_GROUP_FIELDS) if (rows.some((r) => rowGroup(r, f, dataset) !== undefined && rowGroup(r, f, dataset) !== NO_GROUP)) names.add(f);
+  for (const f of DERIVED_GROUP_FIELDS) if (rows.some((r) => rowGroup(r, f, dataset) !== undefined)) names.add(f);
   return [...names];
 }
 
@@ -61,7 +61,7 @@ export function rowGroups(rows: readonly ExampleResult[], field: string, dataset
     const available = fieldsOfRows(rows, dataset);
     throw new AmbiqaError(
       `${where}: the rows carry no '${field}' group (recorded without groupBy: [${field}]) and it cannot be derived from them; available: ${available.join(', ') || 'none'}`,
-      `run it again with --group-by ${field} (or groupBy: [${field}] in its config), or group by ${DERIVED_GROUP_FIELDS.join(' or ')}`,
+      `a run records a field of its questions with --group-by ${field} (groupBy: [${field}] in its config); kind (ASQA, AmbigNQ) and label (FEVER) are read from any run's rows`,
     );
   }
   return values.map((v) => v ?? NO_GROUP);
