@@ -15,6 +15,7 @@ import { figuresForRun, figuresForSweep, type FigureChoice } from './figures';
 import { goldForRows } from './gold';
 import { loadRunOrSweep, type Loaded } from './load';
 import { renderRunReport, renderSweepReport, type ReportOptions } from './render';
+import { addReportGroups, type RowsAggregate } from './groups';
 
 export interface BuildReportOptions {
   /**
@@ -36,6 +37,10 @@ export interface BuildReportOptions {
   page?: ReportOptions['page'];
   figurePng?: ReportOptions['figurePng'];
   pointPage?: ReportOptions['pointPage'];
+  /** Show metrics by these groups too, computing those metrics.json lacks from the rows (`--group-by`; report/groups.ts). */
+  groupBy?: readonly string[];
+  /** The aggregate the runs used (`aggregateResults` of src/experiments), for groups computed here. */
+  aggregate?: RowsAggregate;
 }
 
 export interface BuiltReport {
@@ -60,6 +65,9 @@ export function buildLoadedReport(loaded: Loaded, options: BuildReportOptions): 
     }
   }
   const notes: string[] = [];
+  if (options.groupBy && options.groupBy.length > 0) {
+    notes.push(...addReportGroups(loaded.kind === 'run' ? [loaded.run] : loaded.sweep.runs, options.groupBy, options.aggregate));
+  }
   const coverage: CoverageCurve[] = (options.coverageFiles ?? []).flatMap((f) => readCoverageFile(f));
   const firstRun = loaded.kind === 'run' ? loaded.run : loaded.sweep.runs[0];
   // Gold from the rows' targets; the dataset file only for rows written before format 3.
