@@ -14,8 +14,8 @@
  * Layout:
  *   index.html, ambiqa-bundle.json (the manifest: what is where, and where it came from)
  *   assets/plotly.min.js
- *   runs/<slug>/index.html, results.jsonl, results.csv, config.yaml, metrics.json, figures/*.png
- *   sweeps/<slug>/index.html, figures/*.png
+ *   runs/<slug>/index.html, results.jsonl, results.csv, config.yaml, metrics.json, provenance.json, figures/*.png
+ *   sweeps/<slug>/index.html, sweep.yaml, summary.json, figures/*.png
  *   comparisons/<slug>/index.html, comparison.json
  */
 import { createHash } from 'node:crypto';
@@ -429,10 +429,13 @@ export function buildBundle(paths: readonly string[], options: BundleOptions): B
       mkdirSync(dir, { recursive: true });
       const page = sweepPage(s);
       const pngs = pngCopier(s.sweep.dir, dir);
+      // The sweep's spec and summary, for download (through the secret mask, as every copy).
+      const copies = ['sweep.yaml', 'summary.json'].filter((f) => existsSync(join(s.sweep.dir, f)));
+      for (const f of copies) writeFileAtomic(join(dir, f), readFileSync(join(s.sweep.dir, f), 'utf8'));
       const preface = prefaceHtml(page, {
         kind: 'sweep',
         up: [],
-        downloads: [],
+        downloads: copies.map((f) => ({ href: `sweeps/${s.slug}/${f}`, text: f })),
         links: {
           title: 'Points of this sweep',
           items: s.points.map((p, i) => ({ href: runPage(p), text: s.sweep.runs[i]?.sweepValues ? pointLabel(s.sweep.runs[i]!) : p.run.name, note: headline(p.run) })),
@@ -450,7 +453,7 @@ export function buildBundle(paths: readonly string[], options: BundleOptions): B
       });
       for (const n of report.notes) notes.push(`${s.sweep.name}: ${n}`);
       writeFileSync(join(building, page), report.html);
-      entries.push({ kind: 'sweep', name: s.sweep.name, page, source: s.sweep.dir, files: pngs.copied().map((f) => `sweeps/${s.slug}/${f}`) });
+      entries.push({ kind: 'sweep', name: s.sweep.name, page, source: s.sweep.dir, files: [...copies, ...pngs.copied()].map((f) => `sweeps/${s.slug}/${f}`) });
     }
     for (const c of comparisons) {
       const dir = join(building, 'comparisons', c.slug);
@@ -674,7 +677,7 @@ function sweepProvenanceHtml(s: SweepItem): string {
   const specSha = existsSync(sweepYaml) ? sha256File(sweepYaml) : undefined;
   return (
     `<section class="provenance"><h2>What produced this</h2><table class="provenance">` +
-    `<tr><th>sweep spec</th>${cell(specSha ? `sweep.yaml sha256 ${specSha}` : undefined, true)}</tr>` +
+    `<tr><th>sweep spec</th>${specSha ? `<td><a href="sweep.yaml">sweep.yaml</a> <code class="hash">sha256 ${escapeHtml(specSha)}</code></td>` : missing}</tr>` +
     rows.map(([k, v]) => `<tr><th>${k}</th>${cell(v, k !== 'ambiqa' && k !== 'LLM (traces)')}</tr>`).join('') +
     `</table><p class="note">Over its ${s.points.length} points (each point's page has its own); built from ${escapeHtml(s.sweep.dir)}.</p></section>`
   );

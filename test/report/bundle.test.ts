@@ -66,6 +66,7 @@ describe('ambiqa bundle: the site', () => {
     expect(kinds).toEqual(['comparison:toc vs rag', 'run:rag', 'run:toc', 'run:ve.threshold=2', 'run:ve.threshold=3', 'sweep:ve-threshold']);
     for (const e of built.manifest.entries) expect(existsSync(join(out, e.page)), e.page).toBe(true);
     expect(readBundleManifest(out)?.entries.length).toBe(6);
+    expect(built.manifest.entries.find((e) => e.kind === 'sweep')!.files).toEqual(['sweeps/ve-threshold/sweep.yaml', 'sweeps/ve-threshold/summary.json']);
     const point = built.manifest.entries.find((e) => e.name === 've.threshold=2')!;
     expect(point.sweep).toBe('sweeps/ve-threshold/index.html');
   });
