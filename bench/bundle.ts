@@ -150,7 +150,7 @@ console.log(`wrote ${nRuns} run folders × ${nQuestions} questions (${mb(inputBy
 
 started = performance.now();
 const out = join(work, 'bundle');
-const built = buildBundle(dirs, { out, methods: methodCatalog(), traces: traceMode });
+const built = await buildBundle(dirs, { out, methods: methodCatalog(), traces: traceMode });
 const buildSeconds = (performance.now() - started) / 1000;
 const runPage = built.manifest.entries.find((e) => e.kind === 'run')!.page;
 const runDir = join(out, runPage, '..');

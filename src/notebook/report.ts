@@ -18,6 +18,6 @@ export function buildReport(dir: string, options: Omit<BuildReportOptions, 'meth
  * comparisons as one static site (src/report/bundle.ts), with the method catalog of every
  * registered pipeline.
  */
-export function buildBundle(paths: readonly string[], options: Omit<BundleOptions, 'methods'> & { methods?: MethodCatalog }): BuiltBundle {
+export function buildBundle(paths: readonly string[], options: Omit<BundleOptions, 'methods'> & { methods?: MethodCatalog }): Promise<BuiltBundle> {
   return buildBundleWith(paths, { ...options, methods: options.methods ?? methodCatalog() });
 }

@@ -26,13 +26,14 @@ import { writeFileAtomic } from '../common/jsonl';
 import { packageRoot } from '../config/paths';
 import { knownSecrets, redactText } from '../common/secrets';
 import { AmbiqaError } from '../errors';
-import { escapeHtml, plotlyJs } from '../plots/export';
+import { chromiumPath, escapeHtml, exportFigures, plotlyJs, withPngRenderer } from '../plots/export';
+import type { Figure } from '../plots/types';
 import type { MethodCatalog } from '../plots/methods';
 import { metricOf, pipelineOf } from '../plots/runs';
 import { rowKey, runFiles, scoreValues, type ExampleResult } from '../run-files';
 import type { Comparison } from '../run-files/comparison';
 import { REPORT_CSS } from './assets';
-import { buildLoadedReport, redactHtml } from './build';
+import { buildLoadedReport, redactHtml, type BuiltReport } from './build';
 import { isComparisonFile, loadComparisonTraces, readComparison, renderComparisonReport } from './compare';
 import { isRunDir, isSweepDir, loadRun, loadSweep, type LoadedRun, type LoadedSweep } from './load';
 import type { ReportOptions } from './render';
@@ -277,6 +278,12 @@ export interface BundleOptions {
   traces?: ReportOptions['traces'];
   dataPath?: string;
   generatedAt?: string;
+  /**
+   * Render a PNG of every figure whose run or sweep folder holds none (headless chromium, as
+   * `ambiqa report --figures-dir` does), so every figure has its fallback. Default: only the PNGs
+   * the folders hold are copied.
+   */
+  png?: boolean;
 }
 
 export interface BuiltBundle {
@@ -337,11 +344,20 @@ function checkOut(out: string, inputs: readonly string[], force: boolean): void 
 const fmt = (x: number | null | undefined, digits = 1) => (x === null || x === undefined || !Number.isFinite(x) ? '' : x.toFixed(digits));
 
 /** Bundle the given run folders, sweep folders and comparison files into one static site at `options.out`. */
-export function buildBundle(paths: readonly string[], options: BundleOptions): BuiltBundle {
+export async function buildBundle(paths: readonly string[], options: BundleOptions): Promise<BuiltBundle> {
   if (paths.length === 0) throw new AmbiqaError('no run folders, sweep folders or comparison files given', 'e.g. `ambiqa bundle artifacts/runs/a artifacts/sweeps/s --out study`');
   const out = resolve(options.out);
   const inputs = paths.map(classifyBundleInput);
   checkOut(out, inputs.map((i) => i.path), options.force ?? false);
+  if (options.png && !existsSync(chromiumPath())) {
+    throw new AmbiqaError(`--png: no chromium at ${chromiumPath()} to render the figures' PNGs`, 'install it with `npx ambiqa setup`, set AMBIQA_CHROMIUM, or leave out --png (the PNGs the run folders hold are still copied)');
+  }
+  /** Figures to render as PNG beside a page (`options.png`): the page's figures folder → name → figure. */
+  const toRender: Array<{ dir: string; figures: Record<string, Figure> }> = [];
+  const queueRender = (dir: string, wanted: readonly string[], report: BuiltReport) => {
+    const figures = Object.fromEntries(report.figures.figures.filter((f) => wanted.includes(f.name)).map((f) => [f.name, f.figure]));
+    if (Object.keys(figures).length > 0) toRender.push({ dir: join(dir, 'figures'), figures });
+  };
   const generatedAt = options.generatedAt ?? new Date().toISOString();
   const notes: string[] = [];
   const slug = { run: slugger(), sweep: slugger(), comparison: slugger() };
@@ -394,7 +410,7 @@ export function buildBundle(paths: readonly string[], options: BundleOptions): B
       const files = writeRunDownloads(r.run, dir);
       const page = runPage(r);
       const sweep = r.sweepSlug ? sweeps.find((s) => s.slug === r.sweepSlug) : undefined;
-      const pngs = pngCopier(r.run.dir, dir);
+      const pngs = pngCopier(r.run.dir, dir, options.png ?? false);
       const preface = prefaceHtml(page, {
         kind: 'run',
         up: sweep ? [{ href: sweepPage(sweep), text: `sweep ${sweep.sweep.name}` }] : [],
@@ -413,6 +429,7 @@ export function buildBundle(paths: readonly string[], options: BundleOptions): B
         figurePng: pngs.png,
       });
       for (const n of report.notes) notes.push(`${r.run.name}: ${n}`);
+      queueRender(dir, pngs.missing(), report);
       writeFileSync(join(building, page), report.html);
       entries.push({
         kind: 'run',
@@ -428,7 +445,7 @@ export function buildBundle(paths: readonly string[], options: BundleOptions): B
       const dir = join(building, 'sweeps', s.slug);
       mkdirSync(dir, { recursive: true });
       const page = sweepPage(s);
-      const pngs = pngCopier(s.sweep.dir, dir);
+      const pngs = pngCopier(s.sweep.dir, dir, options.png ?? false);
       // The sweep's spec and summary, for download (through the secret mask, as every copy).
       const copies = ['sweep.yaml', 'summary.json'].filter((f) => existsSync(join(s.sweep.dir, f)));
       for (const f of copies) writeFileAtomic(join(dir, f), readFileSync(join(s.sweep.dir, f), 'utf8'));
@@ -452,6 +469,7 @@ export function buildBundle(paths: readonly string[], options: BundleOptions): B
         pointPage: (i) => (s.points[i] ? rel(page, runPage(s.points[i]!)) : undefined),
       });
       for (const n of report.notes) notes.push(`${s.sweep.name}: ${n}`);
+      queueRender(dir, pngs.missing(), report);
       writeFileSync(join(building, page), report.html);
       entries.push({ kind: 'sweep', name: s.sweep.name, page, source: s.sweep.dir, files: [...copies, ...pngs.copied()].map((f) => `sweeps/${s.slug}/${f}`) });
     }
@@ -478,6 +496,18 @@ export function buildBundle(paths: readonly string[], options: BundleOptions): B
       const html = renderComparisonReport(c.comparison, { traces: options.traces === 'none' ? new Map() : loadComparisonTraces(c.comparison), traceMode: options.traces ?? 'compact', generatedAt, page: pageOptions(page, preface) });
       writeFileSync(join(building, page), html);
       entries.push({ kind: 'comparison', name: comparisonTitle(c.comparison), page, source: c.file, files: [`comparisons/${c.slug}/comparison.json`] });
+    }
+    if (toRender.length > 0) {
+      // One chromium with plotly loaded for every figure (seconds to start, then a fraction of a second each).
+      await withPngRenderer(async (renderer) => {
+        for (const job of toRender) await exportFigures(job.figures, job.dir, { formats: ['png'], renderer });
+      });
+      const rendered = toRender.reduce((n, j) => n + Object.keys(j.figures).length, 0);
+      notes.push(`rendered ${rendered} figure PNG${rendered === 1 ? '' : 's'} the run and sweep folders did not hold`);
+      for (const e of entries) {
+        const job = toRender.find((j) => join(building, e.page, '..', 'figures') === j.dir);
+        if (job) e.files = [...(e.files ?? []), ...Object.keys(job.figures).map((n) => `${dirname(e.page)}/figures/${n}.png`)];
+      }
     }
     const version = ambiqaVersion();
     const manifest: BundleManifest = { kind: BUNDLE_KIND, format: 1, createdAt: generatedAt, ...(version ? { ambiqaVersion: version } : {}), entries };
@@ -528,19 +558,26 @@ function writeRunDownloads(run: LoadedRun, dir: string): string[] {
 }
 
 /** The PNGs a run or sweep folder holds for its figures (`<dir>/figures/<name>.png`, written when figures were logged), copied beside the page. */
-function pngCopier(sourceDir: string, pageDir: string): { png: (name: string) => string | undefined; copied: () => string[] } {
+function pngCopier(sourceDir: string, pageDir: string, render: boolean): { png: (name: string) => string | undefined; copied: () => string[]; missing: () => string[] } {
   const copied: string[] = [];
+  const missing: string[] = [];
   return {
     png: (name) => {
       if (!/^[A-Za-z0-9._-]+$/.test(name)) return undefined;
       const from = join(sourceDir, 'figures', `${name}.png`);
-      if (!existsSync(from)) return undefined;
+      if (!existsSync(from)) {
+        if (!render) return undefined;
+        // Rendered once the pages are written (buildBundle's `png`).
+        missing.push(name);
+        return `figures/${encodeURIComponent(name)}.png`;
+      }
       mkdirSync(join(pageDir, 'figures'), { recursive: true });
       copyFileSync(from, join(pageDir, 'figures', `${name}.png`));
       copied.push(`figures/${name}.png`);
       return `figures/${encodeURIComponent(name)}.png`;
     },
     copied: () => [...copied],
+    missing: () => [...missing],
   };
 }
 

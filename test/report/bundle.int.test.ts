@@ -157,4 +157,27 @@ describe('a bundle in Chromium, from file://', () => {
     refused.length = before;
     await page.close();
   });
+
+  it('with --png, renders the PNG of every figure the folders hold none of, beside its page', async () => {
+    const pngOut = join(tmp, 'study-png');
+    expect(await main(['bundle', study.sweep, '--out', pngOut, '--png', '--traces', 'none'])).toBe(0);
+    const pngManifest = readBundleManifest(pngOut)!;
+    let figures = 0;
+    for (const e of pngManifest.entries) {
+      const html = readFileSync(join(pngOut, e.page), 'utf8');
+      const sections = [...html.matchAll(/<section class="figure" id="fig-([^"]+)">/g)].map((m) => m[1]!);
+      for (const name of sections) {
+        const png = join(pngOut, e.page, '..', 'figures', `${name}.png`);
+        expect(html, `${e.page}: ${name}`).toContain(`<p class="note png-link"><a href="figures/${name}.png">PNG</a></p>`);
+        const bytes = readFileSync(png);
+        expect(bytes.subarray(1, 4).toString('latin1'), png).toBe('PNG');
+        // A drawn figure, not a 1×1 placeholder: IHDR width and height.
+        expect(bytes.readUInt32BE(16)).toBeGreaterThan(200);
+        expect(bytes.readUInt32BE(20)).toBeGreaterThan(100);
+        expect(e.files).toContain(`${e.page.replace(/\/index\.html$/, '')}/figures/${name}.png`);
+        figures++;
+      }
+    }
+    expect(figures).toBeGreaterThanOrEqual(3);
+  });
 });

@@ -53,9 +53,9 @@ function localRefs(html: string): string[] {
   return [...html.matchAll(/\s(?:href|src)="([^"]*)"/g)].map((m) => m[1]!.replace(/&amp;/g, '&')).filter((u) => !u.startsWith('#') && !/^https?:\/\//.test(u));
 }
 
-beforeAll(() => {
+beforeAll(async () => {
   study = writeStudy(tmp);
-  built = buildBundle([study.sweep, study.comparison, study.rag, study.toc], { out, methods: methodCatalog(), generatedAt: '2026-01-01T00:00:00Z' });
+  built = await buildBundle([study.sweep, study.comparison, study.rag, study.toc], { out, methods: methodCatalog(), generatedAt: '2026-01-01T00:00:00Z' });
 });
 
 afterAll(() => vi.restoreAllMocks());
@@ -178,14 +178,14 @@ describe('ambiqa bundle: the site', () => {
 });
 
 describe('ambiqa bundle: secrets', () => {
-  it('masks a known secret in every file of the bundle, pages, downloads and copies alike', () => {
+  it('masks a known secret in every file of the bundle, pages, downloads and copies alike', async () => {
     const secret = 'sk-bundle-test-0123456789abcdef';
     const dir = join(tmp, 'leaky');
     writeRunDir(dir, run('leaky', { name: 'leaky', note: `key ${secret}` }, [result('q1', { em: 100 }, { output: `my key is ${secret}`, question: `is ${secret} a key?` })], [trace('vanilla-rag', 'q1', { kind: 'baseline' } as never, { output: secret })]));
     registerSecret(secret);
     try {
       const leaky = join(tmp, 'leaky-bundle');
-      buildBundle([dir], { out: leaky, methods: methodCatalog() });
+      await buildBundle([dir], { out: leaky, methods: methodCatalog() });
       const files = (function walk(d: string): string[] {
         return readdirSync(d).flatMap((n) => (statSync(join(d, n)).isDirectory() ? walk(join(d, n)) : [join(d, n)]));
       })(leaky);

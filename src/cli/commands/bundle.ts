@@ -16,6 +16,8 @@ results.csv beside its page. Nothing on a page asks the network for anything. No
 options:
   --out <dir>        the bundle folder (required); an existing bundle there is replaced
   --force            replace --out even when it is not a bundle (it is deleted first)
+  --png              render a PNG of every figure whose run or sweep folder holds none (needs
+                     chromium; without it only the PNGs the folders hold are copied)
   --traces <mode>    traces embedded in run and comparison pages: compact (default) | full | none
   --data <file>      dataset file with the gold of rows written before format 3
   -h, --help         this help`;
@@ -27,6 +29,7 @@ export async function run(argv: string[]): Promise<number> {
     options: {
       out: { type: 'string' },
       force: { type: 'boolean', default: false },
+      png: { type: 'boolean', default: false },
       traces: { type: 'string' },
       data: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
@@ -43,9 +46,10 @@ export async function run(argv: string[]): Promise<number> {
   // Loaded lazily: `ambiqa --help` must not read plotly.js.
   const { buildBundle } = await import('../../report/bundle');
   const started = performance.now();
-  const built = buildBundle(positionals, {
+  const built = await buildBundle(positionals, {
     out: values.out,
     force: values.force,
+    png: values.png,
     methods: methodCatalog(),
     ...(traces ? { traces: traces as 'compact' | 'full' | 'none' } : {}),
     ...(values.data ? { dataPath: values.data } : {}),
