@@ -683,8 +683,19 @@ function provenanceRows(p: RunProvenance, run: LoadedRun, configHref: string | u
       : '',
     `<tr><th>engine build</th>${cell(p.engine)}</tr>`,
     p.retriever ? `<tr><th>retriever</th>${cell(p.retriever)}</tr>` : '',
+    scoringRow(run),
     run.state ? `<tr><th>status</th>${cell(`${run.state.status}, ${run.state.done}/${run.state.total} questions, updated ${run.state.updatedAt}`)}</tr>` : '',
   ].join('');
+}
+
+/** Each re-scoring of the run (`ambiqa score --run`: metrics.json `scoring`): what, when, with which reader, by which version and commit. */
+function scoringRow(run: LoadedRun): string {
+  const scoring = run.metrics?.scoring ?? [];
+  if (scoring.length === 0) return '';
+  const line = (e: (typeof scoring)[number]) =>
+    `${escapeHtml(e.metrics.join(', '))} at ${escapeHtml(e.at)}${e.reader ? ` with reader ${escapeHtml(e.reader)}` : ''} by ambiqa ${escapeHtml(e.version)}` +
+    `${e.commit ? ` <code class="hash">${escapeHtml(e.commit)}</code>` : ''} <span class="note">(${escapeHtml(e.id)})</span>`;
+  return `<tr><th>re-scored</th><td>${scoring.map(line).join('<br>')}</td></tr>`;
 }
 
 function provenanceTable(p: RunProvenance, run: LoadedRun, configHref: string): string {
@@ -754,11 +765,13 @@ function indexHtml(o: {
     `${p.datasetSha256 ? `data <code class="hash">${escapeHtml(p.datasetSha256.slice(0, 12))}…</code>` : '<span class="missing">dataset checksum not recorded</span>'}</td>`;
   const runRows = o.runs.map((r) => {
     const errors = r.run.results.filter((x) => x.error).length;
-    const keys = new Set(r.run.results.map(rowKey)).size;
+    const questions = new Set(r.run.results.map((x) => x.id)).size;
+    const trials = Math.max(1, ...r.run.results.map((x) => (x.trial ?? 0) + 1));
+    const rowsText = trials > 1 ? `${questions} × ${trials} trials` : String(new Set(r.run.results.map(rowKey)).size);
     const sweep = r.sweepSlug ? o.sweeps.find((s) => s.slug === r.sweepSlug) : undefined;
     return (
       `<tr><td>${a(o.runPage(r), r.run.name)}${sweep ? `<br><span class="note">point of ${escapeHtml(sweep.sweep.name)}</span>` : ''}</td>` +
-      `<td>${escapeHtml(pipelineOf(r.run))}</td><td class="num">${keys}${errors ? ` <span class="note">(${errors} failed)</span>` : ''}</td>` +
+      `<td>${escapeHtml(pipelineOf(r.run))}</td><td class="num">${rowsText}${errors ? ` <span class="note">(${errors} failed)</span>` : ''}</td>` +
       `<td>${escapeHtml(headline(r.run)) || '<span class="note">no metrics</span>'}</td>${produced(r.provenance)}` +
       `<td>${a(`runs/${r.slug}/results.csv`, 'CSV')} · ${a(`runs/${r.slug}/results.jsonl`, 'JSONL')}</td></tr>`
     );
@@ -791,7 +804,7 @@ function indexHtml(o: {
     `<h1>ambiqa study</h1><div class="meta"><span><b>runs:</b> ${o.runs.length}</span><span><b>sweeps:</b> ${o.sweeps.length}</span><span><b>comparisons:</b> ${o.comparisons.length}</span><span><b>bundled:</b> ${escapeHtml(o.generatedAt)} by ambiqa ${escapeHtml(ambiqaVersion() ?? '(version unknown)')}</span></div>`,
     section('Sweeps', ['sweep', 'axes', 'points', 'metric range over points', 'point pages', 'produced by (first point)'], sweepRows),
     section('Comparisons', ['comparison', 'dataset', 'questions', 'paired Δ [95% CI]', 'produced by'], comparisonRows),
-    section('Runs', ['run', 'pipeline', 'rows', 'metrics: mean [95% CI]', 'produced by', 'download'], runRows),
+    section('Runs', ['run', 'pipeline', 'questions', 'metrics: mean [95% CI]', 'produced by', 'download'], runRows),
     `<p class="note">Each page states what produced it (commit, config, models with their sha256, dataset checksum, engine build; "not recorded" where the run folder does not say). Per-question results of each run: CSV (id, trial, question, output, one column per score; cells that would start a spreadsheet formula begin with an apostrophe) and JSONL (the rows as the run wrote them). <code>${BUNDLE_MANIFEST}</code> lists every page and file with its source.</p>`,
   ].join('\n');
   return redactHtml(`<!doctype html>

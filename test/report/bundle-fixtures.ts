@@ -63,6 +63,8 @@ export function writeStudy(tmp: string): Study {
   const tocData = run('toc', { name: 'toc', dataset, pipeline: { name: 'toc' } },
     ids.map((id, i) => result(id, { str_em: i % 2 === 0 ? 100 : 50, rougeLsum: 25 + i }, { usage: summary({ llmCalls: 4 }) })),
     ids.map((id) => tocTrace(id, [tocNode(0, null, null), tocNode(1, 0, 'Argentina'), tocNode(2, 0, 'Spain')])));
+  // Re-scored once after it was answered (`ambiqa score --run`): metrics.json says so.
+  tocData.metrics!.scoring = [{ id: 'score-1', at: '2026-01-02T00:00:00Z', metrics: ['rougeLsum'], reader: 'roberta-squad', version: '0.1.0', commit: 'fedcba9876543210' }];
   const toc = writeRunDir(join(tmp, 'runs', 'toc'), tocData, { 'provenance.json': JSON.stringify(RECORDED) });
   // The PNG `ambiqa run` leaves beside a figure it logged (src/report/run-figures.ts).
   mkdirSync(join(toc, 'figures'), { recursive: true });

@@ -122,6 +122,7 @@ describe('ambiqa bundle: the site', () => {
     expect(provenance).toContain(RECORDED.data.dataset.sha256);
     expect(provenance).toContain('node-llama-cpp 3.0.0, llama.cpp ggml-org/llama.cpp b1234');
     expect(provenance).not.toContain('not recorded</td>');
+    expect(provenance).toContain('<tr><th>re-scored</th><td>rougeLsum at 2026-01-02T00:00:00Z with reader roberta-squad by ambiqa 0.1.0 <code class="hash">fedcba9876543210</code>');
     const rag = readFileSync(join(out, 'runs', 'rag', 'index.html'), 'utf8');
     const ragProvenance = rag.slice(rag.indexOf('<section class="provenance">'), rag.indexOf('</section>', rag.indexOf('<section class="provenance">')));
     expect(ragProvenance).toMatch(/<th>commit<\/th><td class="missing">not recorded<\/td>/);
