@@ -34,6 +34,11 @@ import { getRun, param, searchRuns, tag } from './helpers/mlflow';
  * 3. A third launch whose shard 1 is requeued mid-run (`scontrol requeue`, what a preemption with
  *    requeue does): the task runs again, resumes its run dir and MLflow run, and the same `--wait`
  *    ends with the launch merged.
+ * 4. The Lucene block of docs/experiments.md ("One Lucene index for every shard"): an index built
+ *    with its `ambiqa index` line, `serve-index` on the node, and its `ambiqa slurm` line: both
+ *    shards answer from the one index through serve-index's searcher (no other searcher runs over
+ *    it), the index folder is unchanged, and the merge equals an unsharded run with a searcher of
+ *    its own. Needs `npx ambiqa setup --only lucene`: skipped without it, failed under CI.
  *
  * Without the Slurm packages (or root) the test is skipped, saying why; under CI that fails, as a
  * missing MLflow server does for the tracking tests.
@@ -190,13 +195,16 @@ function watchSearchers(under: string): { stop(): Map<number, string> } {
 }
 
 /** `ambiqa serve-index <dir>` as a user starts it on the node; resolves with the URL it prints. */
-function startServeIndex(index: string, env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string; log: () => string }> {
-  const child = spawn(process.execPath, [join(root, 'bin', 'ambiqa.mjs'), 'serve-index', index], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+function startServeIndex(args: string[], env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string; log: () => string }> {
+  const child = spawn(process.execPath, [join(root, 'bin', 'ambiqa.mjs'), 'serve-index', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   return new Promise((resolveUrl, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve-index printed no URL within 120 s: ${err}`)), 120_000);
+    const timer = setTimeout(() => {
+      child.kill('SIGTERM');
+      reject(new Error(`serve-index printed no URL within 120 s: ${err}`));
+    }, 120_000);
     child.once('exit', (code) => reject(new Error(`serve-index exited (${code}): ${err}`)));
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
@@ -422,8 +430,9 @@ describe.skipIf(unavailable !== undefined || (!uri && !process.env.CI))('ambiqa 
       mkdirSync(wiki, { recursive: true });
       const commands = luceneExample().map((words) => words.map((w) => w.replace(/^\/shared\/wiki\//, `${wiki}/`).replace(/=\/shared\/wiki\//, `=${wiki}/`)));
       const docIndex = commands.find((c) => c[2] === 'index')!;
+      const docServe = commands.find((c) => c[2] === 'serve-index')!;
       const docLaunch = commands.find((c) => c[2] === 'slurm')!;
-      expect(commands.map((c) => c.slice(0, 3).join(' '))).toEqual(['npx ambiqa setup', 'npx ambiqa index', 'npx ambiqa slurm']);
+      expect(commands.map((c) => c.slice(0, 3).join(' '))).toEqual(['npx ambiqa setup', 'npx ambiqa index', 'npx ambiqa serve-index', 'npx ambiqa slurm']);
       const index = docIndex[docIndex.indexOf('--out') + 1]!;
       writeDprTsv(docIndex[docIndex.indexOf('dpr-tsv') + 1]!, QUESTIONS);
       // `npx ambiqa setup --only lucene` is this test's precondition (luceneRuntime above).
@@ -454,7 +463,8 @@ describe.skipIf(unavailable !== undefined || (!uri && !process.env.CI))('ambiqa 
       expect(searchersUnder(dir).size, 'the reference run\'s searcher stopped with it').toBe(0);
 
       // One searcher for the node: serve-index on it, before the shards start there.
-      const served = await startServeIndex(index, { ...process.env, TMPDIR: serveTmp });
+      expect(docServe.slice(3)).toEqual([index, '&']);
+      const served = await startServeIndex(docServe.slice(3, -1), { ...process.env, TMPDIR: serveTmp });
       try {
         const before = server.requests.length;
         setEnv('TMPDIR', nodeTmp);
@@ -523,6 +533,7 @@ describe.skipIf(unavailable !== undefined || (!uri && !process.env.CI))('ambiqa 
     const c = cluster!;
     expect((await c.command('squeue', ['-h'])).trim()).toBe('');
     expect(stepFiles(c)).toEqual([]);
+    expect([...searchersUnder(dir).keys()], 'a Lucene searcher still runs').toEqual([]);
     await c.stop();
     cluster = undefined;
     expect(existsSync(c.dir)).toBe(false);
