@@ -451,21 +451,26 @@ describe.skipIf(unavailable !== undefined || (!uri && !process.env.CI))('ambiqa 
       const sets = docLaunch.flatMap((w, i) => (docLaunch[i - 1] === '--set' ? ['--set', w] : []));
       expect(sets).toContain(`retriever.index=${index}`);
 
-      // The reference: unsharded, through a searcher of its own (TMPDIR tells whose it is).
+      // One searcher for the node: serve-index on it, before the shards start there. It starts
+      // while the reference runs, announcing in the cache folder the shards will see, not in the
+      // reference run's.
       const runTmp = join(dir, 'run-tmp');
       const serveTmp = join(dir, 'serve-tmp');
       for (const d of [runTmp, serveTmp]) mkdirSync(d);
-      setEnv('TMPDIR', runTmp);
-      let watch = watchSearchers(dir);
-      expect(await runCommand([ragConfig, '--name', 'lucene-whole', '--quiet', ...sets, '--set', `llm.cache=${join(dir, 'lucene-whole.sqlite')}`])).toBe(0);
-      const ownSearchers = watch.stop();
-      expect([...ownSearchers.values()].map((c) => relative(dir, c).split('/')[0])).toEqual(['run-tmp']);
-      expect(searchersUnder(dir).size, 'the reference run\'s searcher stopped with it').toBe(0);
-
-      // One searcher for the node: serve-index on it, before the shards start there.
       expect(docServe.slice(3)).toEqual([index, '&']);
-      const served = await startServeIndex(docServe.slice(3, -1), { ...process.env, TMPDIR: serveTmp });
+      const serving = startServeIndex(docServe.slice(3, -1), { ...process.env, TMPDIR: serveTmp });
+      serving.catch(() => undefined); // awaited below; a failure meanwhile is no unhandled rejection
       try {
+        // The reference: unsharded, through a searcher of its own (TMPDIR says whose a searcher is).
+        setEnv('AMBIQA_CACHE_DIR', join(dir, 'run-cache'));
+        setEnv('TMPDIR', runTmp);
+        let watch = watchSearchers(runTmp);
+        expect(await runCommand([ragConfig, '--name', 'lucene-whole', '--quiet', ...sets, '--set', `llm.cache=${join(dir, 'lucene-whole.sqlite')}`])).toBe(0);
+        expect(watch.stop().size, 'the reference run started one searcher').toBe(1);
+        expect(searchersUnder(runTmp).size, 'the reference run\'s searcher stopped with it').toBe(0);
+
+        const served = await serving;
+        setEnv('AMBIQA_CACHE_DIR', cache);
         const before = server.requests.length;
         setEnv('TMPDIR', nodeTmp);
         watch = watchSearchers(dir);
@@ -517,9 +522,13 @@ describe.skipIf(unavailable !== undefined || (!uri && !process.env.CI))('ambiqa 
           expect([param(run, 'retriever.engine'), param(run, 'retriever.index'), param(run, 'retriever.index.sha256')]).toEqual(['lucene', index, commitSha]);
         }
       } finally {
-        served.child.kill('SIGTERM');
-        await new Promise<void>((r) => (served.child.exitCode !== null ? r() : served.child.once('exit', () => r())));
+        const served = await serving.catch(() => undefined);
+        if (served && served.child.exitCode === null) {
+          served.child.kill('SIGTERM');
+          await new Promise<void>((r) => served.child.once('exit', () => r()));
+        }
       }
+      const served = await serving;
       expect(served.child.exitCode, served.log()).toBe(0);
       expect(searchersUnder(dir).size, 'serve-index\'s searcher stopped with it').toBe(0);
       expect(readdirSync(join(cache, 'lucene', 'searchers')), 'serve-index withdrew its announcement').toEqual([]);
