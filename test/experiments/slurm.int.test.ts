@@ -465,7 +465,7 @@ describe.skipIf(unavailable !== undefined || (!uri && !process.env.CI))('ambiqa 
         setEnv('AMBIQA_CACHE_DIR', join(dir, 'run-cache'));
         setEnv('TMPDIR', runTmp);
         let watch = watchSearchers(runTmp);
-        expect(await runCommand([ragConfig, '--name', 'lucene-whole', '--quiet', ...sets, '--set', `llm.cache=${join(dir, 'lucene-whole.sqlite')}`])).toBe(0);
+        expect(await runCommand([ragConfig, '--name', 'lucene-whole', '--quiet', '--no-tracking', ...sets, '--set', `llm.cache=${join(dir, 'lucene-whole.sqlite')}`])).toBe(0);
         expect(watch.stop().size, 'the reference run started one searcher').toBe(1);
         expect(searchersUnder(runTmp).size, 'the reference run\'s searcher stopped with it').toBe(0);
 
