@@ -21,6 +21,15 @@ export interface AnsweredOutput {
 
 export type QuestionOutcome = { answered: AnsweredOutput } | { error: string };
 
+/** Where the row sits in its run beside the question's position. */
+export interface RecordPlace {
+  /**
+   * Which answer of the question this is, under `trials: k` (0 … k−1); absent for a run without
+   * trials, whose rows carry no `trial` (as before trials existed).
+   */
+  trial?: number;
+}
+
 /**
  * The row of one question. `scores` as the run's scorer returned them; `judgments` the question's
  * labelled judgments (left out when there are none). A failed question has an empty output, no
@@ -32,8 +41,16 @@ export function questionRecord(
   outcome: QuestionOutcome,
   scores: QuestionScores,
   judgments: readonly LabelledJudgment[] = [],
+  place: RecordPlace = {},
 ): ExampleResult {
-  const head = { format: 3 as const, id: example.id, index, question: example.question, target: targetOf(example) };
+  const head = {
+    format: 3 as const,
+    id: example.id,
+    index,
+    ...(place.trial !== undefined ? { trial: place.trial } : {}),
+    question: example.question,
+    target: targetOf(example),
+  };
   if ('error' in outcome) return { ...head, output: '', scores, usage: emptySummary(), error: outcome.error };
   const out = outcome.answered;
   return {

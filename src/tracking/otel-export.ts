@@ -156,6 +156,7 @@ export function planSpans(item: TraceExportItem, limits: FieldLimits = DEFAULT_F
       'mlflow.spanOutputs': clean({ answer: trace.answer ?? trace.output, output: trace.output }),
       'ambiqa.pipeline': trace.pipeline,
       'ambiqa.question_id': clean(trace.questionId),
+      ...(trace.trial !== undefined ? { 'ambiqa.trial': trace.trial } : {}),
       'ambiqa.llm.provider': clean(trace.llm.provider),
       'ambiqa.llm.model': clean(trace.llm.model),
       'ambiqa.summary': clean(trace.summary),
