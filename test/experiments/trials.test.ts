@@ -18,7 +18,7 @@ import { LlmClient } from '../../src/llm/client';
 import { sleep } from '../../src/llm/limiter';
 import { ScriptedProvider } from '../../src/llm/providers/scripted';
 import { TRIAL_SAMPLE_STRIDE, trialNow } from '../../src/llm/trial';
-import type { LanguageModelProvider, NormalisedRequest } from '../../src/llm/types';
+import { emptyUsage, type LanguageModelProvider, type NormalisedRequest } from '../../src/llm/types';
 import type { Pipeline } from '../../src/pipelines/types';
 import { loadRun } from '../../src/report/load';
 import { examplesTable } from '../../src/report/render';
@@ -192,6 +192,10 @@ describe('trials in the run', () => {
     // The same rows as the uninterrupted run, in the same order.
     expect(resumed.results.map((r) => [rowKey(r), r.output])).toEqual(ref.results.map((r) => [rowKey(r), r.output]));
     expect(readJsonl<Trace>(join(dir, 'traces.jsonl')).map((t) => rowKey({ id: t.questionId, trial: t.trial }))).toEqual(keys(ref.results));
+    // The number of trials is part of the config a resume keeps.
+    const other = components(examples, new Scripted(), first.cache);
+    await expect(runExperiment({ config: baseConfig({ trials: 2 }), runDir: dir, resume: true, components: other.parts, tracking: null })).rejects.toThrow(/trials/);
+    other.llm.close();
   });
 
   it('merges shards run with trials into one run that keeps every trial', async () => {
@@ -216,7 +220,7 @@ describe('trials in the run', () => {
     const lines: string[] = [];
     const stream = { write: (s: string) => (lines.push(s), true), isTTY: false } as unknown as NodeJS.WriteStream;
     const observer = progressObserver(() => new ProgressBar({ label: 'p', stream, tty: false }));
-    const usage = { calls: 0, samples: 0, cacheHits: 0, promptTokens: 0, completionTokens: 0 };
+    const usage = emptyUsage();
     observer.onStart!({ config: baseConfig(), runDir: root, resume: true, selection: makeExamples(4).map((example, index) => ({ example, index })), trials: 3, resumedCount: 5, session: 2, usage: () => usage, costFree: false });
     observer.onEnd!({ status: 'CRASHED', error: new Error('x') });
     expect(lines[0]).toMatch(/^p \| 5\/12 answers \(4 questions × 3 trials\) \(41%\)/);
