@@ -226,6 +226,29 @@ describe('trials in the run', () => {
     expect(lines[0]).toMatch(/^p \| 5\/12 answers \(4 questions × 3 trials\) \(41%\)/);
   });
 
+  it('a trial-aware aggregate\'s spread reaches metrics.json, the MLflow run and the closing line', async () => {
+    // Stands in for part 2's aggregate (src/metrics): the sd of each question's scores across its trials, pooled.
+    const c = components(makeExamples(3));
+    const tracking = new FakeTracking();
+    const aggregate = (rows: ExampleResult[]) => {
+      const byId = new Map<string, number[]>();
+      for (const r of rows) byId.set(r.id, [...(byId.get(r.id) ?? []), scoreValues(r).em ?? 0]);
+      const means = [...byId.values()].map((v) => v.reduce((a, b) => a + b, 0) / v.length);
+      const variances = [...byId.values()].map((v, i) => v.reduce((a, b) => a + (b - means[i]!) ** 2, 0) / (v.length - 1));
+      const mean = means.reduce((a, b) => a + b, 0) / means.length;
+      const trialSd = Math.sqrt(variances.reduce((a, b) => a + b, 0) / variances.length);
+      return { em: { mean, ciLow: mean, ciHigh: mean, n: byId.size, trials: 3, trialSd } };
+    };
+    const outcome = await runExperiment({ config: baseConfig({ trials: 3, name: 'spread' }), runDir: join(root, 'spread'), components: { ...c.parts, aggregate }, tracking: async () => tracking });
+    c.llm.close();
+    // Item k answers (k + t) mod 3 in trial t: right in exactly one of its three trials, so every question's sd is that of {100, 0, 0}.
+    const sd = Math.sqrt((2 * (100 / 3) ** 2 + (200 / 3) ** 2) / 2);
+    expect(outcome.metrics.metrics.em).toMatchObject({ n: 3, trials: 3 });
+    expect(outcome.metrics.metrics.em!.trialSd).toBeCloseTo(sd);
+    expect(tracking.runs.get('run-1')!.metrics.at(-1)!.metrics.em_trial_sd).toBeCloseTo(sd);
+    expect(describeOutcome(outcome)).toMatch(new RegExp(`em +33\\.3 +95% CI \\[33\\.3, 33\\.3\\]  trial sd ${sd.toFixed(1)}`));
+  });
+
   it('logs each metric\'s spread across trials to MLflow when the aggregate gives it', () => {
     const m: RunMetrics = { n: 6, usage: { llm_calls: 6, cache_hits: 0, wall_seconds: 1 }, metrics: { em: { mean: 50, ciLow: 20, ciHigh: 80, n: 3, trials: 2, trialSd: 12.5, samplingShare: 0.25 }, f1: { mean: 1, ciLow: 0, ciHigh: 2, n: 3 } } };
     const out = metricsForMlflow(m);
