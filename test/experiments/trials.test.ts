@@ -20,6 +20,7 @@ import { ScriptedProvider } from '../../src/llm/providers/scripted';
 import { TRIAL_SAMPLE_STRIDE, trialNow } from '../../src/llm/trial';
 import { emptyUsage, type LanguageModelProvider, type NormalisedRequest } from '../../src/llm/types';
 import type { Pipeline } from '../../src/pipelines/types';
+import { resultRows } from '../../src/notebook/records';
 import { loadRun } from '../../src/report/load';
 import { examplesTable } from '../../src/report/render';
 import { rowKey, scoreValues, type ExampleResult, type RunMetrics } from '../../src/run-files';
@@ -117,6 +118,9 @@ describe('trials in the run', () => {
     expect(loaded.traces).toHaveLength(12);
     const table = examplesTable(loaded);
     expect([...table.matchAll(/<tr id="ex-([^"]+)"/g)].map((m) => m[1])).toEqual(keys(rows));
+    // The notebook's table tells a question's trials apart; a run without trials has no such column.
+    expect(resultRows(loaded.results).map((r) => [r.id, r.trial])).toEqual(rows.map((r) => [r.id, r.trial]));
+    expect('trial' in resultRows([{ ...rows[0]!, trial: undefined }])[0]!).toBe(false);
 
     // A second run of the same config over the same cache replays every call, trials included.
     const again = components(undefined, new Scripted(), c.cache);
