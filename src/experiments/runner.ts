@@ -136,7 +136,8 @@ export async function runSession(request: RunRequest): Promise<RunOutcome> {
   const maxCostUsd = (config.llm as { maxCostUsd?: number }).maxCostUsd;
   const cap = maxCostUsd !== undefined ? new CostCap(maxCostUsd, runState.priorCostUsd ?? 0, runState.priorLiveCalls, (e) => session.abort(e)) : undefined;
   // The run's model, wrapped once for the session (src/llm/run-model.ts): the session's signal,
-  // the cap, the session's meter and judge routing, in that order.
+  // the cap, the session's meter, under `trials: k` the trial's sample indexes, and judge
+  // routing, in that order.
   const meter = new UsageMeter();
   const llm = runModel(components.context.llm, {
     signal: session.signal,
