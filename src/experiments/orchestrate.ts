@@ -58,6 +58,8 @@ export interface AnswerRequest {
    * aborts it when it gives up after a run of errors.
    */
   session: AbortController;
+  /** The run's `groupBy` fields: each row records its question's group under each (`groups`). */
+  groupBy?: readonly string[] | undefined;
   /**
    * A question (under `trials: k`, one trial of it) is done (answered: with its trace; failed:
    * `row.error`, no trace). Awaited before the worker takes the next.
@@ -95,7 +97,8 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
   let next = 0;
 
   const answerOne = async ({ example, index, trial }: WorkItem): Promise<void> => {
-    const place = trial !== undefined ? { trial } : {};
+    // What the row records beside the answer: its groups, and under trials which trial it is.
+    const record = { groupBy: request.groupBy, ...(trial !== undefined ? { trial } : {}) };
     let out: PipelineOutput;
     try {
       // A retriever with a per-question view (`retriever.exclude: own`) is scoped to this question.
@@ -105,7 +108,7 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
       if (signal.aborted) return; // abandoned by Ctrl-C: not done, answered again on resume
       const message = error instanceof Error ? error.message : String(error);
       const scores = await components.score(example, { output: '' });
-      await request.onQuestion(questionRecord(example, index, { error: message }, scores, [], place), undefined);
+      await request.onQuestion(questionRecord(example, index, { error: message }, scores, [], record), undefined);
       consecutiveErrors += 1;
       if (successesNow === 0 && consecutiveErrors >= request.maxConsecutiveErrors) {
         fatal = `${consecutiveErrors} examples failed in a row and none succeeded; last error: ${message}`;
@@ -119,7 +122,7 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
     successesNow += 1;
     answeredNow += 1;
     const trace: Trace = trial !== undefined ? { ...out.trace, trial } : out.trace;
-    await request.onQuestion(questionRecord(example, index, { answered: out }, scores, judgments, place), trace);
+    await request.onQuestion(questionRecord(example, index, { answered: out }, scores, judgments, record), trace);
   };
 
   const worker = async () => {

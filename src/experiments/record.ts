@@ -5,6 +5,7 @@
  * and every score with its reason and metadata. `exampleOfRecord` turns a row back into the
  * example its metrics need, which is how `ambiqa score` re-scores a run without the dataset file.
  */
+import { exampleGroups } from '../datasets/groups';
 import type { DatasetName, Example } from '../datasets/types';
 import type { ExampleResult, LabelledJudgment, QuestionScores, QuestionTarget } from '../run-files';
 import type { TraceSummary } from '../trace/types';
@@ -21,8 +22,12 @@ export interface AnsweredOutput {
 
 export type QuestionOutcome = { answered: AnsweredOutput } | { error: string };
 
-/** Where the row sits in its run beside the question's position. */
-export interface RecordPlace {
+/**
+ * What a row records beside the question's answer: the run's `groupBy` fields (its `groups`), and
+ * under `trials: k` which answer of the question it is.
+ */
+export interface RecordOptions {
+  groupBy?: readonly string[] | undefined;
   /**
    * Which answer of the question this is, under `trials: k` (0 … k−1); absent for a run without
    * trials, whose rows carry no `trial` (as before trials existed).
@@ -33,7 +38,7 @@ export interface RecordPlace {
 /**
  * The row of one question. `scores` as the run's scorer returned them; `judgments` the question's
  * labelled judgments (left out when there are none). A failed question has an empty output, no
- * usage and its error, and still its target and scores (of the empty output).
+ * usage and its error, and still its target, scores (of the empty output) and groups.
  */
 export function questionRecord(
   example: Example,
@@ -41,15 +46,17 @@ export function questionRecord(
   outcome: QuestionOutcome,
   scores: QuestionScores,
   judgments: readonly LabelledJudgment[] = [],
-  place: RecordPlace = {},
+  options: RecordOptions = {},
 ): ExampleResult {
+  const groups = options.groupBy && options.groupBy.length > 0 ? { groups: exampleGroups(example, options.groupBy) } : {};
   const head = {
     format: 3 as const,
     id: example.id,
     index,
-    ...(place.trial !== undefined ? { trial: place.trial } : {}),
+    ...(options.trial !== undefined ? { trial: options.trial } : {}),
     question: example.question,
     target: targetOf(example),
+    ...groups,
   };
   if ('error' in outcome) return { ...head, output: '', scores, usage: emptySummary(), error: outcome.error };
   const out = outcome.answered;
