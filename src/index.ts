@@ -75,6 +75,8 @@ export { loadRun, loadSweep, type LoadedRun, type LoadedSweep } from './report/l
 export type { ExampleResult, MetricAggregate, QuestionRecord, QuestionScore, QuestionScores, QuestionTarget, RunMetrics, Trace, TraceSummary } from './run-files';
 /** A results row's scores as numbers (`Record<string, number>`), for code that needs only the values. */
 export { scoreValues } from './run-files';
+/** A row's key within its run (`id`, or `id#t` for trial t > 0 under `trials: k`) and its trace's, to join them. */
+export { rowKey, traceKey } from './run-files';
 export { artifactsDir, dataDir, examplesDir, packageRoot, projectRoot } from './config/paths';
 export { AmbiqaError } from './errors';
 

@@ -238,6 +238,11 @@ export function rowKey(row: { id: string; trial?: number | undefined }): string 
   return row.trial ? `${row.id}#${row.trial}` : row.id;
 }
 
+/** The key of a trace within its run, matching its row's `rowKey`. */
+export function traceKey(trace: { questionId: string; trial?: number | undefined }): string {
+  return rowKey({ id: trace.questionId, trial: trace.trial });
+}
+
 /** Scores with a value only, from numbers (what a format-1 or 2 line held; test rows). */
 export function scoresOf(values: Readonly<Record<string, number>>): QuestionScores {
   return Object.fromEntries(Object.entries(values).map(([name, value]) => [name, { value }]));
