@@ -199,6 +199,23 @@ describe('ambiqa bundle: secrets', () => {
   });
 });
 
+describe('ambiqa bundle: trials', () => {
+  it('keeps every (question, trial) row in the downloads and counts questions × trials on the index', async () => {
+    const dir = join(tmp, 'trials-run');
+    const rows = ['q1', 'q2'].flatMap((id) => [0, 1, 2].map((t) => ({ ...result(id, { em: t === 1 ? 0 : 100 }, { output: `${id} answer ${t}` }), ...(t > 0 ? { trial: t } : {}) })));
+    writeRunDir(dir, run('trials', { name: 'trials', trials: 3 }, rows, []));
+    const trialsOut = join(tmp, 'trials-bundle');
+    await buildBundle([dir], { out: trialsOut, methods: methodCatalog() });
+    const csv = parseCsv(readFileSync(join(trialsOut, 'runs', 'trials', 'results.csv'), 'utf8'));
+    expect(csv[0]).toEqual(['id', 'trial', 'question', 'output', 'em']);
+    expect(csv.slice(1).map((r) => `${r[0]}#${r[1]}:${r[3]}:${r[4]}`).sort()).toEqual([
+      'q1#0:q1 answer 0:100', 'q1#1:q1 answer 1:0', 'q1#2:q1 answer 2:100', 'q2#0:q2 answer 0:100', 'q2#1:q2 answer 1:0', 'q2#2:q2 answer 2:100',
+    ]);
+    expect(readFileSync(join(trialsOut, 'runs', 'trials', 'results.jsonl'), 'utf8').trim().split('\n')).toHaveLength(6);
+    expect(readFileSync(join(trialsOut, 'index.html'), 'utf8')).toContain('<td class="num">2 × 3 trials</td>');
+  });
+});
+
 describe('CSV cells', () => {
   it('guards formula starts in text, quotes commas, quotes and line breaks, and leaves numbers alone', () => {
     expect(csvCell('=1+1')).toBe("'=1+1");
