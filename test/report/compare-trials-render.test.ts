@@ -8,6 +8,7 @@ import { comparisonFigure } from '../../src/plots/compare';
 import { questionSpread, trialSpreadFigure } from '../../src/plots/trials';
 import { methodCatalog } from '../../src/pipelines/registry';
 import { renderComparisonReport } from '../../src/report/compare';
+import { comparisonMetrics } from '../../src/report/compare-mlflow';
 import { trialsMarkdown } from '../../src/report/compare-trials';
 import { figuresForRun, figuresForSweep } from '../../src/report/figures';
 import type { RunMetrics } from '../../src/run-files';
@@ -54,6 +55,11 @@ describe('compare output under trials', () => {
     const half = (fig.data[1].error_x as { array: number[] }).array[0];
     expect(half).toBeCloseTo(1.959963984540054 * Math.sqrt(row.trials!.samplingVar! / row.n), 10);
     expect(comparisonFigure(compareRuns([plainBase, plainHot])).data.length).toBe(1);
+  });
+
+  it('the comparison’s MLflow run gets the sampling share of each delta', () => {
+    expect(comparisonMetrics(c)['sampling_share.f1.hot']).toBe(row.trials!.samplingShare);
+    expect(Object.keys(comparisonMetrics(compareRuns([plainBase, plainHot]))).some((k) => k.startsWith('sampling_share'))).toBe(false);
   });
 });
 
