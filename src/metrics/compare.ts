@@ -120,7 +120,8 @@ function runMean(run: CompareRunInput, metric: string): number {
 
 function byId(results: readonly ExampleResult[]): Map<string, ExampleResult> {
   const map = new Map<string, ExampleResult>();
-  for (const r of results) if (!map.has(r.id)) map.set(r.id, r);
+  // Under trials a question has several rows: keep its lowest trial (trial 0 when answered).
+  for (const r of results) if (!map.has(r.id) || (r.trial ?? 0) < (map.get(r.id)!.trial ?? 0)) map.set(r.id, r);
   return map;
 }
 

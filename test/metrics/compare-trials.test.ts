@@ -83,6 +83,14 @@ describe('compare with trials', () => {
     expect(c.notes.join('\n')).toContain('base answered each question once');
   });
 
+  it('the side-by-side answer is trial 0’s even when a later trial was written first', () => {
+    const base = run('base', [row('a', 1, 10), row('a', 0, 20), row('b', 0, 5), row('b', 1, 5)]);
+    const hot = run('hot', [row('a', 2, 30), row('a', 1, 30), row('a', 0, 40), row('b', 0, 5), row('b', 1, 5), row('b', 2, 5)]);
+    const c = compareRuns([base, hot]);
+    expect(c.questions[0].answers.hot.output).toBe('answer a 0');
+    expect(c.questions[0].answers.base.metrics.f1).toBe(20);
+  });
+
   it('runs without trials: no trials field, no note (the one-level comparison as before)', () => {
     const base = run('base', ['a', 'b', 'c'].map((id, i) => row(id, 0, 10 * i)));
     const hot = run('hot', ['a', 'b', 'c'].map((id, i) => row(id, 0, 10 * i + 5)));

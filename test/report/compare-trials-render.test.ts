@@ -9,6 +9,7 @@ import { questionSpread, trialSpreadFigure } from '../../src/plots/trials';
 import { methodCatalog } from '../../src/pipelines/registry';
 import { renderComparisonReport } from '../../src/report/compare';
 import { comparisonMetrics } from '../../src/report/compare-mlflow';
+import { comparisonRows } from '../../src/notebook/compare';
 import { trialsMarkdown } from '../../src/report/compare-trials';
 import { figuresForRun, figuresForSweep } from '../../src/report/figures';
 import type { RunMetrics } from '../../src/run-files';
@@ -60,6 +61,11 @@ describe('compare output under trials', () => {
   it('the comparison’s MLflow run gets the sampling share of each delta', () => {
     expect(comparisonMetrics(c)['sampling_share.f1.hot']).toBe(row.trials!.samplingShare);
     expect(Object.keys(comparisonMetrics(compareRuns([plainBase, plainHot]))).some((k) => k.startsWith('sampling_share'))).toBe(false);
+  });
+
+  it('the notebook table gains trials and sampling share columns under trials only', () => {
+    expect(comparisonRows(c)[0]).toMatchObject({ trials: '3/3', sampling_share: Math.round(100 * row.trials!.samplingShare!) / 100 });
+    expect(comparisonRows(compareRuns([plainBase, plainHot]))[0]).not.toHaveProperty('sampling_share');
   });
 });
 
