@@ -7,7 +7,7 @@
  */
 import { llmDisplayName } from '../config/catalog';
 import { stringify as toYaml } from 'yaml';
-import { scoreValues, type ExampleResult, type RunMetrics } from '../run-files';
+import { rowKey, scoreValues, type ExampleResult, type RunMetrics } from '../run-files';
 import { escapeHtml, figureDivHtml, inlineScript, jsonForScript, plotlyJs } from '../plots/export';
 import { metricOf, perQuestionUsage, pipelineOf } from '../plots/runs';
 import type { RunData } from '../plots/types';
@@ -78,9 +78,18 @@ function metricsTable(run: RunData): string {
   const rows = names.map((name) => {
     const m = metricOf(run, name);
     const ci = m && m.ciLow !== m.ciHigh ? `[${fmt(m.ciLow)}, ${fmt(m.ciHigh)}]` : '';
-    return `<tr><td>${escapeHtml(name)}</td><td class="num">${fmt(m?.mean)}</td><td class="num">${ci}</td><td class="num">${m?.n ?? ''}</td></tr>`;
+    return `<tr><td>${escapeHtml(name)}</td><td class="num">${fmt(m?.mean)}</td><td class="num">${ci}${trialNote(m)}</td><td class="num">${m?.n ?? ''}</td></tr>`;
   });
   return `<table class="metrics"><thead><tr><th>metric</th><th class="num">mean</th><th class="num">95% CI (bootstrap)</th><th class="num">n</th></tr></thead><tbody>${rows.join('')}</tbody></table>${settingsNote(run)}`;
+}
+
+/** Under trials (docs/metrics.md, "Trials"): the pooled trial SD and the sampling share beside a CI; '' otherwise. */
+function trialNote(a: { trials?: number; trialSd?: number; samplingShare?: number } | undefined): string {
+  if (!a || a.trials === undefined) return '';
+  const parts = [`${a.trials} trials`];
+  if (a.trialSd !== undefined && Number.isFinite(a.trialSd)) parts.push(`trial SD ${fmt(a.trialSd)}`);
+  if (a.samplingShare !== undefined && Number.isFinite(a.samplingShare)) parts.push(`sampling ${Math.round(100 * a.samplingShare)}%`);
+  return ` <span class="note trials">${parts.join(', ')}</span>`;
 }
 
 /** How the metrics were measured (`metrics.json` settings: the D-F1 reader, the ROUGE-Lsum splitter). */
@@ -205,15 +214,16 @@ export function examplesTable(run: RunData, options: ReportOptions & { tableId?:
     const tokens = r.usage ? (tokensOf(summaryUsage(r.usage)) ?? '') : 0;
     const output = r.error ? `[error] ${r.error}` : r.output + (r.answer !== undefined && r.answer !== r.output ? `\n(short answer: ${r.answer})` : '');
     return (
-      `<tr id="ex-${escapeHtml(prefix + r.id)}" data-id="${escapeHtml(prefix + r.id)}"${r.error ? ' class="error"' : ''}>` +
-      `<td>${escapeHtml(r.id)}</td><td class="text">${escapeHtml(r.question)}</td><td class="text">${escapeHtml(output)}</td>` +
+      // Keyed by rowKey: under trials a question's rows (and traces) are `id`, `id#1`, `id#2`, …
+      `<tr id="ex-${escapeHtml(prefix + rowKey(r))}" data-id="${escapeHtml(prefix + rowKey(r))}"${r.error ? ' class="error"' : ''}>` +
+      `<td>${escapeHtml(rowKey(r))}</td><td class="text">${escapeHtml(r.question)}</td><td class="text">${escapeHtml(output)}</td>` +
       (hasGold ? `<td class="text" data-v="${escapeHtml(goldText(gold))}">${goldHtml(gold)}</td>` : '') +
       names.map((n) => {
         const v = scoreValues(r)[n];
         return typeof v === 'number' ? `<td class="num" data-v="${v}">${fmt(v)}</td>` : '<td class="num" data-v=""></td>';
       }).join('') +
       `<td class="num">${r.usage?.llmCalls ?? ''}</td><td class="num">${tokens}</td><td class="num">${fmt(r.usage?.seconds, 2)}</td>` +
-      (hasTraces ? `<td><button class="trace-btn" type="button">trace</button> <a href="#ex-${escapeHtml(encodeURIComponent(prefix + r.id))}">link</a></td>` : '') +
+      (hasTraces ? `<td><button class="trace-btn" type="button">trace</button> <a href="#ex-${escapeHtml(encodeURIComponent(prefix + rowKey(r)))}">link</a></td>` : '') +
       `</tr>`
     );
   });
@@ -230,7 +240,7 @@ function tracesData(runs: ReadonlyArray<{ run: RunData; prefix: string }>, optio
   const max = options.maxMessageChars ?? 4000;
   const data: Record<string, Trace> = {};
   for (const { run, prefix } of runs) {
-    for (const t of run.traces) data[prefix + t.questionId] = mode === 'full' ? t : compactTrace(t, max);
+    for (const t of run.traces) data[prefix + rowKey({ id: t.questionId, trial: t.trial })] = mode === 'full' ? t : compactTrace(t, max);
   }
   return `<script type="application/json" id="ambiqa-traces">${jsonForScript(data)}</script>`;
 }
@@ -326,17 +336,18 @@ function sweepTable(sweep: LoadedSweep, methods: MethodCatalog): string {
     const per = perQuestionUsage(run);
     return `<tr><td><a href="#run-${i}">${escapeHtml(run.name)}</a></td>` +
       axes.map((a) => `<td>${escapeHtml(JSON.stringify(run.sweepValues?.[a] ?? ''))}</td>`).join('') +
-      `<td class="num">${run.results.length}</td>` +
+      `<td class="num">${new Set(run.results.map((r) => r.id)).size}</td>` +
       metrics.map((m) => {
         const a = metricOf(run, m);
-        return `<td class="num">${a ? `${fmt(a.mean)}${a.ciLow !== a.ciHigh ? ` <span class="note">[${fmt(a.ciLow)}, ${fmt(a.ciHigh)}]</span>` : ''}` : ''}</td>`;
+        return `<td class="num">${a ? `${fmt(a.mean)}${a.ciLow !== a.ciHigh ? ` <span class="note">[${fmt(a.ciLow)}, ${fmt(a.ciHigh)}]</span>` : ''}${trialNote(a)}` : ''}</td>`;
       }).join('') +
       paired.map((m) => {
         if (run.sweepReference) return '<td class="num note">reference</td>';
         const p = run.sweepPaired?.find((x) => x.metric === m);
         if (!p || !Number.isFinite(p.meanDelta)) return '<td class="num"></td>';
         const pText = p.p === null ? '' : p.p < 0.001 ? p.p.toExponential(1) : p.p.toFixed(3);
-        return `<td class="num">${p.meanDelta > 0 ? '+' : ''}${fmt(p.meanDelta)} <span class="note">[${fmt(p.ciLow)}, ${fmt(p.ciHigh)}] p ${pText}</span></td>`;
+        const sampling = p.trials?.samplingShare != null ? `, sampling ${Math.round(100 * p.trials.samplingShare)}%` : '';
+        return `<td class="num">${p.meanDelta > 0 ? '+' : ''}${fmt(p.meanDelta)} <span class="note">[${fmt(p.ciLow)}, ${fmt(p.ciHigh)}] p ${pText}${sampling}</span></td>`;
       }).join('') +
       ((d) => decisions.map((k) => `<td class="num">${d[k] === undefined ? '' : fmt(d[k], 3)}</td>`).join(''))(decisionsOf(run, methods)) +
       `<td class="num">${fmt(per.llmCalls)}</td><td class="num">${fmt(per.tokens, 0)}</td><td class="num">${fmt(per.seconds, 2)}</td></tr>`;

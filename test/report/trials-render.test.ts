@@ -13,7 +13,8 @@ import { comparisonRows } from '../../src/notebook/compare';
 import { trialsMarkdown } from '../../src/report/compare-trials';
 import { figuresForRun, figuresForSweep } from '../../src/report/figures';
 import type { RunMetrics } from '../../src/run-files';
-import { result } from '../plots/fixtures';
+import { result, trace } from '../plots/fixtures';
+import { renderRunReport } from '../../src/report/render';
 
 const dataset = { name: 'ambignq', split: 'dev' };
 /** Six questions × three trials; the hot run gains 10 on trials 1 and 2 of every question. */
@@ -117,5 +118,25 @@ describe('sweep deltas under trials', () => {
   it('the parent run logs the trial SD and the sampling share of each delta', () => {
     expect(sweepPairedMetrics(rows[1])['delta.f1.sampling_share']).toBe(share);
     expect(sweepPointMetrics(axes, points[1], hot.metrics!).f1_trial_sd).toBe(hot.metrics!.metrics.f1.trialSd);
+  });
+});
+
+describe('the run report under trials', () => {
+  it('keys rows and traces by rowKey and shows the trial SD and sampling share beside the CI', () => {
+    const traces = baseRows.map((r) => trace('vanilla-rag', r.id, { kind: 'baseline' } as never, { ...(r.trial ? { trial: r.trial } : {}), output: `trace of ${r.id} trial ${r.trial ?? 0}` }));
+    const html = renderRunReport({ name: 'base', config: base.config, results: [...baseRows], traces, metrics: base.metrics }, methodCatalog());
+    expect(html).toContain('data-id="a#1"');
+    expect(html).toContain('data-id="a#2"');
+    const data = JSON.parse(html.split('<script type="application/json" id="ambiqa-traces">')[1].split('</script>')[0]) as Record<string, { output: string }>;
+    expect(data['a#2'].output).toBe('trace of a trial 2');
+    expect(data.a.output).toBe('trace of a trial 0');
+    expect(html).toMatch(/3 trials, trial SD 5\.0, sampling \d+%/);
+  });
+  it('a run without trials keeps its keys by id and no trial note', () => {
+    const rows = ids.map((id, i) => result(id, { f1: 10 * i }));
+    const html = renderRunReport({ name: 'plain', config: base.config, results: rows, traces: ids.map((id) => trace('vanilla-rag', id, { kind: 'baseline' } as never)), metrics: metricsOf(rows) }, methodCatalog());
+    expect(html).toContain('data-id="a"');
+    expect(html).not.toContain('#1"');
+    expect(html).not.toContain('trial SD');
   });
 });
