@@ -9,7 +9,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { readYamlMapping } from '../common/yaml';
 import { AmbiqaError } from '../errors';
-import { readResults, readTraces } from '../run-files';
+import { readResults, readTraces, rowKey } from '../run-files';
 import { readRunJson, runFiles, type MlflowRecord, type RunState } from '../run-files';
 import type { RunData, SweepData } from '../plots/types';
 import type { PairedRow } from '../run-files/comparison';
@@ -74,8 +74,9 @@ export function loadRun(dir: string): LoadedRun {
   }
   const configPath = join(dir, runFiles.config);
   const config: Record<string, unknown> = existsSync(configPath) ? readYamlMapping(configPath) : {};
-  const results = lastPerId(readResults(join(dir, runFiles.results)), (r) => r.id);
-  const traces = lastPerId(readTraces(join(dir, runFiles.traces)), (t) => t.questionId);
+  // Keyed by rowKey: under trials a question has one row (and trace) per trial.
+  const results = lastPerId(readResults(join(dir, runFiles.results)), rowKey);
+  const traces = lastPerId(readTraces(join(dir, runFiles.traces)), (t) => rowKey({ id: t.questionId, trial: t.trial }));
   const metrics = readRunJson(join(dir, runFiles.metrics), 'metrics');
   const mlflow = readRunJson(join(dir, runFiles.mlflow), 'mlflow');
   const state = readRunJson(join(dir, runFiles.state), 'state');
