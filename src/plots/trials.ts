@@ -57,12 +57,12 @@ export function trialSpreadFigure(runs: readonly RunData[], options: { metric?: 
     const agg = metricOf(run, metric);
     const qs = spreads[i];
     const legend = agg
-      ? `${run.name}: ${fmt(agg.mean)} [${fmt(agg.ciLow)}, ${fmt(agg.ciHigh)}]${agg.trialSd !== undefined ? `, trial SD ${fmt(agg.trialSd)}` : ''}${agg.samplingShare !== undefined ? `, sampling ${Math.round(100 * agg.samplingShare)}%` : ''}`
-      : run.name;
+      ? `${plotlyText(run.name)}<br>${fmt(agg.mean)} [${fmt(agg.ciLow)}, ${fmt(agg.ciHigh)}]${agg.trialSd !== undefined ? `, SD ${fmt(agg.trialSd)}` : ''}${agg.samplingShare !== undefined ? `, sampling ${Math.round(100 * agg.samplingShare)}%` : ''}`
+      : plotlyText(run.name);
     return {
       type: 'scatter',
       mode: 'markers',
-      name: plotlyText(legend),
+      name: legend,
       // Runs side by side within a question's slot, so their bars do not hide each other.
       x: qs.map((q) => order.get(q.id)! + (runs.length > 1 ? (i - (runs.length - 1) / 2) * (0.6 / runs.length) : 0)),
       y: qs.map((q) => q.mean),
@@ -75,9 +75,8 @@ export function trialSpreadFigure(runs: readonly RunData[], options: { metric?: 
   return {
     data,
     layout: baseLayout(options.title ?? `Trial spread: ${plotlyText(metric)} per question`, {
-      xaxis: { title: { text: `questions (ordered by ${plotlyText(runs[0]?.name ?? '')}'s mean)` }, showticklabels: false, zeroline: false },
+      xaxis: { title: { text: runs.length > 1 ? "questions (by the first run's mean)" : 'questions (by mean)' }, showticklabels: false, zeroline: false },
       yaxis: { title: { text: `${plotlyText(metric)}: mean over trials ± 1 SD` } },
-      legend: { orientation: 'h', y: -0.2 },
-    }, 'legend: run mean with its two-level 95% CI, pooled trial SD and sampling share of the variance'),
+    }, 'legend: run mean [two-level 95% CI], pooled trial SD, sampling share of the variance'),
   };
 }

@@ -80,7 +80,7 @@ describe('trial spread figures', () => {
     expect(fig.data.length).toBe(2);
     expect((fig.data[0].error_y as { array: number[] }).array).toEqual([5, 5, 5, 5, 5, 5]);
     // The legend carries the run's two-level CI, trial SD and sampling share.
-    expect(String(fig.data[0].name)).toMatch(/^base: \d+\.\d \[\d+\.\d, \d+\.\d\], trial SD 5\.0, sampling \d+%$/);
+    expect(String(fig.data[0].name)).toMatch(/^base<br>\d+\.\d \[\d+\.\d, \d+\.\d\], SD 5\.0, sampling \d+%$/);
   });
 
   it('runs and sweeps draw it only when trials exist', () => {
