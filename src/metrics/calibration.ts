@@ -126,8 +126,10 @@ function correctnessKey(rows: readonly MetricRow[]): string {
  * confidence: averaging a question's confidences and correctness over trials would rank
  * questions by how sure the method is on average, which is not what the AUC asks (whether a
  * prediction's confidence tells if that prediction is right). The CI is the two-level bootstrap
- * (questions, then trials within each); `n` counts questions; no `trialSd`/`samplingShare` (the
- * AUC is not a mean of per-row values).
+ * (questions, then trials within each) on the raw predictions — unlike the means' it is not
+ * adjusted (trials.ts `adjustedTrials`: the adjustment moves values, and correctness must stay
+ * 0/1), so it is conservative where sampling dominates; `n` counts questions; no
+ * `trialSd`/`samplingShare` (the AUC is not a mean of per-row values).
  */
 function aucOverTrials(groups: ReadonlyArray<ReadonlyArray<MetricRow>>, by: string, key: string, options: BootstrapOptions): MetricAggregate {
   const conf = groups.map((g) => g.map((r) => r.metrics[by]));

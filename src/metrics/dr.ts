@@ -12,7 +12,7 @@
  * per-row values and DR is not one (its D-F1 and ROUGE-Lsum carry them).
  */
 import { bootstrapInterval } from './bootstrap';
-import { drawnMean, groupByQuestion, hasTrials, twoLevelInterval, type TwoLevelDraw } from './trials';
+import { adjustedTrials, drawnMean, groupByQuestion, hasTrials, twoLevelInterval, type TwoLevelDraw } from './trials';
 import type { BootstrapOptions } from './bootstrap';
 import type { MetricAggregate } from '../run-files';
 import type { MetricFamily } from './score';
@@ -25,7 +25,9 @@ export function drScore(disambigF1: number, rougeL: number): number {
 function drOverTrials(groups: ReadonlyArray<ReadonlyArray<{ metrics: Record<string, number> }>>, options: BootstrapOptions): MetricAggregate {
   const d = groups.map((g) => g.map((r) => r.metrics.d_f1));
   const g = groups.map((q) => q.map((r) => r.metrics.rougeLsum));
-  const stat = (draw: TwoLevelDraw): number => drScore(drawnMean(d, draw), drawnMean(g, draw));
+  // Each component resampled on its adjusted values (trials.ts `adjustedTrials`).
+  const [ad, ag] = [adjustedTrials(d), adjustedTrials(g)];
+  const stat = (draw: TwoLevelDraw): number => drScore(drawnMean(ad, draw), drawnMean(ag, draw));
   const ci = twoLevelInterval([d.map((v) => v.length)], stat, options);
   const mean = (vs: readonly number[][]) => vs.reduce((s, v) => s + v.reduce((a, x) => a + x, 0) / v.length, 0) / vs.length;
   return { mean: drScore(mean(d), mean(g)), ciLow: ci.low, ciHigh: ci.high, n: groups.length, trials: Math.max(...d.map((v) => v.length)) };

@@ -8,8 +8,10 @@
  *   means (every question weighs the same, whatever its number of trials).
  * - The interval is a two-level percentile bootstrap: each resample draws n questions with
  *   replacement, then, within each drawn question, its k trials with replacement (seeded, the
- *   same PRNG and percentile rule as bootstrap.ts). A question with one trial draws none, so with
- *   one trial everywhere the two-level interval is exactly the one-level one.
+ *   same PRNG and percentile rule as bootstrap.ts), on values adjusted so that the sampling
+ *   variance is not counted twice (`adjustedTrials`, Davison & Hinkley 1997 §3.8). A question
+ *   with one trial draws none, so with one trial everywhere the two-level interval is exactly
+ *   the one-level one.
  * - `trialSd`: the pooled within-question SD, sqrt(Σᵢ Σₜ (yᵢₜ − ȳᵢ)² / Σᵢ (kᵢ − 1)) over the
  *   questions with two or more trials.
  * - `samplingShare`: the method-of-moments (one-way random-effects ANOVA) split of the variance of
@@ -174,14 +176,49 @@ export function trialSplit(values: readonly (readonly number[])[]): TrialSplit {
 }
 
 /**
+ * The question-level shrink factor of the adjusted two-level bootstrap: sqrt(1 − sampling/total),
+ * so that the resampled question means carry only the between-question part of their variance
+ * (the trials' resampling adds the sampling part back). 1 where the split is unknown (one question,
+ * or no question with two trials: nothing is adjusted), 0 where sampling accounts for it all.
+ */
+function questionShrink(samplingVar: number, totalVar: number): number {
+  if (!Number.isFinite(samplingVar) || !Number.isFinite(totalVar)) return 1;
+  if (totalVar <= 0) return samplingVar > 0 ? 0 : 1;
+  return Math.sqrt(Math.max(0, 1 - samplingVar / totalVar));
+}
+
+/** sqrt(k/(k − 1)): makes a resample of k residuals carry the unbiased within variance (0 for k = 1: nothing to resample). */
+const residualScale = (k: number): number => (k > 1 ? Math.sqrt(k / (k - 1)) : 0);
+
+/**
+ * Values prepared for the adjusted two-level bootstrap (Davison & Hinkley 1997, §3.8): trial t
+ * of question i becomes ȳ + d·(ȳᵢ − ȳ) + cᵢ·(yᵢₜ − ȳᵢ), ȳ the mean of per-question means,
+ * d = questionShrink, cᵢ = sqrt(kᵢ/(kᵢ − 1)). Resampling raw values at both levels would count
+ * the sampling variance twice — once inside the spread of the per-question means, once more from
+ * the trials — and widen the interval by up to sqrt(1 + (k − 1)/k) where sampling dominates;
+ * with these values the bootstrap variance of the mean is (about) S²_m/n, the moment estimate.
+ * One trial everywhere: the values are returned unchanged.
+ */
+export function adjustedTrials(values: readonly (readonly number[])[]): number[][] {
+  const means = values.map(mean);
+  const grand = mean(means);
+  const split = trialSplit(values);
+  const d = questionShrink(split.samplingVar, split.totalVar);
+  if (d === 1 && values.every((v) => v.length === 1)) return values.map((v) => [...v]);
+  return values.map((v, i) => v.map((y) => grand + d * (means[i] - grand) + residualScale(v.length) * (y - means[i])));
+}
+
+/**
  * The aggregate of one metric from its values per question (each inner array: the question's
- * trials): mean of per-question means, two-level bootstrap CI, `trials`, `trialSd`, `samplingShare`.
+ * trials): mean of per-question means, two-level bootstrap CI (on `adjustedTrials`), `trials`,
+ * `trialSd`, `samplingShare`.
  */
 export function trialMean(values: readonly (readonly number[])[], options: BootstrapOptions = {}): MetricAggregate {
   const kept = values.filter((v) => v.length > 0);
   const n = kept.length;
   const m = n === 0 ? NaN : mean(kept.map(mean));
-  const ci = twoLevelInterval([kept.map((v) => v.length)], (draw) => drawnMean(kept, draw), options);
+  const adjusted = adjustedTrials(kept);
+  const ci = twoLevelInterval([kept.map((v) => v.length)], (draw) => drawnMean(adjusted, draw), options);
   const split = trialSplit(kept);
   return {
     mean: m,
@@ -282,7 +319,8 @@ export function powerTrialCounts(current: number): number[] {
  *
  * - dᵢ = mean(run trials) − mean(baseline trials); Δ = mean dᵢ.
  * - CI: the two-level bootstrap with the question kept together on both sides and each side's
- *   trials drawn independently within it.
+ *   trials drawn independently within it, adjusted as `adjustedTrials` (the per-question deltas
+ *   shrunk by sqrt(1 − samplingShare) toward Δ, each side's residuals scaled by sqrt(k/(k − 1))).
  * - p: the sign-flip test of paired.ts on the dᵢ (under "no difference" each question's mean
  *   delta is as likely to have had the other sign); questionsFor80Power from their SD, as paired.ts
  *   (the design as run: each side at its own trials).
@@ -297,11 +335,6 @@ export function pairedTrialDelta(baseline: readonly (readonly number[])[], run: 
   const a = baseline.filter((_, i) => keep[i]);
   const b = run.filter((_, i) => keep[i]);
   const deltas = a.map((v, i) => mean(b[i]) - mean(v));
-  const ci = twoLevelInterval(
-    [a.map((v) => v.length), b.map((v) => v.length)],
-    (draw) => drawnMean(b, draw, 1) - drawnMean(a, draw, 0),
-    options,
-  );
   const test = signFlipTest(deltas, options);
   const sd = sampleSd(deltas);
   const meanDelta = mean(deltas);
@@ -311,6 +344,17 @@ export function pairedTrialDelta(baseline: readonly (readonly number[])[], run: 
   const wB = Number.isFinite(withinB) ? withinB : 0;
   const samplingVar = a.length === 0 ? NaN : wA * meanInverse(a) + wB * meanInverse(b);
   const totalVar = sd ** 2;
+  // Adjusted two-level bootstrap (see `adjustedTrials`): the run side carries the shrunk
+  // per-question delta plus its scaled residuals, the baseline side its scaled residuals only.
+  const shrink = questionShrink(samplingVar, totalVar);
+  const plain = a.every((v) => v.length === 1) && b.every((v) => v.length === 1);
+  const adjA = plain ? a : a.map((v) => { const m = mean(v); return v.map((y) => residualScale(v.length) * (y - m)); });
+  const adjB = plain ? b : b.map((v, i) => { const m = mean(v); return v.map((y) => meanDelta + shrink * (deltas[i] - meanDelta) + residualScale(v.length) * (y - m)); });
+  const ci = twoLevelInterval(
+    [a.map((v) => v.length), b.map((v) => v.length)],
+    (draw) => drawnMean(adjB, draw, 1) - drawnMean(adjA, draw, 0),
+    options,
+  );
   const questionVar = Math.max(0, totalVar - samplingVar);
   const baselineTrials = Math.max(0, ...a.map((v) => v.length));
   const runTrials = Math.max(0, ...b.map((v) => v.length));

@@ -3,7 +3,7 @@ import { mulberry32 } from '../../src/common/random';
 import { bootstrapInterval, bootstrapMean } from '../../src/metrics/bootstrap';
 import { aggregate } from '../../src/metrics/example';
 import { pairedDelta } from '../../src/metrics/paired';
-import { groupByQuestion, normalCdf, pairedTrialDelta, powerAt, trialMean, trialSplit, twoLevelInterval } from '../../src/metrics/trials';
+import { drawnMean, groupByQuestion, normalCdf, pairedTrialDelta, powerAt, trialMean, trialSplit, twoLevelInterval } from '../../src/metrics/trials';
 import { aggregateResults } from '../../src/experiments/bindings';
 import { scoresOf, type ExampleResult } from '../../src/run-files';
 
@@ -120,6 +120,17 @@ describe('trial statistics on synthetic rows with known variance components', ()
     const naive = bootstrapMean(values.flat());
     expect(width(naive)).toBeLessThan(0.6 * width(agg));
   });
+  it('does not count sampling twice: sampling-dominated, the width is the true one, where raw two-level resampling is ~30% wider', () => {
+    // σ_q = 0, σ_w = 20, k = 3: Var(mean) = 400/3/300. Resampling raw values at both levels adds
+    // (k − 1)/k of the sampling variance again: width × sqrt(1 + 2/3) ≈ 1.29.
+    const values = synthetic(300, 3, 0, 20, 7);
+    const expected = 2 * 1.96 * Math.sqrt(400 / 3 / 300);
+    const agg = trialMean(values);
+    expect(width(agg)).toBeGreaterThan(0.87 * expected);
+    expect(width(agg)).toBeLessThan(1.13 * expected);
+    const raw = twoLevelInterval([values.map((v) => v.length)], (d) => drawnMean(values, d));
+    expect((raw.high - raw.low) / expected).toBeGreaterThan(1.18);
+  });
   it('aggregateResults groups format-3 rows by id and trial', () => {
     const values = synthetic(40, 3, 10, 10, 9);
     const rows = values.flatMap((trials, q) =>
@@ -220,6 +231,10 @@ describe('the paired two-level bootstrap', () => {
     const noisy = pairedTrialDelta(na, nb);
     expect(quiet.trials.samplingShare).toBeCloseTo(0, 10);
     expect(width(noisy)).toBeGreaterThan(2 * width(quiet));
+    // And the width is what the components predict: 2·1.96·sqrt(Var(dᵢ)/n), Var(dᵢ) = 16 + 2·625/3.
+    const expected = 2 * 1.96 * Math.sqrt((16 + (2 * 625) / 3) / 150);
+    expect(width(noisy)).toBeGreaterThan(0.85 * expected);
+    expect(width(noisy)).toBeLessThan(1.15 * expected);
   });
   it('a baseline with one trial has no sampling estimate of its own', () => {
     const d = pairedTrialDelta([[10], [20], [30]], [[10, 20], [30, 30], [50, 40]]);
