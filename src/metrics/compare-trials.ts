@@ -58,14 +58,20 @@ export function pairedTrialStats(
   const run = answeredById(runRows);
   const a: number[][] = [];
   const b: number[][] = [];
+  // Trial t is paired with trial t when both runs scored the same trials of every question.
+  let aligned = true;
+  const trialsWith = (rows: readonly ExampleResult[]) => rows.filter((r) => isScore(scoreValues(r)[metric])).map((r) => r.trial ?? 0).join(',');
   for (const [id, rows] of base) {
     const other = run.get(id);
     if (!other) continue;
     const va = metricValues(rows, metric);
     const vb = metricValues(other, metric);
-    if (va.length > 0 && vb.length > 0) (a.push(va), b.push(vb));
+    if (va.length === 0 || vb.length === 0) continue;
+    a.push(va);
+    b.push(vb);
+    if (trialsWith(rows) !== trialsWith(other)) aligned = false;
   }
-  return { ...pairedTrialDelta(a, b, options), baselineMean: mean(a.map(mean)), runMean: mean(b.map(mean)) };
+  return { ...pairedTrialDelta(a, b, { ...options, alignedTrials: aligned }), baselineMean: mean(a.map(mean)), runMean: mean(b.map(mean)) };
 }
 
 /**
@@ -102,6 +108,8 @@ export function applyTrialStatistics(rows: PairedRow[], runs: readonly TrialRun[
         runTrials: s.trials.runTrials,
         baselineTrialSd: s.trials.baselineTrialSd,
         runTrialSd: s.trials.runTrialSd,
+        pairing: s.trials.pairing,
+        deltaTrialSd: s.trials.deltaTrialSd,
         totalVar: finiteOrNull(s.trials.totalVar),
         samplingVar: finiteOrNull(s.trials.samplingVar),
         questionVar: finiteOrNull(s.trials.questionVar),
@@ -111,7 +119,7 @@ export function applyTrialStatistics(rows: PairedRow[], runs: readonly TrialRun[
     } satisfies Partial<PairedRow>);
   }
   notes.push(
-    `trials: ${[...withTrials].join(', ')} answered each question several times; a question's trials are one paired question (per-question means), the CI is the two-level bootstrap (questions, then each side's trials within them), and the variance split says how much of the spread of the per-question deltas is sampling.`,
+    `trials: ${[...withTrials].join(', ')} answered each question several times; a question's trials are one paired question (per-question means), the CI is the two-level bootstrap (questions, then trials within them: trial t paired with trial t where both runs answered the same trials, "pairing: trial", else each side's independently), and the variance split says how much of the spread of the per-question deltas is sampling.`,
   );
   const single = runs.filter((r) => !withTrials.has(r.name)).map((r) => r.name);
   if (single.length > 0) notes.push(`trials: ${single.join(', ')} answered each question once: no estimate of its own sampling variance, which counts under "questions" in the split.`);

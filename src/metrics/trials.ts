@@ -218,7 +218,13 @@ export function trialMean(values: readonly (readonly number[])[], options: Boots
   const n = kept.length;
   const m = n === 0 ? NaN : mean(kept.map(mean));
   const adjusted = adjustedTrials(kept);
-  const ci = twoLevelInterval([kept.map((v) => v.length)], (draw) => drawnMean(adjusted, draw), options);
+  let ci = twoLevelInterval([kept.map((v) => v.length)], (draw) => drawnMean(adjusted, draw), options);
+  // A mean of per-question means cannot leave the range they span (a 0–100 metric stays in it);
+  // the adjusted values can, so the interval is cut there.
+  if (n > 0 && kept.some((v) => v.length > 1)) {
+    const means = kept.map(mean);
+    ci = { low: Math.max(ci.low, Math.min(...means)), high: Math.min(ci.high, Math.max(...means)) };
+  }
   const split = trialSplit(kept);
   return {
     mean: m,
@@ -293,9 +299,19 @@ export interface PairedTrialSplit {
   /** Pooled within-question SD on each side (null: that side has no question with two trials). */
   baselineTrialSd: number | null;
   runTrialSd: number | null;
+  /**
+   * `trial`: both sides answered the same trials of every question, and trial t is paired with
+   * trial t (they share sample indexes); `question`: trials resampled independently per side.
+   */
+  pairing: 'trial' | 'question';
+  /** Trial pairing: the pooled within-question SD of the trial-by-trial differences. */
+  deltaTrialSd: number | null;
   /** Sample variance of the per-question deltas dᵢ (NaN with fewer than two questions). */
   totalVar: number;
-  /** The part of it from sampling: σ̂²_w,A · mean(1/k_A,ᵢ) + σ̂²_w,B · mean(1/k_B,ᵢ) (an unestimated side counts 0). */
+  /**
+   * The part of it from sampling: σ̂²_w,A · mean(1/k_A,ᵢ) + σ̂²_w,B · mean(1/k_B,ᵢ) (an unestimated
+   * side counts 0); under trial pairing σ̂²_w,Δ · mean(1/kᵢ) from the trial differences.
+   */
   samplingVar: number;
   /** The rest, from which questions were asked: max(0, totalVar − samplingVar). */
   questionVar: number;
@@ -329,7 +345,11 @@ export function powerTrialCounts(current: number): number[] {
  *   the power of n′ questions at k′ trials is Φ(|Δ|/√V − z₀.₉₇₅) + Φ(−|Δ|/√V − z₀.₉₇₅) with
  *   V = (σ̂²_qΔ + (σ̂²_w,A + σ̂²_w,B)/k′)/n′.
  */
-export function pairedTrialDelta(baseline: readonly (readonly number[])[], run: readonly (readonly number[])[], options: PairedTestOptions = {}): PairedTrialDelta {
+export function pairedTrialDelta(
+  baseline: readonly (readonly number[])[],
+  run: readonly (readonly number[])[],
+  options: PairedTestOptions & { alignedTrials?: boolean } = {},
+): PairedTrialDelta {
   if (baseline.length !== run.length) throw new Error(`pairedTrialDelta: ${baseline.length} baseline questions but ${run.length} run questions`);
   const keep = baseline.map((b, i) => b.length > 0 && run[i].length > 0);
   const a = baseline.filter((_, i) => keep[i]);
@@ -342,24 +362,41 @@ export function pairedTrialDelta(baseline: readonly (readonly number[])[], run: 
   const withinB = pooledWithinVariance(b);
   const wA = Number.isFinite(withinA) ? withinA : 0;
   const wB = Number.isFinite(withinB) ? withinB : 0;
-  const samplingVar = a.length === 0 ? NaN : wA * meanInverse(a) + wB * meanInverse(b);
+  // Trial-level pairing where both sides answered the same trials of every question: trial t of
+  // one configuration and trial t of the other share their sample indexes (common random
+  // numbers), so their difference is the unit, and its within-question variance is the sampling
+  // part of a delta — smaller than wA + wB wherever the two trials' samples agree.
+  const aligned = options.alignedTrials === true && a.every((v, i) => v.length === b[i].length) && a.some((v) => v.length > 1);
+  const diffs = aligned ? a.map((v, i) => v.map((x, t) => b[i][t] - x)) : [];
+  const withinD = aligned ? pooledWithinVariance(diffs) : NaN;
+  const wD = aligned ? (Number.isFinite(withinD) ? withinD : 0) : wA + wB;
+  const samplingVar = a.length === 0 ? NaN : aligned ? wD * meanInverse(diffs) : wA * meanInverse(a) + wB * meanInverse(b);
   const totalVar = sd ** 2;
   // Adjusted two-level bootstrap (see `adjustedTrials`): the run side carries the shrunk
-  // per-question delta plus its scaled residuals, the baseline side its scaled residuals only.
+  // per-question delta plus its scaled residuals, the baseline side its scaled residuals only
+  // (aligned: the differences themselves, one side).
   const shrink = questionShrink(samplingVar, totalVar);
   const plain = a.every((v) => v.length === 1) && b.every((v) => v.length === 1);
-  const adjA = plain ? a : a.map((v) => { const m = mean(v); return v.map((y) => residualScale(v.length) * (y - m)); });
-  const adjB = plain ? b : b.map((v, i) => { const m = mean(v); return v.map((y) => meanDelta + shrink * (deltas[i] - meanDelta) + residualScale(v.length) * (y - m)); });
-  const ci = twoLevelInterval(
-    [a.map((v) => v.length), b.map((v) => v.length)],
-    (draw) => drawnMean(adjB, draw, 1) - drawnMean(adjA, draw, 0),
-    options,
-  );
+  let ci: { low: number; high: number };
+  if (aligned) {
+    const adjD = diffs.map((v, i) => v.map((y) => meanDelta + shrink * (deltas[i] - meanDelta) + residualScale(v.length) * (y - deltas[i])));
+    ci = twoLevelInterval([diffs.map((v) => v.length)], (draw) => drawnMean(adjD, draw), options);
+  } else {
+    const adjA = plain ? a : a.map((v) => { const m = mean(v); return v.map((y) => residualScale(v.length) * (y - m)); });
+    const adjB = plain ? b : b.map((v, i) => { const m = mean(v); return v.map((y) => meanDelta + shrink * (deltas[i] - meanDelta) + residualScale(v.length) * (y - m)); });
+    ci = twoLevelInterval(
+      [a.map((v) => v.length), b.map((v) => v.length)],
+      (draw) => drawnMean(adjB, draw, 1) - drawnMean(adjA, draw, 0),
+      options,
+    );
+  }
+  // A mean of per-question deltas cannot leave the range they span; the adjusted values can.
+  if (!plain && deltas.length > 0) ci = { low: Math.max(ci.low, Math.min(...deltas)), high: Math.min(ci.high, Math.max(...deltas)) };
   const questionVar = Math.max(0, totalVar - samplingVar);
   const baselineTrials = Math.max(0, ...a.map((v) => v.length));
   const runTrials = Math.max(0, ...b.map((v) => v.length));
   const trialCounts = powerTrialCounts(Math.max(baselineTrials, runTrials, 1));
-  const perQuestion = (k: number) => questionVar + (wA + wB) / k;
+  const perQuestion = (k: number) => questionVar + wD / k;
   const tiny = Math.abs(meanDelta) <= 1e-9 * Math.max(1, sd);
   const questionsNeeded = trialCounts.map((k) =>
     !Number.isFinite(meanDelta) || !Number.isFinite(totalVar) || tiny ? null : Math.max(MIN_QUESTIONS_FOR_SIGNIFICANCE, Math.ceil(((Z_975 + Z_80) ** 2 * perQuestion(k)) / meanDelta ** 2 - 1e-9)),
@@ -381,6 +418,8 @@ export function pairedTrialDelta(baseline: readonly (readonly number[])[], run: 
       runTrials,
       baselineTrialSd: Number.isFinite(withinA) ? Math.sqrt(withinA) : null,
       runTrialSd: Number.isFinite(withinB) ? Math.sqrt(withinB) : null,
+      pairing: aligned ? 'trial' : 'question',
+      deltaTrialSd: aligned && Number.isFinite(withinD) ? Math.sqrt(withinD) : null,
       totalVar,
       samplingVar,
       questionVar,

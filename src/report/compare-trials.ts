@@ -21,14 +21,15 @@ function splitCells(r: TrialRow): string[] {
     r.run,
     r.metric,
     `${t.baselineTrials}/${t.runTrials}`,
-    `${sd(t.baselineTrialSd)}/${sd(t.runTrialSd)}`,
+    t.pairing,
+    `${sd(t.baselineTrialSd)}/${sd(t.runTrialSd)}${t.pairing === 'trial' ? `, Δ ${sd(t.deltaTrialSd)}` : ''}`,
     pct(share),
     share === null ? '–' : pct(1 - share),
     t.totalVar === null ? '–' : Math.sqrt(t.totalVar).toFixed(1),
   ];
 }
 
-const SPLIT_HEAD = ['run', 'metric', 'trials (baseline/run)', 'trial SD (baseline/run)', 'sampling', 'questions', 'SD of per-question Δ'];
+const SPLIT_HEAD = ['run', 'metric', 'trials (baseline/run)', 'paired by', 'trial SD (baseline/run)', 'sampling', 'questions', 'SD of per-question Δ'];
 
 /** The power grid of one row: a "needed" line, then the power at each question count, columns by trials. */
 function powerLines(r: TrialRow): { head: string[]; rows: string[][] } {
@@ -78,6 +79,7 @@ export function trialsSectionHtml(c: Comparison): string {
     htmlTable('trials-split', SPLIT_HEAD, rows.map(splitCells)) +
     '<p class="note">Each question was answered several times; its trials are one paired question (per-question means). The 95% CI above is the two-level bootstrap: questions resampled, then each side\'s trials within them. ' +
     'Sampling: the part of the variance of a per-question Δ expected from the trials alone (each side\'s pooled within-question variance over its trials); questions: the rest. ' +
+    'Paired by trial: both runs answered the same trials, so trial t of one is compared with trial t of the other (they share sample indexes) and the sampling part comes from the SD of those trial differences (Δ). ' +
     'A side with one trial per question has no estimate of its own sampling variance (–), which then counts under questions. docs/metrics.md, "Trials".</p>' +
     grids.join('') +
     '<p class="note">Questions needed for 80% power at two-sided α = 0.05, and the power of a comparison with that many questions, by trials per question on both sides (normal approximation from the variance split; at least 6 questions).</p>'

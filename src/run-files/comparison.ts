@@ -59,6 +59,13 @@ export const pairedTrialsSchema = z.object({
   /** Pooled within-question SD of each side (null: that side has one trial per question). */
   baselineTrialSd: z.number().nullable(),
   runTrialSd: z.number().nullable(),
+  /**
+   * `trial`: both runs answered the same trials of every question and trial t was paired with
+   * trial t (shared sample indexes); `question`: each side's trials resampled independently.
+   */
+  pairing: z.enum(['trial', 'question']),
+  /** Trial pairing: the pooled within-question SD of the trial-by-trial differences. */
+  deltaTrialSd: z.number().nullable(),
   /** Sample variance of the per-question deltas. */
   totalVar: z.number().nullable(),
   /** Its part from sampling (trials) and the rest, from which questions were asked. */

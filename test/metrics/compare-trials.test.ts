@@ -32,12 +32,13 @@ describe('compare with trials', () => {
     const c = compareRuns([base, hot], { createdAt: 'fixed' });
     expect(comparisonSchema.parse(JSON.parse(JSON.stringify(c)))).toBeTruthy();
     const [r] = c.rows;
-    const expected = pairedTrialDelta(a, b, { resamples: 1000, seed: 0, permutations: 10_000, exactLimit: 20 });
+    // Both runs answered trials 0–2 of every question: trial t is paired with trial t.
+    const expected = pairedTrialDelta(a, b, { resamples: 1000, seed: 0, permutations: 10_000, exactLimit: 20, alignedTrials: true });
     expect(r.n).toBe(60);
     expect(r.meanDelta).toBeCloseTo(expected.meanDelta, 10);
     expect([r.ciLow, r.ciHigh]).toEqual([expected.ciLow, expected.ciHigh]);
     expect(r.p).toBe(expected.p);
-    expect(r.trials).toMatchObject({ baselineTrials: 3, runTrials: 3 });
+    expect(r.trials).toMatchObject({ baselineTrials: 3, runTrials: 3, pairing: 'trial' });
     // Question effects cancel: nearly all of the deltas' spread is sampling.
     expect(r.trials!.samplingShare!).toBeGreaterThan(0.7);
     expect(r.trials!.power.trials).toEqual([1, 2, 3, 5, 10]);
@@ -68,6 +69,8 @@ describe('compare with trials', () => {
     const c = compareRuns([base, hot]);
     const [r] = c.rows;
     expect(r.n).toBe(2);
+    // Question a has trials 0, 1 in base but only 1 in hot: trials are not aligned.
+    expect(r.trials!.pairing).toBe('question');
     // a: 40 − 15 = 25; b: 50 − 35 = 15.
     expect(r.meanDelta).toBeCloseTo(20, 10);
     expect(r.failedInRun).toBe(1);

@@ -236,6 +236,44 @@ describe('the paired two-level bootstrap', () => {
     expect(width(noisy)).toBeGreaterThan(0.85 * expected);
     expect(width(noisy)).toBeLessThan(1.15 * expected);
   });
+  it('pairs trial t with trial t when the sides share random numbers: the shared sampling noise cancels', () => {
+    // Trial t of both configurations draws the same sample (common random numbers): the same
+    // noise on both sides, and the run adds 2 everywhere. Independent resampling of the sides
+    // sees two noisy sides; trial pairing sees constant differences.
+    const z = gaussian(21);
+    const base: number[][] = [];
+    const run: number[][] = [];
+    for (let i = 0; i < 60; i++) {
+      const mu = 50 + 10 * z();
+      const noise = [z(), z(), z()].map((e) => 20 * e);
+      base.push(noise.map((e) => mu + e));
+      run.push(noise.map((e) => mu + e + 2 + (i % 2)));
+    }
+    const byTrial = pairedTrialDelta(base, run, { alignedTrials: true });
+    const bySide = pairedTrialDelta(base, run);
+    expect(byTrial.trials.pairing).toBe('trial');
+    expect(bySide.trials.pairing).toBe('question');
+    expect(byTrial.meanDelta).toBeCloseTo(2.5, 10);
+    expect(byTrial.trials.deltaTrialSd).toBeCloseTo(0, 10);
+    expect(byTrial.trials.samplingShare).toBeCloseTo(0, 10);
+    // Trial pairing: only the question part (deltas 2 and 3, SD 0.5): about 2·1.96·0.5/√60 = 0.25.
+    expect(width(byTrial)).toBeLessThan(0.35);
+    // Side resampling: sampling noise of SD 20 on each side, cut only by the deltas' range [2, 3].
+    expect(width(bySide)).toBeGreaterThan(0.99);
+    // It never leaves the range of the per-question deltas (2 and 3).
+    expect(byTrial.ciLow).toBeGreaterThanOrEqual(2);
+    expect(byTrial.ciHigh).toBeLessThanOrEqual(3);
+  });
+  it('with independent sides, trial pairing and side resampling agree', () => {
+    const z = gaussian(22);
+    const base = Array.from({ length: 300 }, () => { const mu = 50 + 10 * z(); return [0, 1, 2].map(() => mu + 15 * z()); });
+    const run = base.map((v) => { const mu = v.reduce((x, y) => x + y) / 3; return [0, 1, 2].map(() => mu + 3 + 15 * z()); });
+    const byTrial = pairedTrialDelta(base, run, { alignedTrials: true });
+    const bySide = pairedTrialDelta(base, run);
+    expect(width(byTrial) / width(bySide)).toBeGreaterThan(0.85);
+    expect(width(byTrial) / width(bySide)).toBeLessThan(1.15);
+    expect(Math.abs(byTrial.trials.samplingShare! - bySide.trials.samplingShare!)).toBeLessThan(0.1);
+  });
   it('a baseline with one trial has no sampling estimate of its own', () => {
     const d = pairedTrialDelta([[10], [20], [30]], [[10, 20], [30, 30], [50, 40]]);
     expect(d.trials.baselineTrials).toBe(1);

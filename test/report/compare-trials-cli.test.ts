@@ -42,7 +42,7 @@ describe('ambiqa compare on runs with trials', () => {
     expect(row.trials).toMatchObject({ baselineTrials: 3, runTrials: 3 });
     expect(c.runs.map((r) => [r.questions, r.rows, r.trials])).toEqual([[8, 24, 3], [8, 24, 3]]);
     expect(printed).toMatch(/\| hot \| em \| 8 \| 29\.2 \| 62\.5 \| \+33\.3 \[/);
-    expect(printed).toContain('| run | metric | trials (baseline/run) | trial SD (baseline/run) | sampling | questions | SD of per-question Δ |');
+    expect(printed).toContain('| run | metric | trials (baseline/run) | paired by | trial SD (baseline/run) | sampling | questions | SD of per-question Δ |');
     expect(printed).toContain('power, hot − cold, em');
     expect(printed).toContain('| needed for 80% power |');
     const html = readFileSync(join(tmp, 'c', 'report.html'), 'utf8');

@@ -34,8 +34,9 @@ describe('compare output under trials', () => {
   it('prints the variance split and a power grid in questions × trials', () => {
     const md = trialsMarkdown(c);
     const t = row.trials!;
-    expect(md).toContain('| run | metric | trials (baseline/run) | trial SD (baseline/run) | sampling | questions | SD of per-question Δ |');
-    expect(md).toContain(`| hot | f1 | 3/3 | ${t.baselineTrialSd!.toFixed(1)}/${t.runTrialSd!.toFixed(1)} | ${Math.round(100 * t.samplingShare!)}% | ${Math.round(100 * (1 - t.samplingShare!))}% |`);
+    expect(md).toContain('| run | metric | trials (baseline/run) | paired by | trial SD (baseline/run) | sampling | questions | SD of per-question Δ |');
+    expect(t.pairing).toBe('trial');
+    expect(md).toContain(`| hot | f1 | 3/3 | trial | ${t.baselineTrialSd!.toFixed(1)}/${t.runTrialSd!.toFixed(1)}, Δ ${t.deltaTrialSd!.toFixed(1)} | ${Math.round(100 * t.samplingShare!)}% | ${Math.round(100 * (1 - t.samplingShare!))}% |`);
     expect(md).toContain(`| questions \\ trials | ${t.power.trials.join(' | ')} |`);
     expect(md).toContain(`| needed for 80% power | ${t.power.questionsNeeded.map((q) => q ?? '–').join(' | ')} |`);
     expect(md).toContain('power with 6 (this comparison)');
