@@ -51,7 +51,7 @@ export function trialsMarkdown(c: Comparison): string {
   const rows = trialRows(c);
   if (rows.length === 0) return '';
   const parts = [
-    'variance of the per-question deltas under trials (sampling: within-question variance / trials, both sides; questions: the rest):',
+    'variance of the per-question deltas under trials (sampling: within-question variance over trials — of the trial differences when paired by trial, of each side otherwise; questions: the rest):',
     '',
     mdTable(SPLIT_HEAD, rows.map(splitCells)),
   ];
