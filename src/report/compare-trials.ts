@@ -16,7 +16,8 @@ const sd = (x: number | null) => (x === null ? '–' : x.toFixed(1));
 /** The cells of one row of the split table. */
 function splitCells(r: TrialRow): string[] {
   const t = r.trials;
-  const share = t.samplingShare;
+  // Nothing varies (every per-question delta the same): no split to show.
+  const share = t.totalVar === 0 ? null : t.samplingShare;
   return [
     r.run,
     r.metric,
