@@ -82,6 +82,20 @@ export function applyTrialStatistics(rows: PairedRow[], runs: readonly TrialRun[
   const withTrials = new Set(runs.filter((r) => hasTrials(r.results)).map((r) => r.name));
   if (withTrials.size === 0) return;
   const baseAnswered = answeredById(baseline.results);
+  // compare.ts counted failures on each question's first row; under trials a question is only
+  // left out when all its trials failed, so its count is replaced (the rows' fields below too).
+  for (const run of runs) {
+    if (run === baseline || (!withTrials.has(run.name) && !withTrials.has(baseline.name))) continue;
+    const prefix = `${run.name} vs ${baseline.name}: `;
+    const stale = notes.findIndex((n) => n.startsWith(prefix) && n.includes('failed question(s) left out'));
+    if (stale >= 0) notes.splice(stale, 1);
+    const runAnswered = answeredById(run.results);
+    const runIds = new Set(run.results.map((r) => r.id));
+    const common = [...new Set(baseline.results.map((r) => r.id))].filter((id) => runIds.has(id));
+    const [inRun, inBase] = [common.filter((id) => !runAnswered.has(id)).length, common.filter((id) => !baseAnswered.has(id)).length];
+    const either = common.filter((id) => !runAnswered.has(id) || !baseAnswered.has(id)).length;
+    if (either > 0) notes.push(`${prefix}${either} question(s) with every trial failed left out (${inRun} in ${run.name}, ${inBase} in ${baseline.name}).`);
+  }
   for (const row of rows) {
     const run = runs.find((r) => r.name === row.run);
     if (!run || (!withTrials.has(run.name) && !withTrials.has(baseline.name))) continue;
@@ -123,7 +137,7 @@ export function applyTrialStatistics(rows: PairedRow[], runs: readonly TrialRun[
   );
   const single = runs.filter((r) => !withTrials.has(r.name)).map((r) => r.name);
   if (single.length > 0) notes.push(`trials: ${single.join(', ')} answered each question once: no estimate of its own sampling variance, which counts under "questions" in the split.`);
-  const failedTrials = runs.map((r) => [r.name, r.results.filter((x) => x.error && (x.trial ?? 0) > 0).length] as const).filter(([, n]) => n > 0);
+  const failedTrials = runs.filter((r) => withTrials.has(r.name)).map((r) => [r.name, r.results.filter((x) => x.error).length] as const).filter(([, n]) => n > 0);
   if (failedTrials.length > 0) notes.push(`trials: failed trials left out, their questions kept with the other trials (${failedTrials.map(([name, n]) => `${n} in ${name}`).join(', ')}).`);
 }
 

@@ -74,7 +74,10 @@ describe('compare with trials', () => {
     // a: 40 − 15 = 25; b: 50 − 35 = 15.
     expect(r.meanDelta).toBeCloseTo(20, 10);
     expect(r.failedInRun).toBe(1);
-    expect(c.notes.join('\n')).toContain('failed trials left out');
+    expect(c.notes.join('\n')).toContain('failed trials left out, their questions kept with the other trials (3 in hot).');
+    // Question a failed on trial 0 only and is kept; c failed on every trial.
+    expect(c.notes.join('\n')).toContain('hot vs base: 1 question(s) with every trial failed left out (1 in hot, 0 in base).');
+    expect(c.notes.join('\n')).not.toContain('failed question(s) left out');
   });
 
   it('a run with trials against one without: the single side has no sampling estimate', () => {
