@@ -17,7 +17,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
-import { escapeControl } from '../common/safe-name';
+import { escapeControl, quoteForDisplay } from '../common/safe-name';
 import { artifactsDir } from '../config/paths';
 import { AmbiqaError } from '../errors';
 import type { LlmSectionConfig } from '../llm/provider-registry';
@@ -400,7 +400,7 @@ export function compareRow(recorded: ExampleResult, here: ExampleResult | undefi
 }
 
 function shown(text: string | undefined): string {
-  return text === undefined ? '(none)' : JSON.stringify(escapeControl(text, SHOWN));
+  return text === undefined ? '(none)' : quoteForDisplay(text, SHOWN);
 }
 
 /** Each metric's paired difference over the rows answered in both runs (reproduction − recorded). */
