@@ -348,7 +348,10 @@ export async function reproduceRun(runDir: string, options: ReproduceOptions): P
   }
 
   const live = options.live === true;
-  const name = `${config.name}-${timeStamp(options.now ?? new Date())}`;
+  // <name>-<time>, with -2, -3 … when a reproduction of the same second is there already.
+  const stem = `${config.name}-${timeStamp(options.now ?? new Date())}`;
+  let name = stem;
+  for (let i = 2; options.outDir === undefined && existsSync(join(artifactsDir(), 'reproductions', name)); i++) name = `${stem}-${i}`;
   const reproductionDir = options.outDir ?? join(artifactsDir(), 'reproductions', name);
   mkdirSync(reproductionDir, { recursive: true });
   const rerun = reproductionConfig(config, recorded, name, reproductionDir, live);
