@@ -39,6 +39,7 @@ export function worstExitStatus(statuses: readonly number[]): number {
       case ExitStatus.ok:
         return 0;
       case ExitStatus.someFailed:
+      case ExitStatus.differs:
         return 1;
       case ExitStatus.costCap:
         return 2;

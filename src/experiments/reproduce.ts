@@ -305,7 +305,7 @@ function reproductionSection(section: LlmSectionConfig, live: boolean, dir: stri
 }
 
 /** The recorded config as a reproduction runs it: its own name, no tracking, data found here, models asked as above. */
-function reproductionConfig(config: ExperimentConfig, recorded: RunProvenance | null, name: string, dir: string, live: boolean): ExperimentConfig {
+export function reproductionConfig(config: ExperimentConfig, recorded: RunProvenance | null, name: string, dir: string, live: boolean): ExperimentConfig {
   const at = (field: string, path: string | undefined) => {
     const file = recorded?.data[field];
     return file && path !== undefined ? locateRecordedFile(file) : path;

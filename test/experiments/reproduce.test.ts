@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { examplesDir } from '../../src/config/paths';
 import { configToYaml, readResolvedConfig, type ExperimentConfig, type ExperimentInput } from '../../src/experiments/config';
 import { collectProvenance, collectRunProvenance, sha256Path } from '../../src/experiments/provenance';
-import { describeReproduction, differences, machineProbe, parseAllowDifferent, reproduced, reproduceRun, reproductionTargets, type MachineProbe } from '../../src/experiments/reproduce';
+import { describeReproduction, differences, machineProbe, parseAllowDifferent, reproduced, reproduceRun, reproductionConfig, reproductionTargets, type MachineProbe } from '../../src/experiments/reproduce';
+import { createSectionClient } from '../../src/llm/provider-registry';
 import { runInProcess, sharedComposer } from '../../src/experiments/session';
 import { readResults, readRunJson, runFiles, type RunProvenance } from '../../src/run-files';
 import { startFaultServer, type FaultServer } from '../llm/fault-server';
@@ -192,6 +193,12 @@ describe('reproduce checks the model file byte for byte', () => {
     await expect(reproduceRun(runDir, { composer: sharedComposer(), probe, now: nextTime() })).rejects.toThrow(
       new RegExp(`^cannot reproduce embedded-standin: model sha256 differs: recorded ${recorded.models[0]!.sha256!.slice(0, 12)}…, here ${sha256Path(model).slice(0, 12)}… \\(${model.replace(/[.]/g, '\\.')}\\)$`),
     );
+    // Re-run, its client would compute every output again: the cache is off (the file is not loaded until a call).
+    const rerun = reproductionConfig(config, recorded, 'standin-again', join(dir, 'standin-again'), false);
+    const client = await createSectionClient(rerun.llm);
+    expect(client.cacheMode).toBe('off');
+    client.close();
+
     // A different engine build is named too, and both together in the one line.
     const otherEngine = { ...probe, engine: () => ({ nodeLlamaCpp: '0.0.1' }) };
     await expect(reproduceRun(runDir, { composer: sharedComposer(), probe: otherEngine, now: nextTime() })).rejects.toThrow(/model sha256 differs: .*; engine build differs: recorded node-llama-cpp \S+ .*here node-llama-cpp 0\.0\.1/);
@@ -223,9 +230,13 @@ describe('reproduce an endpoint run', () => {
     expect(recordedRows.every((r) => r.output === 'I do not know')).toBe(true);
   });
 
-  it('records the endpoint without credentials', () => {
+  it('records the endpoint without credentials; re-runs it from the cache only, or live into a cache of its own', () => {
     const p = provenanceOf(runDir);
     expect(p.models).toEqual([{ role: 'llm', provider: 'openai-compatible', name: 'loopback', baseUrl: server.url }]);
+    const config = readResolvedConfig(join(runDir, runFiles.config));
+    expect(reproductionConfig(config, p, 'x', join(dir, 'x'), false).llm).toMatchObject({ cache: { mode: 'replay', path: cache } });
+    expect(reproductionConfig(config, p, 'x', join(dir, 'x'), true).llm).toMatchObject({ cache: { mode: 'use', path: join(dir, 'x', 'llm-cache.sqlite') } });
+    expect(reproductionConfig(config, p, 'x', join(dir, 'x'), true).tracking.enabled).toBe(false);
   });
 
   it('replays from the LLM cache by default: identical, and nothing is sent', async () => {
