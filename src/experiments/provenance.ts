@@ -5,9 +5,9 @@ import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:pat
 import { dataDir, packageRoot, projectRoot } from '../config/paths';
 import { type ToolSet, locateTool } from '../config/tools';
 import { readModelManifest } from '../config/models';
-import { catalogModelFile, describeLlmConfig } from '../llm/config';
+import { catalogModelFile, describeLlmConfig, resolveLlmConfig } from '../llm/config';
 import type { LlmSectionConfig } from '../llm/provider-registry';
-import { embeddedEngineBuild } from '../llm/providers/llama-cpp';
+import { embeddedCpu, embeddedEngineBuild } from '../llm/providers/llama-cpp';
 import type { RecordedFile, RecordedModel, RunProvenance } from '../run-files';
 import type { ExperimentConfig } from './config';
 
@@ -204,8 +204,11 @@ function recordFile(path: string): RecordedFile | undefined {
 /** The data files a config reads, by field: what a reproduction checks byte for byte. */
 export function dataFilesOf(config: ExperimentConfig): Record<string, string> {
   const d = config.dataset;
+  // FEVER's `sampled` split reads the claim ids beside the data file (src/datasets/fever.ts).
+  const feverIds = d.name === 'fever' && d.split !== 'all' && d.path ? join(dirname(resolve(d.path)), 'sampled_ids.json') : undefined;
   return {
     ...(d.path ? { dataset: d.path } : {}),
+    ...(feverIds && existsSync(feverIds) ? { sampledIds: feverIds } : {}),
     ...(d.demos ? { demos: d.demos } : {}),
     ...(d.ids ? { ids: d.ids } : {}),
     ...(d.alternatives ? { alternatives: d.alternatives } : {}),
@@ -224,19 +227,21 @@ export function modelOfSection(section: LlmSectionConfig, role: 'llm' | 'judge',
     const described = describeLlmConfig(section, process.env, role);
     return { role, provider: section.provider, name: String(described.model), baseUrl: String(described.baseUrl) };
   }
+  // As the client resolves it (the machine's load is sampled once per process, so they agree).
+  const threads = resolveLlmConfig(section, role).threads;
   const model = section.model;
   if (model === undefined) {
     try {
       const manifest = readModelManifest();
-      return { role, provider: 'embedded', name: manifest.llm.name, sha256: manifest.llm.sha256, file: manifest.llm.file };
+      return { role, provider: 'embedded', name: manifest.llm.name, sha256: manifest.llm.sha256, file: manifest.llm.file, threads };
     } catch {
       return { role, provider: 'embedded', name: '(setup manifest missing)' };
     }
   }
   const fromCatalog = catalogModelFile(model);
-  if (fromCatalog) return { role, provider: 'embedded', name: fromCatalog.name, sha256: fromCatalog.sha256, file: fromCatalog.path };
+  if (fromCatalog) return { role, provider: 'embedded', name: fromCatalog.name, sha256: fromCatalog.sha256, file: fromCatalog.path, threads };
   const file = resolve(model);
-  return { role, provider: 'embedded', name: basename(file), file, ...(existsSync(file) ? { sha256: hash(file) } : {}) };
+  return { role, provider: 'embedded', name: basename(file), file, ...(existsSync(file) ? { sha256: hash(file) } : {}), threads };
 }
 
 /** The MiniLM embedder of the setup manifest: its ONNX file and pinned checksum. */
@@ -276,7 +281,7 @@ export function collectRunProvenance(
     packages: base.packages,
     data,
     models,
-    ...(inProcess ? { engine: embeddedEngineBuild() } : {}),
+    ...(inProcess ? { engine: { ...embeddedEngineBuild(), cpu: embeddedCpu() } } : {}),
     ...(parts.retriever && Object.keys(parts.retriever).length > 0 ? { retriever: parts.retriever } : {}),
   };
 }

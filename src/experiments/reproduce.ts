@@ -21,7 +21,7 @@ import { escapeControl, quoteForDisplay } from '../common/safe-name';
 import { artifactsDir } from '../config/paths';
 import { AmbiqaError } from '../errors';
 import type { LlmSectionConfig } from '../llm/provider-registry';
-import { embeddedEngineBuild } from '../llm/providers/llama-cpp';
+import { embeddedCpu, embeddedEngineBuild } from '../llm/providers/llama-cpp';
 import { pairedDelta, type PairedDelta } from '../metrics/paired';
 import type { MlflowClient } from '../tracking/index';
 import { readResults, readRunJson, rowKey, runFiles, scoreValues, writeRunJson, type ExampleResult, type MlflowRecord, type RecordedModel, type RunProvenance } from '../run-files';
@@ -53,8 +53,8 @@ export interface MachineProbe {
   code(): { commit: string | null; dirty: boolean | null; ambiqaVersion: string };
   /** sha256 of the bytes of a file (or folder) now. */
   hashFile(path: string): string;
-  /** node-llama-cpp's version and llama.cpp build here. */
-  engine(): { nodeLlamaCpp: string; llamaCpp?: string };
+  /** node-llama-cpp's version and llama.cpp build here, and the CPU. */
+  engine(): { nodeLlamaCpp: string; llamaCpp?: string; cpu?: string };
   /** The model a config section runs here (the file it would load, or the endpoint it would call). */
   model(section: LlmSectionConfig, role: 'llm' | 'judge'): RecordedModel;
   /** The MiniLM embedder here. */
@@ -68,7 +68,7 @@ export function machineProbe(): MachineProbe {
       return { commit: p.gitCommit, dirty: p.gitDirty, ambiqaVersion: p.ambiqaVersion };
     },
     hashFile: sha256Path,
-    engine: embeddedEngineBuild,
+    engine: () => ({ ...embeddedEngineBuild(), cpu: embeddedCpu() }),
     // The file here is hashed by `differences`, not trusted from a catalog or manifest entry.
     model: (section, role) => modelOfSection(section, role, () => ''),
     embedder: embedderModel,
@@ -141,6 +141,23 @@ export function differences(config: ExperimentConfig, recorded: RunProvenance, p
       const what = (x: RecordedModel | undefined) => (x ? `${x.name} at ${x.baseUrl ?? '(no URL)'}` : 'none');
       out.push({ check: 'engine', line: `${m.role} endpoint differs: recorded ${what(m)}, here ${what(now)}` });
     }
+  }
+  return out;
+}
+
+/**
+ * What differs without being refused: another CPU may take other llama.cpp kernels (an embedded
+ * model's last bits may then change, which the rows will show), and the thread count is pinned.
+ */
+export function notes(config: ExperimentConfig, recorded: RunProvenance, probe: MachineProbe): string[] {
+  const out: string[] = [];
+  if (recorded.engine?.cpu) {
+    const here = probe.engine().cpu;
+    if (here !== undefined && here !== recorded.engine.cpu) out.push(`the CPU differs (recorded ${recorded.engine.cpu}; here ${here}): an embedded model's outputs may differ in their last bits`);
+  }
+  for (const m of recorded.models) {
+    const section = m.role === 'embedder' ? undefined : sectionOf(config, m.role);
+    if (section?.provider === 'embedded' && section.threads === undefined && m.threads !== undefined) out.push(`${m.role}.threads ${m.threads} as recorded (thread count changes floating-point order)`);
   }
   return out;
 }
@@ -276,6 +293,8 @@ export interface Reproduction {
   reproductionDir: string;
   /** Differences found and let through by `--allow-different`. */
   allowed: Difference[];
+  /** What differs without being refused, and what was pinned to the record (`notes`). */
+  notes: string[];
   /** How each model was asked: `recomputed` (cache off), `replayed` (cache only) or `live`. */
   mode: 'recomputed' | 'replayed' | 'live';
   rows: RowComparison[];
@@ -292,10 +311,11 @@ function timeStamp(d: Date): string {
 }
 
 /** How a reproduction asks each model: what the brief of this module's header says, per provider. */
-function reproductionSection(section: LlmSectionConfig, live: boolean, dir: string): LlmSectionConfig {
+function reproductionSection(section: LlmSectionConfig, live: boolean, dir: string, recorded: RecordedModel | undefined): LlmSectionConfig {
   switch (section.provider) {
     case 'embedded':
-      return { ...section, cache: { ...section.cache, mode: 'off' } };
+      // Threads left to the machine's load are pinned to the recorded count.
+      return { ...section, cache: { ...section.cache, mode: 'off' }, ...(section.threads === undefined && recorded?.threads !== undefined ? { threads: recorded.threads } : {}) };
     case 'scripted':
       // The test double stands for an in-process model: computed again, into a cache of its own.
       return { ...section, cache: join(dir, 'llm-cache.sqlite') };
@@ -322,8 +342,8 @@ export function reproductionConfig(config: ExperimentConfig, recorded: RunProven
     dataset,
     ...(retriever ? { retriever } : {}),
     tracking: { ...config.tracking, enabled: false },
-    llm: reproductionSection(config.llm, live, dir),
-    ...(config.judge ? { judge: reproductionSection(config.judge, live, dir) } : {}),
+    llm: reproductionSection(config.llm, live, dir, recorded?.models.find((m) => m.role === 'llm')),
+    ...(config.judge ? { judge: reproductionSection(config.judge, live, dir, recorded?.models.find((m) => m.role === 'judge')) } : {}),
   };
 }
 
@@ -333,18 +353,21 @@ export async function reproduceRun(runDir: string, options: ReproduceOptions): P
   const recorded = readRunJson(join(runDir, runFiles.provenance), 'provenance');
   const allow = options.allowDifferent ?? new Set<ReproduceCheck>();
   let found: Difference[] = [];
+  let noted: string[] = [];
+  const probe = { ...machineProbe(), ...options.probe };
   if (!recorded) {
     // Nothing to check against: a run from before provenance.json, or a merge of shards.
     if (allow.size < REPRODUCE_CHECKS.length) {
       throw new AmbiqaError(`cannot reproduce ${runDir}: it has no ${runFiles.provenance} (written before ambiqa recorded one), so nothing can be checked`, 'pass --allow-different all to re-run its config unchecked');
     }
   } else {
-    found = differences(config, recorded, { ...machineProbe(), ...options.probe });
+    found = differences(config, recorded, probe);
     const refused = found.filter((d) => !allow.has(d.check));
     if (refused.length > 0) {
       const kinds = [...new Set(refused.map((d) => d.check))];
       throw new AmbiqaError(`cannot reproduce ${config.name}: ${refused.map((d) => d.line).join('; ')}`, `pass --allow-different ${kinds.join(',')} to re-run it anyway`);
     }
+    noted = notes(config, recorded, probe);
   }
 
   const live = options.live === true;
@@ -378,6 +401,7 @@ export async function reproduceRun(runDir: string, options: ReproduceOptions): P
     name: config.name,
     reproductionDir,
     allowed: found,
+    notes: noted,
     mode,
     rows,
     identical,
@@ -435,6 +459,7 @@ export function describeReproduction(r: Reproduction): string[] {
   const how = { recomputed: 'every model call computed again (LLM cache off)', replayed: 'replayed from the LLM cache (nothing sent)', live: 'the endpoint asked again (--live)' }[r.mode];
   lines.push(`reproduce ${r.name}: ${how}; reproduction in ${r.reproductionDir}`);
   for (const d of r.allowed) lines.push(`  allowed difference (${d.check}): ${d.line}`);
+  for (const n of r.notes) lines.push(`  note: ${n}`);
   for (const row of r.rows) {
     if (row.status === 'changed') lines.push(`  ${escapeControl(row.key, 80)}: changed ${row.field}: recorded ${row.recorded}, here ${row.here}`);
     else if (row.status === 'missing') lines.push(`  ${escapeControl(row.key, 80)}: missing (the reproduction has no answer for it)`);

@@ -480,6 +480,11 @@ const recordedModelSchema = z.object({
   file: z.string().optional(),
   /** Endpoints: the API root without credentials. */
   baseUrl: z.string().optional(),
+  /**
+   * Embedded generator and judge: the CPU threads it ran with (resolved from the machine's load
+   * when the config left it unset; a reproduction runs with the same, as it changes floating-point order).
+   */
+  threads: z.int().min(1).optional(),
 });
 export type RecordedModel = z.output<typeof recordedModelSchema>;
 
@@ -509,6 +514,8 @@ const runProvenanceSchema = z.object({
       nodeLlamaCpp: z.string(),
       /** llama.cpp's repository and release tag node-llama-cpp's binaries were built from; absent when not found. */
       llamaCpp: z.string().optional(),
+      /** The CPU and its kernel features (another CPU may take other kernels: a reproduction says so, it does not refuse). */
+      cpu: z.string().optional(),
     })
     .optional(),
   /** The retriever's own description (`describe()`: engine, index checksum, server URL …), when it has one. */

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { examplesDir } from '../../src/config/paths';
 import { configToYaml, readResolvedConfig, type ExperimentConfig, type ExperimentInput } from '../../src/experiments/config';
 import { collectProvenance, collectRunProvenance, sha256Path } from '../../src/experiments/provenance';
-import { describeReproduction, differences, machineProbe, parseAllowDifferent, reproduced, reproduceRun, reproductionConfig, reproductionTargets, type MachineProbe } from '../../src/experiments/reproduce';
+import { describeReproduction, differences, machineProbe, notes, parseAllowDifferent, reproduced, reproduceRun, reproductionConfig, reproductionTargets, type MachineProbe } from '../../src/experiments/reproduce';
 import { createSectionClient } from '../../src/llm/provider-registry';
 import { runInProcess, sharedComposer } from '../../src/experiments/session';
 import { readResults, readRunJson, runFiles, type RunProvenance } from '../../src/run-files';
@@ -194,10 +194,18 @@ describe('reproduce checks the model file byte for byte', () => {
       new RegExp(`^cannot reproduce embedded-standin: model sha256 differs: recorded ${recorded.models[0]!.sha256!.slice(0, 12)}…, here ${sha256Path(model).slice(0, 12)}… \\(${model.replace(/[.]/g, '\\.')}\\)$`),
     );
     // Re-run, its client would compute every output again: the cache is off (the file is not loaded until a call).
+    // with the thread count it ran with (recorded, since the config left it to the machine's load).
     const rerun = reproductionConfig(config, recorded, 'standin-again', join(dir, 'standin-again'), false);
     const client = await createSectionClient(rerun.llm);
     expect(client.cacheMode).toBe('off');
     client.close();
+    expect(recorded.models[0]!.threads).toBeGreaterThanOrEqual(1);
+    expect(rerun.llm).toMatchObject({ provider: 'embedded', threads: recorded.models[0]!.threads });
+    expect(notes(config, recorded, { ...machineProbe(), ...probe })).toEqual([`llm.threads ${recorded.models[0]!.threads} as recorded (thread count changes floating-point order)`]);
+    // Another CPU is said, not refused (the edited model byte above is the one difference).
+    const otherCpu = { ...machineProbe(), ...probe, engine: () => ({ ...recorded.engine!, cpu: 'another CPU' }) };
+    expect(differences(config, recorded, otherCpu).map((d) => d.check)).toEqual(['model']);
+    expect(notes(config, recorded, otherCpu)[0]).toMatch(/^the CPU differs \(recorded .+; here another CPU\)/);
 
     // A different engine build is named too, and both together in the one line.
     const otherEngine = { ...probe, engine: () => ({ nodeLlamaCpp: '0.0.1' }) };
