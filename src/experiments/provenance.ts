@@ -305,3 +305,22 @@ export function runProvenanceTags(p: RunProvenance): Record<string, string> {
   }
   return tags;
 }
+
+/**
+ * A merged run's record: its shards' when they agree on everything a reproduction checks (the
+ * commit, the data and model checksums, the engine build), the first one's paths kept; undefined
+ * when a shard has none or they disagree (then the merge writes none and `reproduce` says so).
+ */
+export function mergedProvenance(shards: ReadonlyArray<RunProvenance | null>): RunProvenance | undefined {
+  if (shards.length === 0 || shards.some((p) => p === null)) return undefined;
+  const checked = (p: RunProvenance) =>
+    JSON.stringify([
+      p.code.commit,
+      p.code.dirty,
+      Object.entries(p.data).map(([field, f]) => [field, f.sha256]).sort(),
+      p.models.map((m) => [m.role, m.provider, m.name, m.sha256 ?? null, m.baseUrl ?? null]),
+      p.engine ? [p.engine.nodeLlamaCpp, p.engine.llamaCpp ?? null] : null,
+    ]);
+  const first = checked(shards[0]!);
+  return shards.every((p) => checked(p!) === first) ? shards[0]! : undefined;
+}

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { examplesDir } from '../../src/config/paths';
 import { configToYaml, readResolvedConfig, type ExperimentConfig, type ExperimentInput } from '../../src/experiments/config';
-import { collectProvenance, collectRunProvenance, sha256Path } from '../../src/experiments/provenance';
+import { collectProvenance, collectRunProvenance, mergedProvenance, sha256Path } from '../../src/experiments/provenance';
 import { describeReproduction, differences, machineProbe, notes, parseAllowDifferent, reproduced, reproduceRun, reproductionConfig, reproductionTargets, type MachineProbe } from '../../src/experiments/reproduce';
 import { createSectionClient } from '../../src/llm/provider-registry';
 import { runInProcess, sharedComposer } from '../../src/experiments/session';
@@ -151,6 +151,16 @@ describe('reproduce a scripted run', () => {
     await expect(reproduceRun(copy, { composer: sharedComposer(), now: nextTime() })).rejects.toThrow(/has no provenance\.json/);
     const r = await reproduceRun(copy, { composer: sharedComposer(), allowDifferent: parseAllowDifferent(['all']), now: nextTime() });
     expect(r.identical).toBe(6);
+  });
+
+  it('gives a merged run its shards\' record when they agree on what is checked', () => {
+    const p = provenanceOf(runDir);
+    const elsewhere = { ...p, recordedAt: 'later', data: { dataset: { ...p.data.dataset!, path: '/other/machine/asqa.json' } } };
+    expect(mergedProvenance([p, elsewhere])).toBe(p);
+    const otherData = { ...p, data: { dataset: { ...p.data.dataset!, sha256: '0'.repeat(64) } } };
+    expect(mergedProvenance([p, otherData])).toBeUndefined();
+    expect(mergedProvenance([p, { ...p, code: { ...p.code, commit: 'd'.repeat(40) } }])).toBeUndefined();
+    expect(mergedProvenance([p, null])).toBeUndefined();
   });
 
   it('finds the runs of a bundle folder, and the one named', async () => {
