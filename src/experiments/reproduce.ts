@@ -15,7 +15,7 @@
  *      field that differs, both values escaped: model output is untrusted text) or missing, and
  *      the paired difference of every metric when asked (`--live`) or when something changed.
  */
-import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { escapeControl, quoteForDisplay } from '../common/safe-name';
 import { artifactsDir } from '../config/paths';
@@ -34,7 +34,7 @@ import type { RunOutcome } from './runner';
 import { parseUploadManifest, sha256, UPLOADS_TAG } from './shard-group';
 
 /** What `--allow-different` may let through, one word per kind of check. */
-export const REPRODUCE_CHECKS = ['commit', 'model', 'dataset', 'engine'] as const;
+export const REPRODUCE_CHECKS = ['commit', 'model', 'dataset', 'engine', 'retriever'] as const;
 export type ReproduceCheck = (typeof REPRODUCE_CHECKS)[number];
 
 /** One thing that is not here as the run recorded it. */
@@ -141,6 +141,23 @@ export function differences(config: ExperimentConfig, recorded: RunProvenance, p
       const what = (x: RecordedModel | undefined) => (x ? `${x.name} at ${x.baseUrl ?? '(no URL)'}` : 'none');
       out.push({ check: 'engine', line: `${m.role} endpoint differs: recorded ${what(m)}, here ${what(now)}` });
     }
+  }
+  return out;
+}
+
+/**
+ * The retriever's description (`describe()`: engine, index checksum and commit, passage count,
+ * server URL and index name) as recorded and as built here. Only the index folder's path (it may
+ * move with the project) and the retrieval cache's mode (it never changes a hit) are left out.
+ */
+export function retrieverDifferences(recorded: Readonly<Record<string, string>>, here: Readonly<Record<string, string>>): Difference[] {
+  const ignored = (key: string) => /(^|\.)index$/.test(key) || /(^|\.)cache$/.test(key);
+  const keys = [...new Set([...Object.keys(recorded), ...Object.keys(here)])].filter((k) => !ignored(k)).sort();
+  const out: Difference[] = [];
+  for (const key of keys) {
+    if (recorded[key] === here[key]) continue;
+    const show = (v: string | undefined) => (v === undefined ? '(none)' : escapeControl(v, 120));
+    out.push({ check: 'retriever', line: `retriever differs: ${key} recorded ${show(recorded[key])}, here ${show(here[key])}` });
   }
   return out;
 }
@@ -380,6 +397,19 @@ export async function reproduceRun(runDir: string, options: ReproduceOptions): P
   const rerun = reproductionConfig(config, recorded, name, reproductionDir, live);
   const endpoint = [config.llm, config.judge].some((s) => s?.provider === 'openai-compatible');
   const mode: Reproduction['mode'] = endpoint ? (live ? 'live' : 'replayed') : 'recomputed';
+
+  // The retriever describes itself only once built (an index's checksum, a server's index): built
+  // here, before the first question, and kept by the composer for the run.
+  if (recorded?.retriever && rerun.retriever) {
+    const built = await options.composer.components(rerun);
+    const other = retrieverDifferences(recorded.retriever, built.provenance?.retriever ?? {});
+    const refused = other.filter((d) => !allow.has(d.check));
+    if (refused.length > 0) {
+      rmSync(reproductionDir, { recursive: true, force: true }); // nothing ran: no folder left behind
+      throw new AmbiqaError(`cannot reproduce ${config.name}: ${refused.map((d) => d.line).join('; ')}`, 'pass --allow-different retriever to re-run it anyway');
+    }
+    found = [...found, ...other];
+  }
 
   const outcome = await runConfig(rerun, {
     composer: options.composer,

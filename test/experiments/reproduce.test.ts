@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { examplesDir } from '../../src/config/paths';
 import { configToYaml, readResolvedConfig, type ExperimentConfig, type ExperimentInput } from '../../src/experiments/config';
 import { collectProvenance, collectRunProvenance, mergedProvenance, sha256Path } from '../../src/experiments/provenance';
-import { describeReproduction, differences, machineProbe, notes, parseAllowDifferent, reproduced, reproduceRun, reproductionConfig, reproductionTargets, type MachineProbe } from '../../src/experiments/reproduce';
+import { describeReproduction, differences, machineProbe, notes, parseAllowDifferent, retrieverDifferences, reproduced, reproduceRun, reproductionConfig, reproductionTargets, type MachineProbe } from '../../src/experiments/reproduce';
 import { createSectionClient } from '../../src/llm/provider-registry';
 import { runInProcess, sharedComposer } from '../../src/experiments/session';
 import { readResults, readRunJson, runFiles, type RunProvenance } from '../../src/run-files';
@@ -174,6 +174,19 @@ describe('reproduce a scripted run', () => {
     await expect(reproductionTargets(bundle, { only: 'nope' })).rejects.toThrow(/no run named "nope" in .*bundle/);
     await expect(reproductionTargets(join(dir, 'no-such-folder'))).rejects.toThrow(/neither a folder nor an MLflow run id/);
     await expect(reproductionTargets('0123456789abcdef0123456789abcdef')).rejects.toThrow(/looks like an MLflow run id/);
+  });
+});
+
+describe('reproduce checks the retriever as it describes itself', () => {
+  it('names a rebuilt index and another server, and ignores where the index folder is and the cache mode', () => {
+    const recorded = { 'retriever.engine': 'lucene', 'retriever.index': '/a/index', 'retriever.index.sha256': 'a'.repeat(64), 'retriever.index.passages': '1000', cache: 'use' };
+    expect(retrieverDifferences(recorded, { ...recorded, 'retriever.index': '/b/index', cache: 'refresh' })).toEqual([]);
+    const rebuilt = retrieverDifferences(recorded, { ...recorded, 'retriever.index.sha256': 'b'.repeat(64), 'retriever.index.passages': '1001' });
+    expect(rebuilt.map((d) => d.line)).toEqual([`retriever differs: retriever.index.passages recorded 1000, here 1001`, `retriever differs: retriever.index.sha256 recorded ${'a'.repeat(64)}, here ${'b'.repeat(64)}`]);
+    expect(rebuilt.every((d) => d.check === 'retriever')).toBe(true);
+    const server = { 'retriever.engine': 'lucene', 'retriever.url': 'http://127.0.0.1:8001', 'retriever.indexName': 'wiki' };
+    expect(retrieverDifferences(server, { ...server, 'retriever.indexName': 'wiki\u001b[2J' })[0]!.line).toBe('retriever differs: retriever.indexName recorded wiki, here wiki\\x1b[2J');
+    expect(parseAllowDifferent(['retriever']).has('retriever')).toBe(true);
   });
 });
 

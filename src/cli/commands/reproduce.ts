@@ -17,7 +17,8 @@ const usage = `usage: ambiqa reproduce <run dir | bundle dir | MLflow run id> [o
 Checks this machine against what the run recorded (provenance.json): the code version (commit,
 uncommitted changes), the model files (sha256 of the bytes here), the data files (dataset,
 demos, ids, alternatives, corpus) and the engine build (node-llama-cpp, llama.cpp) or endpoint
-(model, base URL). Anything that differs is refused in one line naming it. Then it re-runs the
+(model, base URL), and the retriever's own description (index checksum, server). Anything that
+differs is refused in one line naming it. Then it re-runs the
 recorded config into artifacts/reproductions/<name>-<time>/ and compares every question (every
 question × trial under trials): identical, or changed with the first differing field shown.
 
