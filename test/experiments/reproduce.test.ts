@@ -5,10 +5,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { examplesDir } from '../../src/config/paths';
 import { configToYaml, readResolvedConfig, type ExperimentConfig, type ExperimentInput } from '../../src/experiments/config';
 import { collectProvenance, collectRunProvenance, mergedProvenance, sha256Path } from '../../src/experiments/provenance';
-import { describeReproduction, differences, machineProbe, notes, parseAllowDifferent, retrieverDifferences, reproduced, reproduceRun, reproductionConfig, reproductionTargets, type MachineProbe } from '../../src/experiments/reproduce';
+import { describeReproduction, differences, fetchRunFromMlflow, machineProbe, notes, parseAllowDifferent, retrieverDifferences, reproduced, reproduceRun, reproductionConfig, reproductionTargets, type MachineProbe } from '../../src/experiments/reproduce';
 import { createSectionClient } from '../../src/llm/provider-registry';
 import { runInProcess, sharedComposer } from '../../src/experiments/session';
 import { readResults, readRunJson, runFiles, type RunProvenance } from '../../src/run-files';
+import { sha256 } from '../../src/experiments/shard-group';
+import type { MlflowClient } from '../../src/tracking/index';
 import { startFaultServer, type FaultServer } from '../llm/fault-server';
 import { useIsolatedSession } from '../helpers/session-env';
 
@@ -174,6 +176,31 @@ describe('reproduce a scripted run', () => {
     await expect(reproductionTargets(bundle, { only: 'nope' })).rejects.toThrow(/no run named "nope" in .*bundle/);
     await expect(reproductionTargets(join(dir, 'no-such-folder'))).rejects.toThrow(/neither a folder nor an MLflow run id/);
     await expect(reproductionTargets('0123456789abcdef0123456789abcdef')).rejects.toThrow(/looks like an MLflow run id/);
+  });
+});
+
+describe('an MLflow run\'s files', () => {
+  /** A server holding one run's files and tags (only what reproduce asks of a client). */
+  function server(files: Record<string, string>, uploads: string | undefined): MlflowClient {
+    return {
+      getRun: async (runId: string) => ({ info: { runId, experimentId: '1', runName: 'served', status: 'FINISHED' }, tags: uploads === undefined ? {} : { 'ambiqa.uploads': uploads } }),
+      downloadArtifact: async (_runId: string, path: string) => Buffer.from(files[path] ?? ''),
+    } as unknown as MlflowClient;
+  }
+  const files = { 'config.yaml': 'format: 3\n', 'results.jsonl': '{}\n', 'provenance.json': '{}\n' };
+  const manifest = Object.entries(files).map(([f, text]) => `${f}=${sha256(Buffer.from(text))}`).join(' ');
+  const id = 'ab'.repeat(16);
+
+  it('are fetched when every one matches the checksum its session stored', async () => {
+    const dest = join(dir, 'fetched');
+    expect(await fetchRunFromMlflow(server(files, manifest), id, dest)).toBe(dest);
+    for (const [f, text] of Object.entries(files)) expect(readFileSync(join(dest, f), 'utf8')).toBe(text);
+  });
+
+  it('are refused when the uploads are pending, lack the results, or do not match', async () => {
+    await expect(fetchRunFromMlflow(server(files, 'pending'), id, join(dir, 'f1'))).rejects.toThrow(`reproduce: MLflow run ${id} has incomplete uploads (ambiqa.uploads is "pending")`);
+    await expect(fetchRunFromMlflow(server(files, manifest.replace(/results\.jsonl=\S+/, '')), id, join(dir, 'f2'))).rejects.toThrow(/has incomplete uploads \(no results\.jsonl\)/);
+    await expect(fetchRunFromMlflow(server({ ...files, 'results.jsonl': '{"cut":' }, manifest), id, join(dir, 'f3'))).rejects.toThrow(`reproduce: results.jsonl of MLflow run ${id} does not match its upload checksum`);
   });
 });
 
