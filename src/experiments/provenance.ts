@@ -1,8 +1,9 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
+import { writeFileAtomic } from '../common/jsonl';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
-import { dataDir, packageRoot, projectRoot } from '../config/paths';
+import { cacheDir, dataDir, packageRoot, projectRoot } from '../config/paths';
 import { type ToolSet, locateTool } from '../config/tools';
 import { readModelManifest } from '../config/models';
 import { catalogModelFile, describeLlmConfig, resolveLlmConfig } from '../llm/config';
@@ -168,12 +169,45 @@ function bytesOf(path: string): number {
 /** Checksums of the run's files, kept per (path, size, mtime) for the process: a sweep's points share one dataset. */
 const recordedMemo = new Map<string, { size: number; mtimeMs: number; sha256: string }>();
 
-function rememberedSha256(path: string): string {
+/**
+ * Files this large keep their checksum across processes too (`<cache dir>/file-sha256.json`, by
+ * path, size and mtime): a 13 GB passage file must not be read again at the start of every run.
+ * A reproduction never reads this store; it hashes the bytes that are there.
+ */
+const PERSISTED_FROM_BYTES = 64 << 20;
+
+function hashStorePath(): string {
+  return join(cacheDir(), 'file-sha256.json');
+}
+
+type HashStore = Record<string, { size: number; mtimeMs: number; sha256: string }>;
+
+function readHashStore(): HashStore {
+  try {
+    const value = JSON.parse(readFileSync(hashStorePath(), 'utf8')) as unknown;
+    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as HashStore) : {};
+  } catch {
+    return {}; // none yet, or unreadable: hashed again
+  }
+}
+
+/** A file's checksum for the run's record (`persistFrom`: the size from which the store keeps it). */
+export function rememberedSha256(path: string, persistFrom = PERSISTED_FROM_BYTES): string {
   const st = statSync(path);
   const memo = recordedMemo.get(path);
   if (memo && memo.size === st.size && memo.mtimeMs === st.mtimeMs) return memo.sha256;
-  const sha256 = sha256Path(path);
+  const persisted = st.isFile() && st.size >= persistFrom;
+  const stored = persisted ? readHashStore()[path] : undefined;
+  const sha256 = stored && stored.size === st.size && stored.mtimeMs === st.mtimeMs && /^[0-9a-f]{64}$/.test(stored.sha256) ? stored.sha256 : sha256Path(path);
   recordedMemo.set(path, { size: st.size, mtimeMs: st.mtimeMs, sha256 });
+  if (persisted && stored?.sha256 !== sha256) {
+    try {
+      mkdirSync(cacheDir(), { recursive: true });
+      writeFileAtomic(hashStorePath(), JSON.stringify({ ...readHashStore(), [path]: { size: st.size, mtimeMs: st.mtimeMs, sha256 } }) + '\n');
+    } catch {
+      /* a read-only cache dir: the file is hashed again next time */
+    }
+  }
   return sha256;
 }
 

@@ -1,10 +1,10 @@
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { examplesDir } from '../../src/config/paths';
 import { configToYaml, readResolvedConfig, type ExperimentConfig, type ExperimentInput } from '../../src/experiments/config';
-import { collectProvenance, collectRunProvenance, mergedProvenance, sha256Path } from '../../src/experiments/provenance';
+import { collectProvenance, collectRunProvenance, mergedProvenance, rememberedSha256, sha256Path } from '../../src/experiments/provenance';
 import { describeReproduction, differences, fetchRunFromMlflow, machineProbe, notes, parseAllowDifferent, retrieverDifferences, reproduced, reproduceRun, reproductionConfig, reproductionTargets, type MachineProbe } from '../../src/experiments/reproduce';
 import { createSectionClient } from '../../src/llm/provider-registry';
 import { runInProcess, sharedComposer } from '../../src/experiments/session';
@@ -176,6 +176,31 @@ describe('reproduce a scripted run', () => {
     await expect(reproductionTargets(bundle, { only: 'nope' })).rejects.toThrow(/no run named "nope" in .*bundle/);
     await expect(reproductionTargets(join(dir, 'no-such-folder'))).rejects.toThrow(/neither a folder nor an MLflow run id/);
     await expect(reproductionTargets('0123456789abcdef0123456789abcdef')).rejects.toThrow(/looks like an MLflow run id/);
+  });
+});
+
+describe('checksums recorded at run time', () => {
+  it('keep a large file\'s checksum across processes by path, size and mtime; a reproduction hashes the bytes', () => {
+    const before = process.env.AMBIQA_CACHE_DIR;
+    process.env.AMBIQA_CACHE_DIR = join(dir, 'hash-cache');
+    try {
+      const a = join(dir, 'big-a.tsv');
+      writeFileSync(a, 'passage\tone\n');
+      const sha = rememberedSha256(a, 1);
+      expect(sha).toBe(sha256Path(a));
+      const store = JSON.parse(readFileSync(join(dir, 'hash-cache', 'file-sha256.json'), 'utf8'));
+      expect(store[a]).toMatchObject({ sha256: sha, size: 12 });
+      // Another process finds it in the store and does not read the file (a planted value proves it).
+      const b = join(dir, 'big-b.tsv');
+      writeFileSync(b, 'passage\ttwo\n');
+      const st = statSync(b);
+      writeFileSync(join(dir, 'hash-cache', 'file-sha256.json'), JSON.stringify({ ...store, [b]: { size: st.size, mtimeMs: st.mtimeMs, sha256: 'e'.repeat(64) } }));
+      expect(rememberedSha256(b, 1)).toBe('e'.repeat(64));
+      expect(sha256Path(b)).not.toBe('e'.repeat(64));
+    } finally {
+      if (before === undefined) delete process.env.AMBIQA_CACHE_DIR;
+      else process.env.AMBIQA_CACHE_DIR = before;
+    }
   });
 });
 
