@@ -321,6 +321,8 @@ export interface Reproduction {
   /** Paired metric differences (reproduction − recorded), when live or when something changed. */
   metrics?: MetricDifference[];
   status: RunOutcome['status'];
+  /** How the recorded run ended (run.json), when it says. */
+  recordedStatus?: string;
 }
 
 function timeStamp(d: Date): string {
@@ -438,6 +440,8 @@ export async function reproduceRun(runDir: string, options: ReproduceOptions): P
     extra: outcome.results.filter((r) => !keys.has(rowKey(r))).length,
     status: outcome.status,
   };
+  const recordedStatus = readRunJson(join(runDir, runFiles.state), 'state')?.status;
+  if (recordedStatus) reproduction.recordedStatus = recordedStatus;
   if (live || identical < rows.length) reproduction.metrics = metricDifferences(before, after);
   return reproduction;
 }
@@ -496,7 +500,12 @@ export function describeReproduction(r: Reproduction): string[] {
   }
   const changed = r.rows.filter((x) => x.status === 'changed').length;
   const missing = r.rows.length - r.identical - changed;
-  const rest = [changed > 0 ? `${changed} changed` : '', missing > 0 ? `${missing} missing` : '', r.extra > 0 ? `${r.extra} not in the recorded run` : ''].filter(Boolean);
+  const rest = [
+    changed > 0 ? `${changed} changed` : '',
+    missing > 0 ? `${missing} missing` : '',
+    r.extra > 0 ? `${r.extra} not in the recorded run` : '',
+    r.status !== 'FINISHED' ? `the reproduction ${r.status}${r.recordedStatus ? `, the recorded run ${r.recordedStatus}` : ''}` : '',
+  ].filter(Boolean);
   lines.push(`${r.identical}/${r.rows.length} outputs identical${rest.length > 0 ? ` (${rest.join(', ')})` : ''}`);
   for (const m of r.metrics ?? []) {
     const d = m.delta;
@@ -506,7 +515,10 @@ export function describeReproduction(r: Reproduction): string[] {
   return lines;
 }
 
-/** Whether every recorded output came out the same (and the reproduction finished). */
+/**
+ * Whether every recorded output came out the same, and the reproduction finished — or stopped as
+ * the recorded run did (five failures in a row, recorded and reproduced alike).
+ */
 export function reproduced(r: Reproduction): boolean {
-  return r.identical === r.rows.length && r.status === 'FINISHED';
+  return r.identical === r.rows.length && (r.status === 'FINISHED' || r.status === r.recordedStatus);
 }

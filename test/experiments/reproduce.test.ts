@@ -377,6 +377,8 @@ describe('reproduce an endpoint run', () => {
     expect(reproduced(r)).toBe(false);
     const first = r.rows[0]!;
     expect(first).toMatchObject({ status: 'changed', field: 'error', recorded: '(none)' });
+    // Five failures in a row stop a run (FAILED): the sixth question was never asked.
+    expect(describeReproduction(r)).toContain('0/6 outputs identical (5 changed, 1 missing, the reproduction FAILED, the recorded run FINISHED)');
     expect(first.here).toMatch(/^"not in the LLM cache \(.*empty-cache\.sqlite\): a closed-book\.\S+ call of openai-compatible model loopback/);
   });
 
