@@ -118,6 +118,14 @@ describe('reproduce a scripted run', () => {
     expect(describeReproduction(r).some((l) => /allowed difference \(commit\): commit differs/.test(l))).toBe(true);
   });
 
+  it('is the library\'s reproduce too (the commit recorded here is a stand-in: let through, and said)', async () => {
+    const { reproduce } = await import('../../src/index');
+    await expect(reproduce(runDir, { progress: false })).rejects.toThrow(/^cannot reproduce scripted: commit differs: recorded cccccccccccc/);
+    const [r] = await reproduce(runDir, { allowDifferent: ['commit'], progress: false });
+    expect(r!.identical).toBe(6);
+    expect(r!.allowed.map((d) => d.check)).toContain('commit');
+  });
+
   it('refuses a run recorded from a tree with uncommitted changes', async () => {
     const copy = join(dir, 'dirty-run');
     cpSync(runDir, copy, { recursive: true });
