@@ -312,8 +312,13 @@ export interface Reproduction {
   allowed: Difference[];
   /** What differs without being refused, and what was pinned to the record (`notes`). */
   notes: string[];
-  /** How each model was asked: `recomputed` (cache off), `replayed` (cache only) or `live`. */
+  /**
+   * How the run's models were asked: `recomputed` (in-process, cache off), `replayed` (an endpoint,
+   * from the cache only) or `live` (an endpoint asked again); an endpoint's way when the run has one.
+   */
   mode: 'recomputed' | 'replayed' | 'live';
+  /** The same per config section (`llm`, and `judge` when the run has one). */
+  modes: Partial<Record<'llm' | 'judge', Reproduction['mode']>>;
   rows: RowComparison[];
   identical: number;
   /** Rows of the reproduction the recorded run does not have (it was stopped early). */
@@ -375,7 +380,7 @@ export async function reproduceRun(runDir: string, options: ReproduceOptions): P
   let noted: string[] = [];
   const probe = { ...machineProbe(), ...options.probe };
   if (!recorded) {
-    // Nothing to check against: a run from before provenance.json, or a merge of shards.
+    // Nothing to check against: a run from before provenance.json, or a merge whose shards disagreed.
     if (allow.size < REPRODUCE_CHECKS.length) {
       throw new AmbiqaError(`cannot reproduce ${runDir}: it has no ${runFiles.provenance} (written before ambiqa recorded one), so nothing can be checked`, 'pass --allow-different all to re-run its config unchecked');
     }
@@ -397,8 +402,9 @@ export async function reproduceRun(runDir: string, options: ReproduceOptions): P
   const reproductionDir = options.outDir ?? join(artifactsDir(), 'reproductions', name);
   mkdirSync(reproductionDir, { recursive: true });
   const rerun = reproductionConfig(config, recorded, name, reproductionDir, live);
-  const endpoint = [config.llm, config.judge].some((s) => s?.provider === 'openai-compatible');
-  const mode: Reproduction['mode'] = endpoint ? (live ? 'live' : 'replayed') : 'recomputed';
+  const modeOf = (section: LlmSectionConfig): Reproduction['mode'] => (section.provider === 'openai-compatible' ? (live ? 'live' : 'replayed') : 'recomputed');
+  const modes: Reproduction['modes'] = { llm: modeOf(config.llm), ...(config.judge ? { judge: modeOf(config.judge) } : {}) };
+  const mode: Reproduction['mode'] = Object.values(modes).find((m) => m !== 'recomputed') ?? 'recomputed';
 
   // The retriever describes itself only once built (an index's checksum, a server's index): built
   // here, before the first question, and kept by the composer for the run.
@@ -435,6 +441,7 @@ export async function reproduceRun(runDir: string, options: ReproduceOptions): P
     allowed: found,
     notes: noted,
     mode,
+    modes,
     rows,
     identical,
     extra: outcome.results.filter((r) => !keys.has(rowKey(r))).length,
@@ -490,7 +497,10 @@ export function metricDifferences(before: readonly ExampleResult[], after: Reado
 /** The report's lines: one per row that is not identical, a summary line, the metric differences. */
 export function describeReproduction(r: Reproduction): string[] {
   const lines: string[] = [];
-  const how = { recomputed: 'every model call computed again (LLM cache off)', replayed: 'replayed from the LLM cache (nothing sent)', live: 'the endpoint asked again (--live)' }[r.mode];
+  const words = { recomputed: 'computed again (LLM cache off)', replayed: 'replayed from the LLM cache (nothing sent)', live: 'the endpoint asked again (--live)' };
+  const how = Object.entries(r.modes)
+    .map(([section, m]) => `${section} ${words[m]}`)
+    .join('; ');
   lines.push(`reproduce ${r.name}: ${how}; reproduction in ${r.reproductionDir}`);
   for (const d of r.allowed) lines.push(`  allowed difference (${d.check}): ${d.line}`);
   for (const n of r.notes) lines.push(`  note: ${n}`);

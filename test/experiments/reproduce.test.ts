@@ -99,6 +99,7 @@ describe('reproduce a scripted run', () => {
     expect(r.metrics).toBeUndefined(); // nothing changed and not live: no metric difference asked for
     expect(describeReproduction(r)).toContain('6/6 outputs identical');
     expect(r.mode).toBe('recomputed');
+    expect(describeReproduction(r)[0]).toMatch(/^reproduce scripted: llm computed again \(LLM cache off\); reproduction in .*reproductions/);
     // Computed again, not replayed: the provider was called for every question (start and end lines).
     const callsAfter = readFileSync(callLog, 'utf8').trim().split('\n').length;
     expect(callsAfter - callsBefore).toBe(2 * 6);
@@ -353,6 +354,7 @@ describe('reproduce an endpoint run', () => {
     const r = await reproduceRun(runDir, { composer: sharedComposer(), probe: sameCode(provenanceOf(runDir)), live: true, now: nextTime() });
     expect(server.requests.length - sent).toBe(6);
     expect(r.mode).toBe('live');
+    expect(describeReproduction(r)[0]).toMatch(/^reproduce endpoint: llm the endpoint asked again \(--live\); /);
     expect(r.identical).toBe(4);
     expect(reproduced(r)).toBe(false);
     const changed = r.rows.filter((x) => x.status === 'changed');
