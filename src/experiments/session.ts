@@ -19,7 +19,7 @@ import { defaultAlternativesPath, loadDataset } from '../datasets/index';
 import { loadAlternativeAnswers } from '../datasets/alternative-answers';
 import type { Example } from '../datasets/types';
 import { loadRun, loadSweep, type LoadedRun, type LoadedSweep } from '../report/load';
-import { runsDir, sweepsDir, runFiles, scoreValues, type ExampleResult, type MetricAggregate } from '../run-files';
+import { rowKey, runsDir, sweepsDir, runFiles, scoreValues, traceKey, type ExampleResult, type MetricAggregate } from '../run-files';
 import { exampleOfRecord } from './record';
 import { aggregateResults, createScorer, methodCatalog, storedSignals } from './bindings';
 import { createComposer, type Composer } from './compose';
@@ -255,7 +255,7 @@ export async function sweepInProcess(input: ExperimentInput, options: SessionSwe
 export interface ScoredRun {
   dir: string;
   metrics: string[];
-  /** Per-question metric values, keyed by question id. */
+  /** Per-row metric values, keyed by `rowKey` (the question id; `id#trial` under `trials: k`). */
   perQuestion: Map<string, Record<string, number>>;
   /** Means with bootstrap 95% CIs over the answered questions. */
   aggregate: Record<string, MetricAggregate>;
@@ -301,14 +301,15 @@ export async function scoreRun(nameOrDir: string, options: { metrics?: string[] 
   try {
     const scorer = createScorer(config.dataset.name, metrics, reader ? { reader: reader.reader } : {});
     const methods = methodCatalog();
-    const traces = new Map(run.traces.map((t) => [t.questionId, t]));
+    // By `rowKey`: under `trials: k` each trial's row has its own trace and its own scores.
+    const traces = new Map(run.traces.map((t) => [traceKey(t), t]));
     const perQuestion = new Map<string, Record<string, number>>();
     const rescored: ExampleResult[] = [];
     for (const r of counted) {
-      const signals = storedSignals(r, traces.get(r.id), methods);
+      const signals = storedSignals(r, traces.get(rowKey(r)), methods);
       const scores = await scorer.score(exampleOf(r), { output: r.output, ...(r.answer !== undefined ? { answer: r.answer } : {}), ...signals });
       const row = { ...r, scores };
-      perQuestion.set(r.id, scoreValues(row));
+      perQuestion.set(rowKey(r), scoreValues(row));
       rescored.push(row);
     }
     return { dir, metrics, perQuestion, aggregate: rescored.length > 0 ? aggregateResults(rescored) : {}, settings: scorer.settings };
