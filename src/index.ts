@@ -3,7 +3,7 @@
  * another project that depends on this repository. Everything here is documented in
  * docs/notebooks.md (the library section); anything not exported here is internal and may change.
  *
- *   experiments  run, sweep, resume, score; loadRun, loadSweep; the config types
+ *   experiments  run, sweep, resume, score, reproduce; loadRun, loadSweep; the config types
  *   pipelines    createPipeline, the pipeline classes and their option types
  *   llm          createLanguageModel, LlmClient, ScriptedProvider (tests), the model contract
  *   retrieval    corpora, createRetriever / createReranker, BM25, dense, hybrid, MiniLM
@@ -28,6 +28,8 @@ import {
   type SessionSweepOptions,
 } from './experiments/session';
 import { defaultProgress } from './notebook/progress';
+import { reproduceInProcess, type ReproduceOptions } from './experiments/reproduce-session';
+import type { Reproduction } from './experiments/reproduce';
 
 // ---------------------------------------------------------------- experiments
 
@@ -64,6 +66,18 @@ export function resume(nameOrDir: string, options: WithProgress<Omit<SessionRunO
 
 /** Score a run's outputs again (other metrics, another reader) without re-answering. */
 export const score = scoreRun;
+
+/**
+ * Run a recorded run again and compare every output (docs/experiments.md, "Reproducing a run"):
+ * a run folder, the runs of a bundle folder, or an MLflow run id. Refuses, naming it, what differs
+ * on this machine (code, model or data checksums, engine build) unless `allowDifferent` says so.
+ */
+export function reproduce(target: string, options: WithProgress<ReproduceOptions> = {}): Promise<Reproduction[]> {
+  return reproduceInProcess(target, { ...options, progress: progressOption(options) });
+}
+export { describeReproduction, reproduced, type Reproduction, type RowComparison, type MetricDifference } from './experiments/reproduce';
+export type { ReproduceOptions } from './experiments/reproduce-session';
+export type { RunProvenance } from './run-files';
 
 /** Check a config object without running it; returns the resolved config (defaults filled in). */
 export const checkConfig = resolveConfig;
@@ -198,6 +212,7 @@ export { rougeL, rougeLsum } from './metrics/rouge';
 export { compare, comparisonRows, comparisonQuestionRows, type Comparable, type ComparisonResult, type CompareCallOptions } from './notebook/compare';
 export { compareRuns, type CompareRunInput, type CompareOptions } from './metrics/compare';
 export { pairedDelta, signFlipTest, holm, questionsForPower, type PairedDelta } from './metrics/paired';
+export { pairedTrialDelta, trialMean, trialSplit, type PairedTrialDelta, type PairedTrialSplit, type TrialPower } from './metrics/trials';
 export { readComparison } from './report/compare';
 export type { Comparison, ComparedRun, PairedRow, ComparedQuestion } from './run-files/comparison';
 

@@ -26,6 +26,7 @@ const commands: Record<string, () => Promise<Command>> = {
   report: () => import('./commands/report'),
   compare: () => import('./commands/compare'),
   bundle: () => import('./commands/bundle'),
+  reproduce: () => import('./commands/reproduce'),
   notebook: () => import('./commands/notebook'),
   serve: () => import('./commands/serve'),
   index: () => import('./commands/index'),

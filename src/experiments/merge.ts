@@ -15,6 +15,7 @@ import { configParams, guard, metricsForMlflow, type TrackingFactory } from './r
 import { addDecisions, summariseRun } from './runner';
 import { parseShard } from './shard';
 import { warnOf, type RunEnvironment } from './observers';
+import { mergedProvenance } from './provenance';
 import type { MethodAnalyses } from '../metrics/methods';
 
 /**
@@ -177,6 +178,10 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
     if (calibration.promptTokens !== undefined) metrics.usage.calibration_prompt_tokens = calibration.promptTokens;
   }
   writeRunJson(join(dir, runFiles.metrics), 'metrics', metrics);
+  // What `ambiqa reproduce` checks: the shards' record when they agree (provenance.ts).
+  const provenance = mergedProvenance(shards.map((s) => readRunJson(join(s.dir, runFiles.provenance), 'provenance')));
+  if (provenance) writeRunJson(join(dir, runFiles.provenance), 'provenance', provenance);
+  else warn(`merge: no ${runFiles.provenance} for the merged run (a shard has none, or the shards ran on different code, data or models): \`ambiqa reproduce\` will need --allow-different all`);
   writeJson(join(dir, 'shards.json'), {
     count,
     missing: missingShards,
@@ -209,7 +214,7 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
     writeRunJson(join(dir, runFiles.mlflow), 'mlflow', mlflow);
     await guard(warn, 'log params', () => parent.logParams({ ...configParams(config), ...metrics.settings }));
     await guard(warn, 'log metrics', () => parent.logMetrics(metricsForMlflow(metrics)));
-    for (const f of [runFiles.config, runFiles.metrics, runFiles.results, runFiles.traces, 'shards.json']) {
+    for (const f of [runFiles.config, runFiles.metrics, runFiles.results, runFiles.traces, ...(provenance ? [runFiles.provenance] : []), 'shards.json']) {
       await guard(warn, `upload ${f}`, () => parent.logArtifact(join(dir, f)));
     }
     // Nest the shards' own runs under the parent: a tag, so their history stays as it was.

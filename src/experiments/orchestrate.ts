@@ -6,7 +6,7 @@ import type { PriceSource } from '../llm/pricing';
 import type { Pipeline, PipelineContext, PipelineOutput } from '../pipelines/types';
 import { questionKey } from '../retrieval/types';
 import type { Trace } from '../trace/types';
-import type { ExampleResult, LabelledJudgment, MetricAggregate, QuestionScores } from '../run-files';
+import type { ExampleResult, LabelledJudgment, MetricAggregate, QuestionScores, RunProvenance } from '../run-files';
 import { questionRecord } from './record';
 import type { WorkItem } from './run-state';
 
@@ -43,6 +43,11 @@ export interface RunComponents {
    * reported as `retrieval_cache_hits` / `retrieval_cache_misses`; absent: no cached retriever.
    */
   retrievalCache?(): { hits: number; misses: number } | undefined;
+  /**
+   * What `ambiqa reproduce` checks (code version, data and model checksums, engine build),
+   * written to the run's `provenance.json` when it starts; absent: none written (tests' parts).
+   */
+  provenance?: RunProvenance;
 }
 
 export interface AnswerRequest {

@@ -1,6 +1,7 @@
 import type { ExperimentConfig } from './config';
 import { answerExamples, type RunComponents } from './orchestrate';
-import { type ExampleResult, type MetricAggregate, type RunMetrics, readTraces, rowKey, traceKey } from '../run-files';
+import { type ExampleResult, type MetricAggregate, type RunMetrics, readTraces, rowKey, traceKey, writeRunJson } from '../run-files';
+import { existsSync } from 'node:fs';
 import { openRunDir } from './run-dir';
 import { acquireDirLock } from './run-lock';
 import { planWork, RunStateFile, runStateObserver } from './run-state';
@@ -99,6 +100,9 @@ export async function runSession(request: RunRequest): Promise<RunOutcome> {
   checkGroupBy(config.groupBy, components.examples);
 
   const { paths, redacted } = openRunDir(config, runDir, resume, warn);
+  // What a reproduction checks is what the run started with: written by its first session (a
+  // resumed run keeps it; one started before provenance.json existed gets this session's).
+  if (components.provenance && !existsSync(paths.provenance)) writeRunJson(paths.provenance, 'provenance', components.provenance);
   const plan = planWork(config, components.examples, paths.results);
   // The earlier sessions' traces, read once like their rows: the final files and the decision
   // statistics are written from memory.
@@ -237,7 +241,7 @@ export async function runSession(request: RunRequest): Promise<RunOutcome> {
     }
     addDecisions(metrics, results, resultTraces, methodCatalog());
 
-    const files = [paths.config, paths.metrics, paths.results, paths.traces, paths.state, ...(calibrated.priors ? [paths.judgePriors] : [])];
+    const files = [paths.config, paths.metrics, paths.results, paths.traces, paths.state, paths.provenance, ...(calibrated.priors ? [paths.judgePriors] : [])];
     await emit(observers, 'onEnd', {
       status,
       results,
