@@ -52,7 +52,7 @@ const PLOTLY_ASSET = 'assets/plotly.min.js';
  * (`ambiqa.git.commit`, `ambiqa.model.llm.sha256`, …). Whatever is not there is `undefined` and
  * shown as "not recorded": a page never guesses.
  */
-export interface RunProvenance {
+export interface PageProvenance {
   commit?: string;
   dirty?: boolean;
   ambiqaVersion?: string;
@@ -87,16 +87,16 @@ function readJsonObject(path: string): Record<string, unknown> | undefined {
 
 const sha256File = (path: string): string => createHash('sha256').update(readFileSync(path)).digest('hex');
 
-type Recorded = Omit<RunProvenance, 'configSha256' | 'source' | 'tracedLlm'>;
+type Recorded = Omit<PageProvenance, 'configSha256' | 'source' | 'tracedLlm'>;
 
-/** Normalise a recorded provenance object (provenance.json, `Provenance` field names or MLflow tag names) into `RunProvenance`. */
+/** Normalise a recorded provenance object (provenance.json, `Provenance` field names or MLflow tag names) into `PageProvenance`. */
 export function normaliseProvenance(raw: Record<string, unknown>): Recorded {
   const tags = obj(raw.tags) ?? raw;
   const tag = (k: string) => str(tags[k]);
   const code = obj(raw.code) ?? {};
-  const models: RunProvenance['models'] = [];
+  const models: PageProvenance['models'] = [];
   const model = (role: string, o: Record<string, unknown>) => {
-    const m: RunProvenance['models'][number] = { role };
+    const m: PageProvenance['models'][number] = { role };
     for (const k of ['name', 'sha256', 'provider', 'baseUrl'] as const) if (str(o[k])) m[k] = str(o[k])!;
     models.push(m);
   };
@@ -107,7 +107,7 @@ export function normaliseProvenance(raw: Record<string, unknown>): Recorded {
     const sha256 = tag(`ambiqa.model.${role}.sha256`);
     if ((name || sha256) && !models.some((m) => m.role === role)) models.push({ role, ...(name ? { name } : {}), ...(sha256 ? { sha256 } : {}) });
   }
-  const dataFiles: RunProvenance['dataFiles'] = [];
+  const dataFiles: PageProvenance['dataFiles'] = [];
   for (const [field, f] of Object.entries(obj(raw.data) ?? {})) {
     const o = obj(f);
     if (o) dataFiles.push({ field, ...(str(o.path) ? { path: str(o.path)! } : {}), ...(str(o.sha256) ? { sha256: str(o.sha256)! } : {}) });
@@ -125,6 +125,7 @@ export function normaliseProvenance(raw: Record<string, unknown>): Recorded {
       ? [
           str(engineObj.nodeLlamaCpp) ? `node-llama-cpp ${str(engineObj.nodeLlamaCpp)}` : undefined,
           str(engineObj.llamaCpp) ? `llama.cpp ${str(engineObj.llamaCpp)}` : undefined,
+          str(engineObj.cpu) ? `CPU ${str(engineObj.cpu)}` : undefined,
           str(engineObj.name),
           str(engineObj.version),
           str(engineObj.build),
@@ -151,11 +152,11 @@ export function normaliseProvenance(raw: Record<string, unknown>): Recorded {
   return out;
 }
 
-export function runProvenance(run: LoadedRun): RunProvenance {
-  let found: RunProvenance = { models: [], dataFiles: [] };
-  const file = readJsonObject(join(run.dir, 'provenance.json'));
+export function runProvenance(run: LoadedRun): PageProvenance {
+  let found: PageProvenance = { models: [], dataFiles: [] };
+  const file = readJsonObject(join(run.dir, runFiles.provenance));
   const inState = obj(readJsonObject(join(run.dir, runFiles.state))?.provenance);
-  if (file) found = { ...normaliseProvenance(file), source: 'provenance.json' };
+  if (file) found = { ...normaliseProvenance(file), source: runFiles.provenance };
   else if (inState) found = { ...normaliseProvenance(inState), source: runFiles.state };
   const trace = run.traces[0];
   if (trace) found.tracedLlm = `${trace.llm.provider}/${trace.llm.model}`;
@@ -300,7 +301,7 @@ interface RunItem {
   slug: string;
   /** The sweep page it belongs to, when it is a sweep's point. */
   sweepSlug?: string;
-  provenance: RunProvenance;
+  provenance: PageProvenance;
 }
 interface SweepItem {
   kind: 'sweep';
@@ -547,7 +548,7 @@ function writeRunDownloads(run: LoadedRun, dir: string): string[] {
   writeFileAtomic(join(dir, 'results.csv'), redactText(resultsCsv(run.results), secrets));
   const files = ['results.csv', 'results.jsonl'];
   // provenance.json too: `ambiqa reproduce <bundle>` re-runs a bundled run from these files.
-  for (const name of [runFiles.config, runFiles.metrics, 'provenance.json']) {
+  for (const name of [runFiles.config, runFiles.metrics, runFiles.provenance]) {
     const from = join(run.dir, name);
     if (existsSync(from)) {
       writeFileAtomic(join(dir, name), readFileSync(from, 'utf8'));
@@ -654,13 +655,13 @@ const missing = '<td class="missing">not recorded</td>';
 const cell = (v: string | undefined, code = false) => (v ? `<td>${code ? `<code class="hash">${escapeHtml(v)}</code>` : escapeHtml(v)}</td>` : missing);
 
 /** A model as one line: role, name, provider or endpoint, and its sha256 or "sha256 not recorded". */
-function modelHtml(m: RunProvenance['models'][number]): string {
+function modelHtml(m: PageProvenance['models'][number]): string {
   const where = [m.provider, m.baseUrl].filter(Boolean).join(' at ');
   const sha = m.sha256 ? `<code class="hash">sha256 ${escapeHtml(m.sha256)}</code>` : m.baseUrl ? '<span class="missing">endpoint: no file checksum</span>' : '<span class="missing">sha256 not recorded</span>';
   return `${escapeHtml(m.role)}: ${escapeHtml(m.name ?? '(unnamed)')}${where ? ` <span class="note">(${escapeHtml(where)})</span>` : ''} ${sha}`;
 }
 
-function provenanceRows(p: RunProvenance, run: LoadedRun, configHref: string | undefined): string {
+function provenanceRows(p: PageProvenance, run: LoadedRun, configHref: string | undefined): string {
   const dataset = run.config.dataset;
   const d = obj(dataset);
   const datasetName = typeof dataset === 'string' ? dataset : d ? [str(d.name), str(d.split)].filter(Boolean).join(' / ') : undefined;
@@ -698,7 +699,7 @@ function scoringRow(run: LoadedRun): string {
   return `<tr><th>re-scored</th><td>${scoring.map(line).join('<br>')}</td></tr>`;
 }
 
-function provenanceTable(p: RunProvenance, run: LoadedRun, configHref: string): string {
+function provenanceTable(p: PageProvenance, run: LoadedRun, configHref: string): string {
   const source = p.source ? `from the run folder's ${escapeHtml(p.source)}` : 'the run folder records no provenance file';
   return `<section class="provenance"><h2>What produced this</h2><table class="provenance">${provenanceRows(p, run, configHref)}</table><p class="note">Read ${source}; built from ${escapeHtml(run.dir)}.</p></section>`;
 }
@@ -759,7 +760,7 @@ function indexHtml(o: {
   generatedAt: string;
 }): string {
   const a = (href: string, text: string) => `<a href="${escapeHtml(rel('index.html', href))}">${escapeHtml(text)}</a>`;
-  const produced = (p: RunProvenance) =>
+  const produced = (p: PageProvenance) =>
     `<td>${p.commit ? `<code class="hash">${escapeHtml(p.commit.slice(0, 12))}</code>${p.dirty ? ' (dirty)' : ''}` : '<span class="missing">commit not recorded</span>'}<br>` +
     `${p.models.length > 0 ? p.models.map((m) => `${escapeHtml(m.name ?? m.role)}${m.sha256 ? ` <code class="hash">${escapeHtml(m.sha256.slice(0, 12))}…</code>` : ''}`).join('<br>') : escapeHtml(p.tracedLlm ?? 'model not recorded')}<br>` +
     `${p.datasetSha256 ? `data <code class="hash">${escapeHtml(p.datasetSha256.slice(0, 12))}…</code>` : '<span class="missing">dataset checksum not recorded</span>'}</td>`;

@@ -3,9 +3,10 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main';
+import { reproductionTargets } from '../../src/experiments/reproduce';
 import { methodCatalog } from '../../src/pipelines/registry';
 import { buildBundle, classifyBundleInput, csvCell, normaliseProvenance, readBundleManifest, resultsCsv, type BuiltBundle } from '../../src/report/bundle';
-import { scoresOf } from '../../src/run-files';
+import { readRunJson, scoresOf } from '../../src/run-files';
 import { INJECTIONS } from '../plots/browser';
 import { result, run, trace, writeRunDir } from '../plots/fixtures';
 import { clearRegisteredSecrets, registerSecret } from '../../src/common/secrets';
@@ -145,8 +146,15 @@ describe('ambiqa bundle: the site', () => {
   });
 
   it('copies a run’s provenance.json beside its page, so the bundled run folder can be re-run', () => {
+    // The fixture is a provenance.json as reproduce's recording writes it (its schema reads it).
+    expect(readRunJson(join(study.toc, 'provenance.json'), 'provenance')?.code.commit).toBe(RECORDED.code.commit);
     expect(JSON.parse(readFileSync(join(out, 'runs', 'toc', 'provenance.json'), 'utf8'))).toEqual(RECORDED);
     expect(existsSync(join(out, 'runs', 'rag', 'provenance.json'))).toBe(false);
+  });
+
+  it('is a target `ambiqa reproduce` finds its runs in (each run folder of the bundle has config.yaml, results.jsonl and provenance.json)', async () => {
+    const targets = await reproductionTargets(out);
+    expect(targets.map((d) => relative(out, d)).sort()).toEqual(['runs/rag', 'runs/toc', 'runs/ve.threshold-2', 'runs/ve.threshold-3']);
   });
 
   it('copies a figure’s PNG beside its page and offers it as the fallback', () => {
