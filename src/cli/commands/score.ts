@@ -358,7 +358,7 @@ async function rescoreCommand(values: Record<string, string | boolean | undefine
   const clash = ['dataset', 'data', 'split', 'questions', 'predictions', 'out', 'resamples', 'seed', 'strict'].filter((k) => values[k] !== undefined && values[k] !== false);
   if (clash.length > 0) {
     throw new AmbiqaError(
-      `--run re-scores a run folder in place: ${clash.map((k) => `--${k}`).join(', ')} ${clash.length > 1 ? 'go' : 'goes'} with --predictions`,
+      `${clash.map((k) => `--${k}`).join(', ')} ${clash.length > 1 ? 'are' : 'is'} for scoring a predictions file, not with --run (which re-scores a run folder in place)`,
       "a run's rows carry their targets: give --run <dir> [--metrics a,b] [--reader <reader>]",
     );
   }

@@ -1,0 +1,247 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { run as runCommand } from '../../src/cli/commands/run';
+import { run as scoreCommand } from '../../src/cli/commands/score';
+import { readJsonl } from '../../src/common/jsonl';
+import { AmbiqaError } from '../../src/errors';
+import { rescoreInPlace } from '../../src/experiments/rescore';
+import { uploadedSha256 } from '../../src/experiments/shard-group';
+import { readResults, type ExampleResult, type RunMetrics } from '../../src/run-files';
+import { FakeTracking } from './helpers/fixtures';
+import { writeAsqa, writeYaml } from './helpers/files';
+
+// `ambiqa score --run` on real run folders written by `ambiqa run` (closed-book on the scripted
+// provider, tracking off): scores are added and replaced in place from the stored outputs, the
+// replaced ones kept in each row's scoreHistory, metrics.json recomputed with a `scoring` entry,
+// and no pipeline built and no generator called while doing it.
+
+// Every pipeline the registry builds is counted: a re-scoring must build none.
+const built = vi.hoisted(() => ({ count: 0 }));
+vi.mock('../../src/pipelines/registry', async (importOriginal) => {
+  const mod = await importOriginal<typeof import('../../src/pipelines/registry')>();
+  return {
+    ...mod,
+    createPipeline: (name: string, options?: unknown) => {
+      built.count++;
+      return mod.createPipeline(name, options);
+    },
+  };
+});
+
+const dir = mkdtempSync(join(tmpdir(), 'ambiqa-rescore-'));
+const saved = { artifacts: process.env.AMBIQA_ARTIFACTS_DIR, tracking: process.env.AMBIQA_TRACKING };
+const callLog = join(dir, 'calls.jsonl');
+const quiet = { log: () => undefined, env: { note: () => undefined, warn: (m: string) => void warnings.push(m) } };
+const warnings: string[] = [];
+let data: string;
+
+beforeAll(() => {
+  process.env.AMBIQA_ARTIFACTS_DIR = join(dir, 'artifacts');
+  process.env.AMBIQA_TRACKING = 'off';
+  data = writeAsqa(dir, 4);
+});
+afterAll(() => {
+  for (const [k, v] of [['AMBIQA_ARTIFACTS_DIR', saved.artifacts], ['AMBIQA_TRACKING', saved.tracking]] as const) {
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
+  }
+});
+
+/** A finished ASQA run scored with str_em only and no reader; its folder. */
+async function finishedRun(name: string): Promise<string> {
+  const config = writeYaml(join(dir, `${name}.yaml`), {
+    dataset: { name: 'asqa', path: data },
+    pipeline: { name: 'closed-book', options: { nShots: 0, maxTokens: 32 } },
+    // Right for the first DQ of q00 (1990) only: STR-EM 50 there, 0 elsewhere.
+    llm: { provider: 'scripted', reply: 'Event 0 first happened in 1990.', cache: join(dir, `${name}.sqlite`), callLog },
+    metrics: ['str_em'],
+    reader: 'none',
+    tracking: { enabled: false },
+  });
+  expect(await runCommand([config, '--name', name, '--quiet'])).toBe(0);
+  return join(dir, 'artifacts', 'runs', name);
+}
+
+const rows = (run: string): ExampleResult[] => readResults(join(run, 'results.jsonl'));
+const metricsOf = (run: string): RunMetrics => JSON.parse(readFileSync(join(run, 'metrics.json'), 'utf8')) as RunMetrics;
+const calls = (): number => (existsSync(callLog) ? readJsonl(callLog).length : 0);
+const version = (JSON.parse(readFileSync(join(__dirname, '../../package.json'), 'utf8')) as { version: string }).version;
+
+/** ROUGE-Lsum of a run's stored outputs as `ambiqa score --predictions` computes it (another code path). */
+async function scoredByPredictions(run: string, metric: string): Promise<{ mean: number; perExample: Map<string, number> }> {
+  const out = join(dir, `predictions-${metric}-${Date.now()}.json`);
+  expect(await scoreCommand(['--dataset', 'asqa', '--data', data, '--predictions', join(run, 'results.jsonl'), '--metrics', metric, '--out', out])).toBe(0);
+  const report = JSON.parse(readFileSync(out, 'utf8')) as { metrics: Record<string, number>; per_example: Array<Record<string, number | string>> };
+  return { mean: report.metrics[metric]!, perExample: new Map(report.per_example.map((e) => [String(e.id), Number(e[metric])])) };
+}
+
+describe('ambiqa score --run', () => {
+  it('adds a metric from the stored outputs: no pipeline built, no generator called; provenance recorded', async () => {
+    const run = await finishedRun('add');
+    const before = rows(run);
+    const [builtBefore, callsBefore] = [built.count, calls()];
+    expect(builtBefore).toBeGreaterThan(0); // the run itself built its pipeline through the counted registry
+    const lines: string[] = [];
+    const outcome = await rescoreInPlace({ target: run, metrics: ['rougeLsum'], ...quiet, log: (l) => void lines.push(l), now: () => new Date('2026-12-07T11:00:00Z') });
+    expect(built.count).toBe(builtBefore);
+    expect(calls()).toBe(callsBefore);
+
+    const after = rows(run);
+    expect(after.map((r) => [r.id, r.output])).toEqual(before.map((r) => [r.id, r.output]));
+    const expected = await scoredByPredictions(run, 'rougeLsum');
+    for (const [i, r] of after.entries()) {
+      expect(r.scores.rougeLsum!.scoredBy).toBe('score-1');
+      expect(r.scores.rougeLsum!.value).toBeCloseTo(expected.perExample.get(r.id)!, 3);
+      // str_em was not scored again: as the run wrote it, and nothing was replaced.
+      expect(r.scores.str_em).toEqual(before[i]!.scores.str_em);
+      expect(r.scoreHistory).toBeUndefined();
+    }
+    const m = metricsOf(run);
+    expect(m.metrics.rougeLsum!.mean).toBeCloseTo(expected.mean, 3);
+    expect(m.metrics.str_em).toEqual(JSON.parse(JSON.stringify(outcome.runs[0]!.before.str_em)));
+    expect(m.metrics.str_em!.mean).toBe(12.5);
+    expect(m.settings?.['metric.sentence_splitter']).toMatch(/^punkt/);
+    expect(m.scoring).toHaveLength(1);
+    const entry = m.scoring![0]!;
+    expect(entry).toMatchObject({ id: 'score-1', at: '2026-12-07T11:00:00.000Z', metrics: ['rougeLsum'], version });
+    expect(entry.reader).toBeUndefined();
+    expect(entry.commit).toMatch(/^[0-9a-f]{40}(-dirty)?$/);
+    // The rest of metrics.json is as the run wrote it.
+    expect((m as unknown as { format: number }).format).toBe(3);
+    expect(m.n).toBe(4);
+    expect(m.status).toBe('FINISHED');
+    expect(lines.join('\n')).toContain('score-1 scored 4 row(s), 0 earlier score(s) kept in scoreHistory; rougeLsum — → ');
+  });
+
+  it('a second and third re-scoring grow each row\'s history; every earlier value is recoverable; DR follows its D-F1', async () => {
+    const run = await finishedRun('history');
+    const original = rows(run);
+    await rescoreInPlace({ target: run, metrics: ['rougeLsum'], ...quiet, now: () => new Date('2026-12-07T11:00:00Z') });
+    const first = rows(run);
+    // Second: str_em and rougeLsum again, and DR with the reader that copies "1990" (D-F1 with it).
+    await rescoreInPlace({ target: run, metrics: ['str_em', 'dr'], reader: 'scripted:1990', ...quiet, now: () => new Date('2026-12-07T11:05:00Z') });
+    const second = rows(run);
+    let m = metricsOf(run);
+    expect(m.scoring!.map((e) => e.id)).toEqual(['score-1', 'score-2']);
+    expect(m.scoring![1]).toMatchObject({ metrics: ['str_em', 'rougeLsum', 'd_f1', 'dr'], reader: 'llm-span-reader/span-v1 scripted:1990' });
+    expect(m.settings?.['metric.reader']).toBe('llm-span-reader/span-v1 scripted:1990');
+    // The reader reads 1990 for every DQ: right for q00's first only (D-F1 50 there, 0 elsewhere).
+    expect(second.map((r) => r.scores.d_f1!.value)).toEqual([50, 0, 0, 0]);
+    expect(m.metrics.d_f1!.mean).toBe(12.5);
+    expect(m.metrics.dr!.mean).toBeGreaterThan(0);
+    for (const [i, r] of second.entries()) {
+      expect(r.scoreHistory!.map((h) => [h.metric, h.replacedAt])).toEqual([
+        ['str_em', '2026-12-07T11:05:00.000Z'],
+        ['rougeLsum', '2026-12-07T11:05:00.000Z'],
+      ]);
+      // The replaced values are the ones before, with who scored them.
+      expect(r.scoreHistory![0]!.score).toEqual(original[i]!.scores.str_em);
+      expect(r.scoreHistory![1]!.score).toEqual(first[i]!.scores.rougeLsum);
+      expect(r.scores.str_em).toEqual({ ...original[i]!.scores.str_em, scoredBy: 'score-2' });
+    }
+
+    // Third: D-F1 again with a reader that finds nothing. DR, which reads it, is scored again too.
+    await rescoreInPlace({ target: run, metrics: ['d_f1'], reader: 'scripted:none', ...quiet, now: () => new Date('2026-12-07T11:10:00Z') });
+    const third = rows(run);
+    m = metricsOf(run);
+    expect(m.scoring!.map((e) => [e.id, e.metrics.join(',')])).toEqual([
+      ['score-1', 'rougeLsum'],
+      ['score-2', 'str_em,rougeLsum,d_f1,dr'],
+      // DR reads ROUGE-Lsum too: it is scored with it (same value, since the outputs are the same).
+      ['score-3', 'rougeLsum,d_f1,dr'],
+    ]);
+    expect(m.metrics.d_f1!.mean).toBe(0);
+    expect(m.metrics.dr!.mean).toBe(0);
+    for (const [i, r] of third.entries()) {
+      expect(r.scoreHistory).toHaveLength(5);
+      expect(r.scoreHistory!.slice(0, 2)).toEqual(second[i]!.scoreHistory);
+      expect(r.scoreHistory!.slice(2)).toEqual([
+        { metric: 'rougeLsum', score: second[i]!.scores.rougeLsum, replacedAt: '2026-12-07T11:10:00.000Z' },
+        { metric: 'd_f1', score: second[i]!.scores.d_f1, replacedAt: '2026-12-07T11:10:00.000Z' },
+        { metric: 'dr', score: second[i]!.scores.dr, replacedAt: '2026-12-07T11:10:00.000Z' },
+      ]);
+      expect(r.scores.d_f1!.scoredBy).toBe('score-3');
+      expect(r.scores.rougeLsum).toEqual({ ...second[i]!.scores.rougeLsum, scoredBy: 'score-3' });
+      expect(r.scores.str_em!.scoredBy).toBe('score-2');
+    }
+    // With no --metrics, everything the run has is scored again (its str_em and the three added).
+    await rescoreInPlace({ target: run, reader: 'scripted:1990', ...quiet });
+    expect(metricsOf(run).scoring!.at(-1)!.metrics).toEqual(['str_em', 'rougeLsum', 'd_f1', 'dr']);
+  });
+
+  it('updates the run\'s MLflow run: changed metrics, scoring tags, files with their manifest, status put back', async () => {
+    const run = await finishedRun('tracked');
+    const tracking = new FakeTracking();
+    const original = await tracking.startRun({ experimentName: 'rescore', runName: 'tracked' });
+    await original.logMetrics({ str_em: metricsOf(run).metrics.str_em!.mean, n: 4 });
+    await original.finish('FINISHED');
+    writeFileSync(join(run, 'mlflow.json'), JSON.stringify({ format: 3, experimentName: 'rescore', experimentId: '7', runId: original.runId, runName: 'tracked' }));
+    const outcome = await rescoreInPlace({ target: run, metrics: ['rougeLsum'], tracking: async () => tracking, ...quiet });
+    expect(outcome.runs[0]!.mlflowRunId).toBe(original.runId);
+    const fake = tracking.runs.get(original.runId)!;
+    expect(tracking.runs.size).toBe(1); // the same run, no new one
+    const logged = Object.assign({}, ...fake.metrics.slice(1).map((x) => x.metrics)) as Record<string, number>;
+    const m = metricsOf(run);
+    expect(logged.rougeLsum).toBe(m.metrics.rougeLsum!.mean);
+    expect(logged.rougeLsum_ci_low).toBe(m.metrics.rougeLsum!.ciLow);
+    // Values that did not change are not logged again.
+    expect(logged.n).toBeUndefined();
+    expect(logged.str_em).toBeUndefined();
+    expect(fake.tags['ambiqa.scoring.last']).toBe('score-1');
+    expect(JSON.parse(fake.tags['ambiqa.scoring.score-1']!)).toEqual(m.scoring![0]);
+    expect(fake.statuses).toEqual(['RUNNING', 'FINISHED', 'RUNNING', 'FINISHED']);
+    expect(fake.artifacts.map((a) => a.split('/').at(-1))).toEqual(expect.arrayContaining(['results.jsonl', 'metrics.json']));
+    // The uploads manifest names the rewritten files' checksums (merge --from-mlflow checks them).
+    expect(fake.tags['ambiqa.uploads']).toContain(`metrics.json=${uploadedSha256(join(run, 'metrics.json'))}`);
+    expect(fake.tags['ambiqa.uploads']).toContain(`results.jsonl=${uploadedSha256(join(run, 'results.jsonl'))}`);
+    expect(warnings).toEqual([]);
+  });
+
+  it('rows of format 2 (no target) are scored against the dataset file and written back as format 3', async () => {
+    const run = await finishedRun('legacy');
+    const current = rows(run);
+    // What a format-2 run wrote: numbers under "metrics", no target, no format stamp.
+    const legacy = current.map(({ format: _f, target: _t, scores, ...rest }) => ({ ...rest, metrics: Object.fromEntries(Object.entries(scores).map(([k, s]) => [k, s.value])) }));
+    writeFileSync(join(run, 'results.jsonl'), legacy.map((r) => JSON.stringify(r) + '\n').join(''));
+    await rescoreInPlace({ target: run, metrics: ['str_em'], ...quiet });
+    const after = rows(run);
+    for (const [i, r] of after.entries()) {
+      expect(r.scores.str_em).toEqual({ ...current[i]!.scores.str_em, scoredBy: 'score-1' });
+      expect(r.scoreHistory![0]).toMatchObject({ metric: 'str_em', score: { value: current[i]!.scores.str_em!.value } });
+    }
+    expect(readFileSync(join(run, 'results.jsonl'), 'utf8').split('\n')[0]).toMatch(/^\{"format":3,/);
+  });
+
+  it('refuses bad input in one line, before anything is written', async () => {
+    const run = await finishedRun('refusals');
+    const results = readFileSync(join(run, 'results.jsonl'), 'utf8');
+    const metrics = readFileSync(join(run, 'metrics.json'), 'utf8');
+    const refusal = async (p: Promise<unknown>): Promise<string> => {
+      try {
+        await p;
+      } catch (error) {
+        expect(error).toBeInstanceOf(AmbiqaError);
+        expect((error as Error).message).not.toContain('\n');
+        return (error as Error).message;
+      }
+      throw new Error('accepted');
+    };
+    const empty = join(dir, 'empty');
+    mkdirSync(empty, { recursive: true });
+    expect(await refusal(scoreCommand(['--run', empty]))).toBe(`--run ${empty} is not a run or sweep directory (no config.yaml, no sweep.yaml)`);
+    expect(await refusal(scoreCommand(['--run', join(dir, 'nowhere')]))).toBe(`--run ${join(dir, 'nowhere')}: no such directory`);
+    expect(await refusal(scoreCommand(['--run', run, '--metrics', 'em']))).toBe('--metrics: metric "em" is not available for asqa');
+    expect(await refusal(scoreCommand(['--run', run, '--metrics', 'str_em,d_f1']))).toBe('--metrics d_f1 needs a D-F1 reader, and run refusals was run without one (reader: none)');
+    expect(await refusal(scoreCommand(['--run', run, '--metrics', 'dr', '--reader', 'none']))).toBe('--metrics dr needs a D-F1 reader, and --reader is none');
+    expect(await refusal(scoreCommand(['--run', run, '--metrics', 'd_f1', '--reader', 'llm']))).toMatch(/^--reader: "llm" is no longer a reader/);
+    expect(await refusal(scoreCommand(['--run', run, '--predictions', join(run, 'results.jsonl')]))).toBe('--predictions is for scoring a predictions file, not with --run (which re-scores a run folder in place)');
+    const state = JSON.parse(readFileSync(join(run, 'run.json'), 'utf8')) as Record<string, unknown>;
+    writeFileSync(join(run, 'run.json'), JSON.stringify({ ...state, status: 'RUNNING' }));
+    expect(await refusal(scoreCommand(['--run', run, '--metrics', 'rougeLsum']))).toBe(`--run ${run}: run refusals is RUNNING (run.json); its rows are still being written`);
+    expect(readFileSync(join(run, 'results.jsonl'), 'utf8')).toBe(results);
+    expect(readFileSync(join(run, 'metrics.json'), 'utf8')).toBe(metrics);
+    expect(existsSync(join(run, 'run.lock'))).toBe(false); // the lock was given back
+  });
+});
