@@ -11,6 +11,7 @@ import { uploadedSha256 } from '../../src/experiments/shard-group';
 import { readResults, type ExampleResult, type RunMetrics } from '../../src/run-files';
 import { FakeTracking } from './helpers/fixtures';
 import { writeAsqa, writeYaml } from './helpers/files';
+import { startFaultServer } from '../llm/fault-server';
 
 // `ambiqa score --run` on real run folders written by `ambiqa run` (closed-book on the scripted
 // provider, tracking off): scores are added and replaced in place from the stored outputs, the
@@ -243,5 +244,36 @@ describe('ambiqa score --run', () => {
     expect(readFileSync(join(run, 'results.jsonl'), 'utf8')).toBe(results);
     expect(readFileSync(join(run, 'metrics.json'), 'utf8')).toBe(metrics);
     expect(existsSync(join(run, 'run.lock'))).toBe(false); // the lock was given back
+  });
+});
+
+describe('a D-F1 reader on an OpenAI-compatible endpoint (loopback)', () => {
+  it('reads through the LLM cache: scoring again with the same reader replays every read', async () => {
+    const server = await startFaultServer();
+    server.replyFor = () => '1990';
+    const env = { base: process.env.OPENAI_BASE_URL, key: process.env.OPENAI_API_KEY, cache: process.env.AMBIQA_CACHE_DIR };
+    process.env.OPENAI_BASE_URL = server.url;
+    process.env.OPENAI_API_KEY = 'k-test-reader';
+    process.env.AMBIQA_CACHE_DIR = join(dir, 'reader-cache');
+    try {
+      const run = await finishedRun('endpoint-reader');
+      await rescoreInPlace({ target: run, metrics: ['d_f1'], reader: 'openai:reader-model', ...quiet });
+      // One read per disambiguated question: 4 questions × 2 DQs.
+      expect(server.requests).toHaveLength(8);
+      expect(rows(run).map((r) => r.scores.d_f1!.value)).toEqual([50, 0, 0, 0]);
+      expect(metricsOf(run).scoring![0]!.reader).toBe('llm-span-reader/span-v1 openai:reader-model greedy');
+      await rescoreInPlace({ target: run, metrics: ['d_f1'], reader: 'openai:reader-model', ...quiet });
+      expect(server.requests).toHaveLength(8);
+      expect(existsSync(join(dir, 'reader-cache', 'llm-cache.sqlite'))).toBe(true);
+      const after = rows(run);
+      expect(after.map((r) => r.scores.d_f1!.value)).toEqual([50, 0, 0, 0]);
+      expect(after[0]!.scoreHistory).toEqual([{ metric: 'd_f1', score: expect.objectContaining({ value: 50, scoredBy: 'score-1' }), replacedAt: expect.any(String) }]);
+    } finally {
+      for (const [k, v] of [['OPENAI_BASE_URL', env.base], ['OPENAI_API_KEY', env.key], ['AMBIQA_CACHE_DIR', env.cache]] as const) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+      await server.close();
+    }
   });
 });
