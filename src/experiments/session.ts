@@ -30,6 +30,7 @@ import { planSweep, runSweep, type SweepOutcome, type SweepPlan } from './sweep'
 import { RUN_LOCK_FILE, SWEEP_LOCK_FILE } from './run-lock';
 import { commandEnvironment } from './environment';
 import { noteOf, type RunEnvironment } from './observers';
+import { rescoreInPlace, resolveRescoreTarget, type RescoreOutcome } from './rescore';
 
 let shared: Composer | undefined;
 
@@ -290,4 +291,36 @@ export async function scoreRun(nameOrDir: string, options: { metrics?: string[];
   } finally {
     await reader?.close();
   }
+}
+
+export interface SessionRescoreOptions {
+  /** Metrics to score (default: every metric the run has). */
+  metrics?: string[];
+  /** The D-F1 reader spec for d_f1 / dr (default: the run's own). */
+  reader?: string;
+  /** Update the MLflow runs (default true; they are updated only where the run was tracked). */
+  tracking?: boolean;
+  /** Warnings and notes (default: stderr). */
+  warn?: (message: string) => void;
+  /** Each run's change and a sweep's table (default: stdout). */
+  log?: (line: string) => void;
+}
+
+/**
+ * Re-score a run or a sweep in place, as `ambiqa score --run` does (rescore.ts): new scores
+ * into the rows (the replaced ones kept in `scoreHistory`), metrics.json recomputed with a
+ * `scoring` entry, the MLflow runs updated. Nothing is answered again.
+ */
+export async function rescoreInProcess(nameOrDir: string, options: SessionRescoreOptions = {}): Promise<RescoreOutcome> {
+  const { dir } = resolveRescoreTarget(nameOrDir);
+  return exclusive(dir, () =>
+    rescoreInPlace({
+      target: dir,
+      ...(options.metrics ? { metrics: options.metrics } : {}),
+      ...(options.reader !== undefined ? { reader: options.reader } : {}),
+      tracking: options.tracking === false ? null : sharedComposer().tracking(),
+      env: { note: options.warn ?? noteToStderr, ...(options.warn ? { warn: options.warn } : {}) },
+      ...(options.log ? { log: options.log } : {}),
+    }),
+  );
 }
