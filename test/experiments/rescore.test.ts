@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { run as runCommand } from '../../src/cli/commands/run';
 import { run as scoreCommand } from '../../src/cli/commands/score';
+import { run as sweepCommand } from '../../src/cli/commands/sweep';
 import { readJsonl } from '../../src/common/jsonl';
 import { AmbiqaError } from '../../src/errors';
 import { rescoreInPlace } from '../../src/experiments/rescore';
@@ -275,5 +276,46 @@ describe('a D-F1 reader on an OpenAI-compatible endpoint (loopback)', () => {
       }
       await server.close();
     }
+  });
+});
+
+describe('a sweep folder, MLflow off', () => {
+  it('refuses the whole sweep when one point is RUNNING; otherwise re-scores every point and writes the summary again', async () => {
+    const config = writeYaml(join(dir, 'sweep.yaml'), {
+      dataset: { name: 'asqa', path: data },
+      pipeline: { name: 'closed-book', options: { nShots: 0 } },
+      llm: { provider: 'scripted', reply: 'Event 0 first happened in 1990.', cache: join(dir, 'sweep.sqlite'), callLog },
+      metrics: ['str_em'],
+      reader: 'none',
+      tracking: { enabled: false },
+      sweep: { 'pipeline.options.maxTokens': [16, 32] },
+    });
+    expect(await sweepCommand([config, '--quiet'])).toBe(0);
+    const sweepDir = join(dir, 'artifacts', 'sweeps', 'sweep');
+    const points = ['maxTokens=16', 'maxTokens=32'].map((p) => join(sweepDir, 'runs', p));
+    const [builtBefore, callsBefore] = [built.count, calls()];
+    const summaryBefore = readFileSync(join(sweepDir, 'summary.json'), 'utf8');
+    expect(summaryBefore).not.toContain('rougeLsum');
+
+    const statePath = join(points[1]!, 'run.json');
+    const state = readFileSync(statePath, 'utf8');
+    writeFileSync(statePath, JSON.stringify({ ...JSON.parse(state), status: 'RUNNING' }));
+    await expect(rescoreInPlace({ target: sweepDir, metrics: ['rougeLsum'], ...quiet })).rejects.toThrow(`--run ${points[1]}: run sweep.maxTokens=32 is RUNNING`);
+    for (const p of points) expect(metricsOf(p).scoring).toBeUndefined(); // neither point was written
+    expect(readFileSync(join(sweepDir, 'summary.json'), 'utf8')).toBe(summaryBefore);
+
+    writeFileSync(statePath, state);
+    const outcome = await rescoreInPlace({ target: sweepDir, metrics: ['rougeLsum'], ...quiet });
+    expect(outcome.kind).toBe('sweep');
+    expect(outcome.runs.map((r) => r.name)).toEqual(['sweep.maxTokens=16', 'sweep.maxTokens=32']);
+    expect([built.count, calls()]).toEqual([builtBefore, callsBefore]);
+    const summary = JSON.parse(readFileSync(join(sweepDir, 'summary.json'), 'utf8')) as Array<{ label: string; metrics: RunMetrics; paired?: Array<{ metric: string; meanDelta: number }> }>;
+    for (const [i, row] of summary.entries()) {
+      expect(row.metrics.metrics.rougeLsum!.mean).toBe(metricsOf(points[i]!).metrics.rougeLsum!.mean);
+      expect(row.metrics.scoring![0]!.id).toBe('score-1');
+    }
+    // Same outputs at both points: a paired ROUGE-Lsum delta of 0.
+    expect(summary[1]!.paired!.find((p) => p.metric === 'rougeLsum')!.meanDelta).toBe(0);
+    expect(outcome.summary).toContain('rougeLsum');
   });
 });
