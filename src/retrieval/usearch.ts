@@ -289,14 +289,43 @@ export async function importUsearchIndex(
 }
 
 /**
+ * Passages to embed, read in order from any row on: a corpus in memory, or a file streamed
+ * (`ambiqa index --engine usearch`), so a resumed build skips the rows it has and a corpus file
+ * larger than memory is never held whole.
+ */
+export interface PassageSource {
+  count: number;
+  /** Passages from row `start` on, in row order. */
+  from(start: number): AsyncIterable<Passage>;
+  /** Every row's id, in row order (called once, after the vectors). */
+  ids(): Promise<string[]> | string[];
+}
+
+function arraySource(passages: readonly Passage[]): PassageSource {
+  return {
+    count: passages.length,
+    from: async function* (start) {
+      for (let i = start; i < passages.length; i++) yield passages[i]!;
+    },
+    ids: () => passages.map((p) => p.id),
+  };
+}
+
+/**
  * Build an index into `dir` from `passages` with `embedder`, in chunks: the vectors embedded so
  * far are kept in `dir/build/` with their row count, so a build stopped at any point (killed,
  * out of time) resumes from its last whole chunk. A finished index is returned as is.
  */
-export async function buildUsearchIndex(dir: string, passages: readonly Passage[], embedder: Embedder, options: UsearchBuildOptions & { corpusHash?: string } = {}): Promise<UsearchMeta> {
+export async function buildUsearchIndex(
+  dir: string,
+  passages: readonly Passage[] | PassageSource,
+  embedder: Embedder,
+  options: UsearchBuildOptions & { corpusHash?: string } = {},
+): Promise<UsearchMeta> {
   if (isUsearchIndex(dir)) return readMeta(dir);
+  const source = Array.isArray(passages) ? arraySource(passages as readonly Passage[]) : (passages as PassageSource);
   const d = embedder.dimension;
-  const n = passages.length;
+  const n = source.count;
   const buildDir = join(dir, 'build');
   mkdirSync(buildDir, { recursive: true });
   const vectorsPath = join(buildDir, 'vectors.f32');
@@ -317,8 +346,14 @@ export async function buildUsearchIndex(dir: string, passages: readonly Passage[
   const fd = openSync(vectorsPath, 'a');
   try {
     if (done > 0) options.onProgress?.(done, n, 'embed');
+    const rest = source.from(done)[Symbol.asyncIterator]();
     while (done < n) {
-      const slice = passages.slice(done, done + chunk);
+      const slice: Passage[] = [];
+      while (slice.length < chunk && done + slice.length < n) {
+        const next = await rest.next();
+        if (next.done) throw new AmbiqaError(`usearch build: the passage source ended after ${done + slice.length} of the ${n} rows it counted`, 'the corpus file changed during the build; run again');
+        slice.push(next.value);
+      }
       const vectors = await embedder.embed(slice.map(formatPassage));
       const block = new Float32Array(slice.length * d);
       vectors.forEach((v, i) => {
@@ -333,12 +368,12 @@ export async function buildUsearchIndex(dir: string, passages: readonly Passage[
   } finally {
     closeSync(fd);
   }
-  const source = fileSource(vectorsPath, 0, n, d, 'f32');
+  const vectors = fileSource(vectorsPath, 0, n, d, 'f32');
   let meta: UsearchMeta;
   try {
-    meta = await writeIndex(dir, source, passages.map((p) => p.id), `embedder:${embedder.name}`, options);
+    meta = await writeIndex(dir, vectors, await source.ids(), `embedder:${embedder.name}`, options);
   } finally {
-    source.close();
+    vectors.close();
   }
   rmSync(buildDir, { recursive: true, force: true });
   return meta;

@@ -8,7 +8,7 @@ import { withExclusion } from '../../src/retrieval/exclude';
 import { createRetriever } from '../../src/retrieval/factory';
 import { retrieverParams } from '../../src/retrieval/remote/inspect';
 import { formatPassage, type Embedder, type Passage } from '../../src/retrieval/types';
-import { buildUsearchIndex, floatToHalf, halfToFloat, importUsearchIndex, UsearchRetriever } from '../../src/retrieval/usearch';
+import { buildUsearchIndex, floatToHalf, halfToFloat, importUsearchIndex, UsearchRetriever, type PassageSource } from '../../src/retrieval/usearch';
 import { ExactIndex } from '../../src/retrieval/vector-index';
 
 /**
@@ -100,6 +100,40 @@ async function recallAgainstExact(r: UsearchRetriever, embedder: Embedder, flat:
 }
 
 describe('usearch engine', () => {
+  it('builds from a streamed source: a resumed build reads from the row it stopped at, and the index is the in-memory build\'s', async () => {
+    const embedder = new HashEmbedder();
+    const starts: number[] = [];
+    let idCalls = 0;
+    // A file-like source: `from(start)` streams rows start…n−1, as `ambiqa index --engine usearch` does.
+    const source: PassageSource = {
+      count: passages.length,
+      from: async function* (start) {
+        starts.push(start);
+        for (let i = start; i < passages.length; i++) yield passages[i]!;
+      },
+      ids: () => {
+        idCalls++;
+        return passages.map((p) => p.id);
+      },
+    };
+    const out = join(dir, 'streamed');
+    embedder.failAfter = 2;
+    await expect(buildUsearchIndex(out, source, embedder, { chunk: 50, corpusHash: 'file:300' })).rejects.toThrow(/simulated kill/);
+    embedder.failAfter = Infinity;
+    embedder.calls = 0;
+    const meta = await buildUsearchIndex(out, source, embedder, { chunk: 50, corpusHash: 'file:300' });
+    expect(starts).toEqual([0, 100]);
+    expect(embedder.calls).toBe(4);
+    expect(idCalls).toBe(1);
+    expect(meta.count).toBe(300);
+    const r = await UsearchRetriever.open(out, { embedder, passage: (id) => corpus.byId(id) });
+    const hits = await r.search(formatPassage(passages[7]!), 1);
+    expect(hits[0]!.passage).toBe(passages[7]);
+    // A source that ends before the rows it counted (the file changed) is refused, not indexed short.
+    const short: PassageSource = { ...source, count: 320 };
+    await expect(buildUsearchIndex(join(dir, 'short'), short, new HashEmbedder(), { chunk: 50 })).rejects.toThrow('usearch build: the passage source ended after 300 of the 320 rows it counted');
+  });
+
   it('builds from the embedder in chunks, resumes an interrupted build, and answers like exact search', async () => {
     const embedder = new HashEmbedder();
     const out = join(dir, 'built');

@@ -5,10 +5,17 @@ import { buildLuceneIndex } from '../../retrieval/lucene/build';
 import { PASSAGE_FORMATS, type PassageFormat } from '../../retrieval/lucene/passage-stream';
 import { luceneRuntime } from '../../retrieval/lucene/searcher';
 import { runSetup } from '../../setup/setup';
+import { MiniLmEmbedder } from '../../retrieval/embedder';
+import { buildUsearchIndex, importUsearchIndex, isUsearchIndex, USEARCH_QUANTIZATIONS, type PassageSource, type UsearchQuantization } from '../../retrieval/usearch';
+import { streamPassages } from '../../retrieval/lucene/passage-stream';
+import { existsSync, rmSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
 
-export const summary = 'build an on-disk Lucene BM25 index (Anserini) of a large corpus: DPR psgs_w100.tsv or ambiqa JSONL';
+export const summary = 'build an on-disk index of a large corpus: Lucene BM25 (Anserini) or a USearch vector index; DPR psgs_w100.tsv or ambiqa JSONL';
 
 const HELP = `usage: ambiqa index --from dpr-tsv|jsonl <file> --engine lucene --out <dir> [options]
+       ambiqa index --from dpr-tsv|jsonl <file> --engine usearch --out <dir> [--quantization f16|i8|f32]
+       ambiqa index --vectors <file.npy|file.f16> --ids <ids.txt> [--dimension D] --engine usearch --out <dir>
 
 Streams the corpus (never whole in memory) into Anserini's JsonCollection and indexes it with
 Anserini's IndexCollection (Lucene 10, BM25, raw documents stored), in Anserini/Pyserini's
@@ -23,10 +30,22 @@ complete; an interrupted build starts over. The engine (Anserini's jar, a Java >
 Then: retriever: {type: bm25, engine: lucene, index: <dir>}
   (or --set retriever.type=bm25 --set retriever.engine=lucene --set retriever.index=<dir>)
 
+engine usearch (dense retrieval, a memory-mapped HNSW index; docs/retrieval.md "Dense at scale"):
+  embeds the corpus with ambiqa's embedder (MiniLM, \`npx ambiqa setup\`) in chunks of
+  --chunk rows, streamed from the file; an interrupted build resumes from its last chunk when run
+  again with the same file and --out. Or imports vectors computed elsewhere (--vectors, --ids).
+  Then: retriever: {type: dense, engine: usearch, path: <dir>, corpus: <the corpus as JSONL>}
+  (the run serves passage texts from its corpus by id).
+
 options:
-  --engine lucene   the only on-disk BM25 engine (default)
-  --threads N       indexing threads (default 2)
-  --optimize        merge into one segment at the end (slower build, faster search)
+  --engine lucene|usearch   lucene (default): BM25; usearch: dense vectors
+  --threads N       lucene: indexing threads (default 2)
+  --optimize        lucene: merge into one segment at the end (slower build, faster search)
+  --quantization Q  usearch: f16 (default) | i8 | f32
+  --chunk N         usearch: rows embedded per step (default 512)
+  --vectors FILE    usearch: import a .npy (float32/float16) or raw f16 file instead of embedding
+  --ids FILE        usearch with --vectors: one passage id per vector row
+  --dimension D     usearch with raw f16 --vectors: values per row
   --force           replace an existing <dir>
   --quiet           no progress lines
   -h, --help        this help`;
@@ -39,6 +58,11 @@ export async function run(argv: string[]): Promise<number> {
       from: { type: 'string' },
       engine: { type: 'string' },
       out: { type: 'string' },
+      quantization: { type: 'string' },
+      chunk: { type: 'string' },
+      vectors: { type: 'string' },
+      ids: { type: 'string' },
+      dimension: { type: 'string' },
       threads: { type: 'string' },
       optimize: { type: 'boolean' },
       force: { type: 'boolean' },
@@ -50,11 +74,12 @@ export async function run(argv: string[]): Promise<number> {
     console.log(HELP);
     return 0;
   }
+  if (values.engine === 'usearch') return indexUsearch(values, positionals);
   if (!values.from || !(PASSAGE_FORMATS as readonly string[]).includes(values.from)) {
     throw new AmbiqaError(`--from ${values.from ?? '(missing)'}: give ${PASSAGE_FORMATS.join(' or ')}`, 'see `npx ambiqa index --help`');
   }
   if (positionals.length !== 1) throw new AmbiqaError(`give one corpus file after --from ${values.from} (got ${positionals.length})`, 'see `npx ambiqa index --help`');
-  if ((values.engine ?? 'lucene') !== 'lucene') throw new AmbiqaError(`--engine ${values.engine}: only lucene builds an on-disk BM25 index`);
+  if ((values.engine ?? 'lucene') !== 'lucene') throw new AmbiqaError(`--engine ${values.engine}: give lucene (BM25) or usearch (dense vectors)`);
   if (!values.out) throw new AmbiqaError('--out <dir> is required', 'the folder the index goes to');
   // The engine is opt-in in `ambiqa setup`; building an index is asking for it, so fetch it here
   // (sha256-verified, as `setup --only lucene` does) rather than stop and send the user there.
@@ -94,4 +119,86 @@ export async function run(argv: string[]): Promise<number> {
       `use it with: --set retriever.type=bm25 --set retriever.engine=lucene --set retriever.index=${result.info.dir}`,
   );
   return 0;
+}
+
+interface UsearchArgs {
+  from?: string | undefined;
+  out?: string | undefined;
+  quantization?: string | undefined;
+  chunk?: string | undefined;
+  vectors?: string | undefined;
+  ids?: string | undefined;
+  dimension?: string | undefined;
+  force?: boolean | undefined;
+  quiet?: boolean | undefined;
+}
+
+/** `--engine usearch`: embed a corpus file into a USearch index (resumable), or import vectors. */
+async function indexUsearch(values: UsearchArgs, positionals: string[]): Promise<number> {
+  if (!values.out) throw new AmbiqaError('--out <dir> is required', 'the folder the index goes to');
+  const quantization = (values.quantization ?? 'f16') as UsearchQuantization;
+  if (!(USEARCH_QUANTIZATIONS as readonly string[]).includes(quantization)) {
+    throw new AmbiqaError(`--quantization ${values.quantization}: give ${USEARCH_QUANTIZATIONS.join(', ')}`);
+  }
+  const out = resolve(values.out);
+  if (isUsearchIndex(out)) {
+    if (!values.force) throw new AmbiqaError(`--out ${out}: already holds a finished usearch index`, 'pass --force to replace it');
+    rmSync(out, { recursive: true, force: true });
+  }
+  const started = Date.now();
+  let lastShown = 0;
+  const onProgress = values.quiet
+    ? undefined
+    : (done: number, total: number, phase: 'embed' | 'index') => {
+        if (Date.now() - lastShown < 2_000 && done < total) return;
+        lastShown = Date.now();
+        process.stderr.write(`${phase === 'embed' ? 'embedding' : 'indexing'}: ${done.toLocaleString('en-US')} / ${total.toLocaleString('en-US')} rows (${((Date.now() - started) / 1000).toFixed(0)} s)\n`);
+      };
+  const build = { quantization, ...(onProgress ? { onProgress } : {}) };
+  if (values.vectors !== undefined || values.ids !== undefined) {
+    if (values.vectors === undefined || values.ids === undefined) throw new AmbiqaError(`--${values.vectors === undefined ? 'vectors' : 'ids'} is needed with --${values.vectors === undefined ? 'ids' : 'vectors'}`, 'give the vectors file and its id list together');
+    if (values.from !== undefined || positionals.length > 0) throw new AmbiqaError('--vectors imports vectors: give no --from corpus with it');
+    const dimension = values.dimension !== undefined ? parsePositiveInt(values.dimension, '--dimension') : undefined;
+    const meta = await importUsearchIndex(out, { vectors: resolve(values.vectors), ids: resolve(values.ids), ...(dimension ? { dimension } : {}) }, build);
+    console.log(`imported ${meta.count.toLocaleString('en-US')} vectors of ${meta.dimension} dimensions into ${out} (${quantization}) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    return 0;
+  }
+  if (!values.from || !(PASSAGE_FORMATS as readonly string[]).includes(values.from)) {
+    throw new AmbiqaError(`--from ${values.from ?? '(missing)'}: give ${PASSAGE_FORMATS.join(' or ')} (or --vectors and --ids to import)`, 'see `npx ambiqa index --help`');
+  }
+  if (positionals.length !== 1) throw new AmbiqaError(`give one corpus file after --from ${values.from} (got ${positionals.length})`, 'see `npx ambiqa index --help`');
+  const file = resolve(positionals[0]!);
+  if (!existsSync(file)) throw new AmbiqaError(`corpus file ${file} does not exist`);
+  const format = values.from as PassageFormat;
+  const chunk = values.chunk !== undefined ? parsePositiveInt(values.chunk, '--chunk') : 512;
+  // One pass to count the rows (and check every line) before any embedding: the build's
+  // resume state is keyed by the row count, and a bad line is refused before hours are spent.
+  let count = 0;
+  for await (const _ of streamPassages(file, format)) count++;
+  if (count === 0) throw new AmbiqaError(`corpus file ${file}: no passages`);
+  const source: PassageSource = {
+    count,
+    from: async function* (start) {
+      let row = 0;
+      for await (const p of streamPassages(file, format)) if (row++ >= start) yield p;
+    },
+    ids: async () => {
+      const ids: string[] = [];
+      for await (const p of streamPassages(file, format)) ids.push(p.id);
+      return ids;
+    },
+  };
+  const embedder = new MiniLmEmbedder();
+  const meta = await buildUsearchIndex(out, source, embedder, { ...build, chunk, corpusHash: fileIdentity(file, format, count) });
+  console.log(
+    `indexed ${meta.count.toLocaleString('en-US')} passages into ${out} (${embedder.name}, ${quantization}) in ${((Date.now() - started) / 1000).toFixed(1)} s\n` +
+      `use it with: retriever: {type: dense, engine: usearch, path: ${out}, corpus: <the corpus as ambiqa JSONL>}`,
+  );
+  return 0;
+}
+
+/** What a resumed build must find unchanged: the file, its size and time, its row count. */
+function fileIdentity(file: string, format: PassageFormat, count: number): string {
+  const st = statSync(file);
+  return `${format}:${file}:${st.size}:${st.mtimeMs}:${count}`;
 }
