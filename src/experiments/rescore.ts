@@ -9,7 +9,7 @@
  *                  set to the new scoring's id; the score each replaces moves to the row's
  *                  `scoreHistory` with the time it was replaced (nothing is lost);
  *   metrics.json   the aggregates recomputed from every row (`aggregateResults`, whatever trial
- *                  handling it has), `settings` updated (`metric.reader` when the reader's metrics
+ *                  handling it has; `groups` per group the same way), `settings` updated (`metric.reader` when the reader's metrics
  *                  were scored), and a `scoring` entry appended: {id, at, metrics, reader,
  *                  version, commit}.
  * results.jsonl is written first: a crash between the two leaves rows whose `scoredBy` names no
@@ -289,12 +289,34 @@ async function scoreAndWrite(plan: RunPlan, context: Context): Promise<RescoredR
   const after: RunMetrics = {
     ...plan.before,
     metrics: counted.length > 0 ? aggregateResults(counted) : {},
+    ...(plan.before.groups ? { groups: groupAggregates(counted, Object.keys(plan.before.groups)) } : {}),
     ...(Object.keys(scorer.settings).length > 0 || plan.before.settings ? { settings: { ...plan.before.settings, ...scorer.settings } } : {}),
     scoring: [...(plan.before.scoring ?? []), entry],
   };
   writeJsonlAtomic(join(dir, runFiles.results), applied.rows);
-  writeJson(join(dir, runFiles.metrics), { ...plan.raw, format: RUN_FORMAT, metrics: after.metrics, ...(after.settings ? { settings: after.settings } : {}), scoring: after.scoring });
+  writeJson(join(dir, runFiles.metrics), {
+    ...plan.raw,
+    format: RUN_FORMAT,
+    metrics: after.metrics,
+    ...(after.groups ? { groups: after.groups } : {}),
+    ...(after.settings ? { settings: after.settings } : {}),
+    scoring: after.scoring,
+  });
   return { dir, name: config.name, entry, metrics: after, before: plan.before.metrics, rows: answered.length, replaced: applied.replaced };
+}
+
+/**
+ * metrics.json's `groups` again for the fields it has: each group's aggregates over the rows of
+ * that group (the row's `groups`, set when it was built), by the same `aggregateResults` as the
+ * whole run's.
+ */
+export function groupAggregates(rows: readonly ExampleResult[], fields: readonly string[]): NonNullable<RunMetrics['groups']> {
+  const out: NonNullable<RunMetrics['groups']> = {};
+  for (const field of fields) {
+    const values = [...new Set(rows.map((r) => r.groups?.[field]).filter((v): v is string => v !== undefined))].sort();
+    out[field] = Object.fromEntries(values.map((value) => [value, aggregateResults(rows.filter((r) => r.groups?.[field] === value))]));
+  }
+  return out;
 }
 
 /** The MLflow metrics a scoring changed: the scored metrics' values and CIs, and any other value that moved. */

@@ -8,6 +8,7 @@ import { run as sweepCommand } from '../../src/cli/commands/sweep';
 import { readJsonl } from '../../src/common/jsonl';
 import { AmbiqaError } from '../../src/errors';
 import { rescoreInPlace } from '../../src/experiments/rescore';
+import { aggregateResults } from '../../src/experiments/bindings';
 import { uploadedSha256 } from '../../src/experiments/shard-group';
 import { readResults, type ExampleResult, type RunMetrics } from '../../src/run-files';
 import { FakeTracking } from './helpers/fixtures';
@@ -214,6 +215,29 @@ describe('ambiqa score --run', () => {
       expect(r.scoreHistory![0]).toMatchObject({ metric: 'str_em', score: { value: current[i]!.scores.str_em!.value } });
     }
     expect(readFileSync(join(run, 'results.jsonl'), 'utf8').split('\n')[0]).toMatch(/^\{"format":3,/);
+  });
+
+  it('scores each trial of a question from its own output, and recomputes metrics.json `groups` per group', async () => {
+    const run = await finishedRun('trials-groups');
+    const current = rows(run);
+    // Trial 1 of each question with another output; groups a (q00, q01) and b (q02, q03).
+    const withTrials = current.flatMap((r, i) => [
+      { ...r, groups: { half: i < 2 ? 'a' : 'b' } },
+      { ...r, trial: 1, output: `Event ${i} first happened in ${1990 + i}.`, groups: { half: i < 2 ? 'a' : 'b' } },
+    ]);
+    writeFileSync(join(run, 'results.jsonl'), withTrials.map((r) => JSON.stringify(r) + '\n').join(''));
+    const m0 = metricsOf(run);
+    writeFileSync(join(run, 'metrics.json'), JSON.stringify({ ...m0, groups: { half: { a: m0.metrics, b: m0.metrics } } }));
+    await rescoreInPlace({ target: run, metrics: ['str_em'], ...quiet });
+    const after = rows(run);
+    // Trial 0 says 1990 (right for q00 only); trial 1 of question i names its own first year.
+    expect(after.map((r) => [r.id, r.trial ?? 0, r.scores.str_em!.value])).toEqual([
+      ['q00', 0, 50], ['q00', 1, 50], ['q01', 0, 0], ['q01', 1, 50], ['q02', 0, 0], ['q02', 1, 50], ['q03', 0, 0], ['q03', 1, 50],
+    ]);
+    const groups = metricsOf(run).groups!;
+    expect(Object.keys(groups.half!)).toEqual(['a', 'b']);
+    expect(groups.half!.a!.str_em!.mean).not.toBe(groups.half!.b!.str_em!.mean);
+    expect(groups.half!.a!.str_em).toEqual(JSON.parse(JSON.stringify(aggregateResults(after.filter((r) => r.groups?.half === 'a')).str_em)));
   });
 
   it('refuses bad input in one line, before anything is written', async () => {
