@@ -12,6 +12,8 @@ import { aggregateResults } from '../../src/experiments/bindings';
 import { uploadedSha256 } from '../../src/experiments/shard-group';
 import { readResults, type ExampleResult, type RunMetrics } from '../../src/run-files';
 import { FakeTracking } from './helpers/fixtures';
+import { buildReport } from '../../src/report/build';
+import { methodCatalog } from '../../src/pipelines/registry';
 import { writeAsqa, writeYaml } from './helpers/files';
 import { startFaultServer } from '../llm/fault-server';
 
@@ -116,6 +118,9 @@ describe('ambiqa score --run', () => {
     expect(m.n).toBe(4);
     expect(m.status).toBe('FINISHED');
     expect(lines.join('\n')).toContain('score-1 scored 4 row(s), 0 earlier score(s) kept in scoreHistory; rougeLsum — → ');
+    // The run's report says so, beside how the metrics were measured.
+    const html = buildReport(run, { methods: methodCatalog() }).html;
+    expect(html).toContain(`<li><code>score-1</code> 2026-12-07T11:00:00.000Z: rougeLsum; ambiqa ${version} at ${entry.commit!.slice(0, 12)}</li>`);
   });
 
   it('a second and third re-scoring grow each row\'s history; every earlier value is recoverable; DR follows its D-F1', async () => {
