@@ -437,7 +437,7 @@ async function rescoreSweep(dir: string, context: Context): Promise<RescoreOutco
       const state = readRunJson(join(runDir, runFiles.state), 'state');
       const metrics = readRunJson(join(runDir, runFiles.metrics), 'metrics');
       const status = state?.status ?? (metrics ? (metrics.status ?? 'FINISHED') : 'NOT RUN');
-      return { point, runDir, status, metrics, exitStatus: runExitStatus({ status: status === 'NOT RUN' ? 'KILLED' : status, metrics: metrics ?? undefined } as Parameters<typeof runExitStatus>[0]) };
+      return { point, runDir, status, metrics, exitStatus: runExitStatus({ status: status === 'NOT RUN' ? 'KILLED' : status, metrics }) };
     });
     const sweepStatus = rows.some((r) => r.status === 'KILLED' || r.status === 'NOT RUN') ? 'KILLED' : rows.some((r) => r.status === 'FAILED') ? 'FAILED' : 'FINISHED';
     const outcome: RescoreOutcome = { kind: 'sweep', dir, runs, skipped };
