@@ -169,6 +169,8 @@ interface RunPlan {
   metrics: string[];
   reader?: { text: string; spec: ReaderSpec };
   status: 'FINISHED' | 'KILLED' | 'FAILED';
+  /** What the caller says before scoring (a dependent metric left as it was). */
+  notes: string[];
 }
 
 /** Check one run (its lock held): refused in one line when it runs, or the metrics or reader do not fit. */
@@ -200,8 +202,12 @@ function planRun(dir: string, request: RescoreRequest): RunPlan {
   if (asked.length === 0) throw new AmbiqaError('--metrics is empty', `use some of: ${order.join(', ')}`);
   // A metric that reads a re-scored one is re-scored with it (DR reads D-F1), so that the run
   // never holds a DR computed from a D-F1 it no longer has.
+  // Without a reader, such a metric that needs one (DR after ROUGE-Lsum) is left as it was, said.
   const present = new Set([...config.metrics, ...Object.keys(before.metrics)]);
-  const metrics = order.filter((m) => asked.includes(m) || (present.has(m) && metricWithRequirements(m).some((r) => r !== m && asked.includes(r))));
+  const dependents = order.filter((m) => !asked.includes(m) && present.has(m) && metricWithRequirements(m).some((r) => r !== m && asked.includes(r)));
+  const kept = readerOff ? dependents.filter((m) => readerMetrics.has(m)) : [];
+  const notes = kept.length > 0 ? [`${config.name}: ${kept.join(', ')} not scored again (${kept.length > 1 ? 'they read' : 'it reads'} a metric scored now, but needs a D-F1 reader; pass --reader)`] : [];
+  const metrics = order.filter((m) => asked.includes(m) || (dependents.includes(m) && !kept.includes(m)));
   const needReader = metrics.filter((m) => readerMetrics.has(m));
   let reader: RunPlan['reader'];
   if (needReader.length > 0) {
@@ -217,7 +223,7 @@ function planRun(dir: string, request: RescoreRequest): RunPlan {
     parseReaderSpec(request.reader, '--reader');
   }
   const status = state?.status ?? before.status ?? 'FINISHED';
-  return { dir, config, before, raw, metrics, ...(reader ? { reader } : {}), status };
+  return { dir, config, before, raw, metrics, ...(reader ? { reader } : {}), status, notes };
 }
 
 /** A fresh id for the run's next scoring entry: `score-<n>`, n one more than the entries so far. */
@@ -255,6 +261,7 @@ export function applyScores(rows: readonly ExampleResult[], fresh: ReadonlyMap<s
 /** Score one planned run and write it (its lock held). */
 async function scoreAndWrite(plan: RunPlan, context: Context): Promise<RescoredRun> {
   const { dir, config } = plan;
+  plan.notes.forEach(context.note);
   const rows = readResults(join(dir, runFiles.results));
   const answered = rows.filter((r) => r.error === undefined);
   const handle = plan.reader ? await context.reader(plan.reader.text, plan.reader.spec) : undefined;

@@ -174,6 +174,12 @@ describe('ambiqa score --run', () => {
       expect(r.scores.rougeLsum).toEqual({ ...second[i]!.scores.rougeLsum, scoredBy: 'score-3' });
       expect(r.scores.str_em!.scoredBy).toBe('score-2');
     }
+    // ROUGE-Lsum alone, and no reader (the run's is none): DR, which reads it, is left as it was, said.
+    const notes: string[] = [];
+    await rescoreInPlace({ target: run, metrics: ['rougeLsum'], log: () => undefined, env: { note: (n) => void notes.push(n), warn: quiet.env.warn } });
+    expect(notes).toContain('history: dr not scored again (it reads a metric scored now, but needs a D-F1 reader; pass --reader)');
+    expect(metricsOf(run).scoring!.at(-1)!.metrics).toEqual(['rougeLsum']);
+    expect(rows(run)[0]!.scores.dr!.scoredBy).toBe('score-3');
     // With no --metrics, everything the run has is scored again (its str_em and the three added).
     await rescoreInPlace({ target: run, reader: 'scripted:1990', ...quiet });
     expect(metricsOf(run).scoring!.at(-1)!.metrics).toEqual(['str_em', 'rougeLsum', 'd_f1', 'dr']);
