@@ -9,6 +9,7 @@ import { readJsonl } from '../../src/common/jsonl';
 import { AmbiqaError } from '../../src/errors';
 import { rescoreInPlace } from '../../src/experiments/rescore';
 import { aggregateResults } from '../../src/experiments/bindings';
+import { rescore, unloadModels } from '../../src/index';
 import { uploadedSha256 } from '../../src/experiments/shard-group';
 import { readResults, type ExampleResult, type RunMetrics } from '../../src/run-files';
 import { FakeTracking } from './helpers/fixtures';
@@ -249,6 +250,19 @@ describe('ambiqa score --run', () => {
     expect(Object.keys(groups.half!)).toEqual(['a', 'b']);
     expect(groups.half!.a!.str_em!.mean).not.toBe(groups.half!.b!.str_em!.mean);
     expect(groups.half!.a!.str_em).toEqual(JSON.parse(JSON.stringify(aggregateResults(after.filter((r) => r.groups?.half === 'a')).str_em)));
+  });
+
+  it('from the library entry: `rescore(name)` re-scores a run by name, as the command does', async () => {
+    await finishedRun('library');
+    const lines: string[] = [];
+    try {
+      const outcome = await rescore('library', { metrics: ['rougeL'], log: (l) => void lines.push(l) });
+      expect(outcome.runs.map((r) => r.entry.metrics)).toEqual([['rougeL']]);
+    } finally {
+      await unloadModels();
+    }
+    expect(metricsOf(join(dir, 'artifacts', 'runs', 'library')).metrics.rougeL).toBeDefined();
+    expect(lines[0]).toMatch(/^library: score-1 scored 4 row\(s\)/);
   });
 
   it('refuses bad input in one line, before anything is written', async () => {
