@@ -9,7 +9,7 @@
  * (`{type, answers: string[][]}`), which AmbigNQ's multi-answer F1 needs.
  */
 import { z } from 'zod';
-import { describeIssues, readJsonFile, throwProblems } from './read';
+import { describeIssues, readJsonFile, throwProblems, unreadScalars } from './read';
 import type { Example, QaPair } from './types';
 
 const annotationSchema = z.discriminatedUnion('type', [
@@ -62,7 +62,7 @@ export function loadAmbigNq(path: string): Example[] {
       qaPairs,
       longAnswers: [],
       passages: [],
-      meta: { annotations },
+      meta: { ...unreadScalars(raw, Object.keys(recordSchema.shape)), annotations },
     });
   });
   if (problems.length > 0) throwProblems(path, problems, 'AmbigNQ records look like {"id", "question", "annotations": [{"type": "singleAnswer", "answer": [...]}]}', bad);

@@ -17,7 +17,7 @@
  */
 import { z } from 'zod';
 import { AmbiqaError } from '../errors';
-import { describeIssues, readJsonFile, throwProblems } from './read';
+import { describeIssues, readJsonFile, throwProblems, unreadScalars } from './read';
 import { isQaFeedbackLayout, qaFeedbackExamples } from './qa-feedback';
 import type { Example, ExamplePassage } from './types';
 
@@ -45,7 +45,8 @@ function disambiguatedExamples(aq: Example): Example[] {
       longAnswers: [],
       passages: pair.context ? [{ title: pair.wikipage ?? '', text: pair.context }] : [],
       sourceId: aq.id,
-      meta: { ambiguousQuestion: aq.question },
+      // The AQ's own scalar fields (a file's extra ones) hold for its DQs too (`groupBy`).
+      meta: { ...aq.meta, ambiguousQuestion: aq.question },
     });
   });
   return out;
@@ -96,7 +97,7 @@ function isEntryLike(value: unknown): boolean {
   return typeof value === 'object' && value !== null && 'ambiguous_question' in value;
 }
 
-function toExample(id: string, e: Entry): Example {
+function toExample(id: string, e: Entry, extra?: Record<string, unknown>): Example {
   const passages: ExamplePassage[] = [];
   const seen = new Set<string>();
   for (const a of e.annotations ?? []) {
@@ -121,6 +122,7 @@ function toExample(id: string, e: Entry): Example {
     })),
     longAnswers: (e.annotations ?? []).map((a) => a.long_answer),
     passages,
+    ...(extra ? { meta: extra } : {}),
   };
 }
 
@@ -167,7 +169,7 @@ function loadAmbiguousQuestions(path: string, split?: string): Example[] {
       problems.push(...describeIssues(`question "${id}"`, r.error, raw));
       bad++;
     }
-    else examples.push(toExample(id, r.data));
+    else examples.push(toExample(id, r.data, unreadScalars(raw, Object.keys(entrySchema.shape))));
   }
   if (problems.length > 0) throwProblems(path, problems, 'each question needs ambiguous_question, qa_pairs[{question, short_answers[]}] and annotations[{long_answer}]', bad);
   return examples;

@@ -18,7 +18,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { AmbiqaError } from '../errors';
-import { describeIssues, readJsonFile, readJsonlFile, throwProblems } from './read';
+import { describeIssues, readJsonFile, readJsonlFile, throwProblems, unreadScalars } from './read';
 import type { Example, ExamplePassage, FeverLabel } from './types';
 
 export const FEVER_LABELS: readonly FeverLabel[] = ['SUPPORTS', 'REFUTES', 'NOT ENOUGH INFO'];
@@ -121,6 +121,7 @@ export function loadFever(path: string, options: FeverOptions = {}): Example[] {
     }
     const d = r.data;
     if (keep && !keep.has(d.id)) continue;
+    const extra = unreadScalars(value, Object.keys(recordSchema.shape));
     examples.push({
       id: d.id,
       dataset: 'fever',
@@ -130,6 +131,7 @@ export function loadFever(path: string, options: FeverOptions = {}): Example[] {
       qaPairs: [],
       longAnswers: [],
       passages: passagesOf(d.pars ?? [], (d.evidence ?? []) as Array<Array<[unknown, unknown, string | null, number | null]>>),
+      ...(extra ? { meta: extra } : {}),
     });
   }
   if (problems.length > 0) throwProblems(path, problems, 'FEVER lines look like {"id", "question" or "claim", "label": "SUPPORTS" | "REFUTES" | "NOT ENOUGH INFO"}', bad);

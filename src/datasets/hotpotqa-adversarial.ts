@@ -6,9 +6,10 @@
  * Example fields: `answers = [answer]`; `passages` are the four paragraphs in file order with
  * `supporting = is_supp`; `rationale` is the gold rationale sentences joined with spaces. With
  * `alternatives` (alternative-answers.ts), every example gets `alternativeAnswers` (possibly empty).
+ * Other scalar fields of a record (a `type` or `level`, where a file has them) are kept in `meta`.
  */
 import { z } from 'zod';
-import { describeIssues, readJsonFile, throwProblems } from './read';
+import { describeIssues, readJsonFile, throwProblems, unreadScalars } from './read';
 import type { Example } from './types';
 
 const recordSchema = z.object({
@@ -34,6 +35,7 @@ export function loadHotpotQaAdversarial(path: string, alternatives?: ReadonlyMap
       return;
     }
     const d = r.data;
+    const extra = unreadScalars(raw, Object.keys(recordSchema.shape));
     const rationale = d.rationale == null ? undefined : typeof d.rationale === 'string' ? d.rationale : d.rationale.map((s) => s.sentence).join(' ');
     examples.push({
       id: d.qas_id,
@@ -45,6 +47,7 @@ export function loadHotpotQaAdversarial(path: string, alternatives?: ReadonlyMap
       passages: d.paragraphs.map((p) => ({ title: p.title, text: p.context, supporting: p.is_supp ?? false })),
       ...(rationale !== undefined ? { rationale } : {}),
       ...(alternatives ? { alternativeAnswers: [...(alternatives.get(d.qas_id) ?? [])] } : {}),
+      ...(extra ? { meta: extra } : {}),
     });
   });
   if (problems.length > 0) throwProblems(path, problems, undefined, bad);

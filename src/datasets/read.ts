@@ -151,3 +151,18 @@ export function throwProblems(path: string, problems: string[], hint?: string, r
   const count = `${records} invalid record${records === 1 ? '' : 's'}${problems.length > records ? ` (${problems.length} problems)` : ''}`;
   throw new AmbiqaError(`${path}: ${count}\n  ${shown.join('\n  ')}${more}`, hint);
 }
+
+/**
+ * A record's top-level scalar fields (string, number, boolean, null) that its loader does not read
+ * (`read`), kept in the example's `meta` so that a run can report its metrics by them (`groupBy`,
+ * groups.ts): e.g. a HotpotQA-format file whose records carry a `level`. Undefined when none.
+ */
+export function unreadScalars(raw: unknown, read: readonly string[]): Record<string, string | number | boolean | null> | undefined {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return undefined;
+  const out: Record<string, string | number | boolean | null> = {};
+  for (const [key, value] of Object.entries(raw as Record<string, unknown>)) {
+    if (read.includes(key)) continue;
+    if (value === null || typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') out[key] = value;
+  }
+  return Object.keys(out).length > 0 ? out : undefined;
+}

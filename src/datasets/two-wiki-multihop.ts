@@ -12,7 +12,7 @@
  * the `evidences` triples.
  */
 import { z } from 'zod';
-import { describeIssues, readJsonFile, throwProblems } from './read';
+import { describeIssues, readJsonFile, throwProblems, unreadScalars } from './read';
 import type { Example } from './types';
 
 const recordSchema = z.object({
@@ -63,7 +63,7 @@ export function loadTwoWikiMultihop(path: string): Example[] {
       longAnswers: [],
       passages: d.context.map(([title, sentences]) => ({ title, text: sentences.map((s) => s.trim()).join(' '), supporting: supportingTitles.has(title) })),
       ...(rationale ? { rationale } : {}),
-      meta: { ...(d.type ? { type: d.type } : {}), ...(d.evidences ? { evidences: d.evidences } : {}) },
+      meta: { ...unreadScalars(raw, Object.keys(recordSchema.shape)), ...(d.type ? { type: d.type } : {}), ...(d.evidences ? { evidences: d.evidences } : {}) },
     });
   });
   if (problems.length > 0) throwProblems(path, problems, undefined, bad);

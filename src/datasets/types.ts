@@ -60,7 +60,9 @@ export interface Example {
    * Format-specific facts a loader keeps beside the common fields (plain JSON): SituatedQA
    * `originalQuestion`, `date`/`dateType`/`location` and `anyAnswer`; AmbigNQ `annotations`
    * (each `{type, answers: string[][]}`, one answer cluster per interpretation); the source file's
-   * own id where `id` had to be made unique; `source` for examples read from another layout.
+   * own id where `id` had to be made unique; `source` for examples read from another layout; and
+   * any other scalar field of the record the loader does not read (`unreadScalars`, read.ts), so
+   * that a run can report its metrics by it (`groupBy`, groups.ts).
    */
   meta?: Record<string, unknown>;
 }

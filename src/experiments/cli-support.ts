@@ -4,6 +4,7 @@ import { ExitStatus, type ExitStatusCode } from './exit-status';
 import { formatCount, formatDuration } from './progress';
 import { formatUsd } from '../llm/pricing';
 import type { RunOutcome } from './runner';
+import type { Override } from './overrides';
 import type { ExampleResult, RunMetrics, RunState } from '../run-files';
 
 /**
@@ -122,6 +123,7 @@ export function describeOutcome(outcome: RunOutcome, configFile?: string): strin
   for (const [name, a] of Object.entries(m.metrics)) {
     lines.push(`  ${name.padEnd(width)}  ${a.mean.toFixed(1).padStart(5)}  95% CI [${a.ciLow.toFixed(1)}, ${a.ciHigh.toFixed(1)}]`);
   }
+  lines.push(...groupLines(m));
   lines.push(...judgeLines(m));
   lines.push(...treeQualityLines(m));
   lines.push(
@@ -154,6 +156,25 @@ export function describeOutcome(outcome: RunOutcome, configFile?: string): strin
     );
   }
   return lines.join('\n');
+}
+
+/**
+ * The metrics by group (`groupBy`): per field, one line per group with its questions and each
+ * metric's mean and 95% CI over that group's questions.
+ */
+export function groupLines(m: Pick<RunMetrics, 'groups'>): string[] {
+  const lines: string[] = [];
+  for (const [field, byValue] of Object.entries(m.groups ?? {})) {
+    lines.push(`  by ${field}:`);
+    const width = Math.max(...Object.keys(byValue).map((v) => v.length));
+    for (const [value, metrics] of Object.entries(byValue)) {
+      const entries = Object.entries(metrics);
+      const n = entries.length > 0 ? Math.max(...entries.map(([, a]) => a.n)) : 0;
+      const cells = entries.map(([name, a]) => `${name} ${a.mean.toFixed(1)} [${a.ciLow.toFixed(1)}, ${a.ciHigh.toFixed(1)}]`);
+      lines.push(`    ${value.padEnd(width)}  n ${String(n).padStart(4)}  ${cells.join(' · ') || 'no metric'}`);
+    }
+  }
+  return lines;
 }
 
 /**
@@ -215,4 +236,16 @@ export function treeQualityLines(m: RunMetrics): string[] {
 /** A token count for a summary line; `?` when the endpoint did not report it. */
 function tokenCount(n: number | undefined): string {
   return n === undefined ? '?' : formatCount(n);
+}
+
+/** `--group-by a,b`: the field names, in order, each once; one line naming the option when empty. */
+export function parseGroupBy(text: string): string[] {
+  const fields = [...new Set(text.split(',').map((f) => f.trim()).filter(Boolean))];
+  if (fields.length === 0) throw new AmbiqaError(`--group-by: '${text}' names no field`, 'give field names separated by commas, e.g. --group-by kind');
+  return fields;
+}
+
+/** `--group-by a,b` on run and sweep: the config's `groupBy` (as `--set groupBy=[a,b]` would set it). */
+export function groupByOverride(text: string): Override {
+  return { path: ['groupBy'], value: parseGroupBy(text), text: `--group-by ${text}` };
 }

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { loadDataset } from '../datasets/index';
+import { checkGroupBy } from '../datasets/groups';
 import type { Example } from '../datasets/types';
 import { AmbiqaError } from '../errors';
 import type { LlmClient } from '../llm/client';
@@ -98,6 +99,20 @@ export function createComposer(options: { notify?: (message: string) => void } =
     return examples;
   };
 
+  /** The run's questions (loaded once per distinct selection). */
+  const examplesOf = (config: ExperimentConfig): Example[] => {
+    const ids = config.dataset.ids ? readIds(config.dataset.ids) : undefined;
+    return dataset(config.dataset.name, config.dataset.path, {
+      split: config.dataset.split,
+      ...(config.dataset.questions !== undefined ? { questions: config.dataset.questions } : {}),
+      ...(config.dataset.alternatives !== undefined ? { alternatives: config.dataset.alternatives } : {}),
+      ...(config.dataset.sample !== undefined ? { sample: config.dataset.sample, seed: config.dataset.seed } : {}),
+      ...(config.dataset.limit !== undefined ? { limit: config.dataset.limit } : {}),
+      ...(ids ? { ids } : {}),
+      ...(config.dataset.maxQuestionChars !== undefined ? { maxQuestionChars: config.dataset.maxQuestionChars } : {}),
+    });
+  };
+
   const getEmbedder = () => (embedder ??= new MiniLmEmbedder());
 
   // One retriever per distinct section (corpus and settings), shared by a sweep's runs and by
@@ -153,16 +168,7 @@ export function createComposer(options: { notify?: (message: string) => void } =
 
     async components(config) {
       const name = config.dataset.name;
-      const ids = config.dataset.ids ? readIds(config.dataset.ids) : undefined;
-      const examples = dataset(name, config.dataset.path, {
-        split: config.dataset.split,
-        ...(config.dataset.questions !== undefined ? { questions: config.dataset.questions } : {}),
-        ...(config.dataset.alternatives !== undefined ? { alternatives: config.dataset.alternatives } : {}),
-        ...(config.dataset.sample !== undefined ? { sample: config.dataset.sample, seed: config.dataset.seed } : {}),
-        ...(config.dataset.limit !== undefined ? { limit: config.dataset.limit } : {}),
-        ...(ids ? { ids } : {}),
-        ...(config.dataset.maxQuestionChars !== undefined ? { maxQuestionChars: config.dataset.maxQuestionChars } : {}),
-      });
+      const examples = examplesOf(config);
 
       const options = config.pipeline.options;
       const nShots = typeof options.nShots === 'number' ? options.nShots : 0;
@@ -275,6 +281,8 @@ export function createComposer(options: { notify?: (message: string) => void } =
     aggregate: aggregateResults,
 
     preflight(config) {
+      // groupBy names fields of the questions: one the data lacks is refused before any endpoint is probed.
+      if (config.groupBy) checkGroupBy(config.groupBy, examplesOf(config));
       const embeds = needsEmbedder(config);
       // A retriever outside the process (a server) is checked too; an in-memory one is not built here.
       const section = config.retriever;

@@ -140,7 +140,7 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
   const wallSeconds = shards.reduce((s, x) => s + (x.state?.wallSeconds ?? 0), 0);
   const total = shards.reduce((s, x) => s + (x.state?.total ?? x.results.length), 0);
   const complete = missingShards.length === 0 && shards.every((s) => !s.state || s.state.status === 'FINISHED');
-  const metrics = summariseRun(results, request.aggregate, { wallSeconds, total, status: complete ? 'FINISHED' : 'KILLED' });
+  const metrics = summariseRun(results, request.aggregate, { wallSeconds, total, status: complete ? 'FINISHED' : 'KILLED', groupBy: config.groupBy });
   // How the shards measured (D-F1 reader, splitter …): the same config gives the same settings,
   // except what each machine resolved at its start (llm.threads): distinct values are all kept.
   const values = new Map<string, Set<string>>();

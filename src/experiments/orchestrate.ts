@@ -56,6 +56,8 @@ export interface AnswerRequest {
    * aborts it when it gives up after a run of errors.
    */
   session: AbortController;
+  /** The run's `groupBy` fields: each row records its question's group under each (`groups`). */
+  groupBy?: readonly string[] | undefined;
   /** A question is done (answered: with its trace; failed: `row.error`, no trace). Awaited before the worker takes the next. */
   onQuestion(row: ExampleResult, trace: Trace | undefined): void | Promise<void>;
 }
@@ -97,7 +99,7 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
       if (signal.aborted) return; // abandoned by Ctrl-C: not done, answered again on resume
       const message = error instanceof Error ? error.message : String(error);
       const scores = await components.score(example, { output: '' });
-      await request.onQuestion(questionRecord(example, index, { error: message }, scores), undefined);
+      await request.onQuestion(questionRecord(example, index, { error: message }, scores, [], { groupBy: request.groupBy }), undefined);
       consecutiveErrors += 1;
       if (successesNow === 0 && consecutiveErrors >= request.maxConsecutiveErrors) {
         fatal = `${consecutiveErrors} examples failed in a row and none succeeded; last error: ${message}`;
@@ -110,7 +112,7 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
     consecutiveErrors = 0;
     successesNow += 1;
     answeredNow += 1;
-    await request.onQuestion(questionRecord(example, index, { answered: out }, scores, judgments), out.trace);
+    await request.onQuestion(questionRecord(example, index, { answered: out }, scores, judgments, { groupBy: request.groupBy }), out.trace);
   };
 
   const worker = async () => {

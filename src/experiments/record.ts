@@ -5,6 +5,7 @@
  * and every score with its reason and metadata. `exampleOfRecord` turns a row back into the
  * example its metrics need, which is how `ambiqa score` re-scores a run without the dataset file.
  */
+import { exampleGroups } from '../datasets/groups';
 import type { DatasetName, Example } from '../datasets/types';
 import type { ExampleResult, LabelledJudgment, QuestionScores, QuestionTarget } from '../run-files';
 import type { TraceSummary } from '../trace/types';
@@ -21,10 +22,15 @@ export interface AnsweredOutput {
 
 export type QuestionOutcome = { answered: AnsweredOutput } | { error: string };
 
+/** What a row records beside the question's answer: the run's `groupBy` fields (its `groups`). */
+export interface RecordOptions {
+  groupBy?: readonly string[] | undefined;
+}
+
 /**
  * The row of one question. `scores` as the run's scorer returned them; `judgments` the question's
  * labelled judgments (left out when there are none). A failed question has an empty output, no
- * usage and its error, and still its target and scores (of the empty output).
+ * usage and its error, and still its target, scores (of the empty output) and groups.
  */
 export function questionRecord(
   example: Example,
@@ -32,8 +38,10 @@ export function questionRecord(
   outcome: QuestionOutcome,
   scores: QuestionScores,
   judgments: readonly LabelledJudgment[] = [],
+  options: RecordOptions = {},
 ): ExampleResult {
-  const head = { format: 3 as const, id: example.id, index, question: example.question, target: targetOf(example) };
+  const groups = options.groupBy && options.groupBy.length > 0 ? { groups: exampleGroups(example, options.groupBy) } : {};
+  const head = { format: 3 as const, id: example.id, index, question: example.question, target: targetOf(example), ...groups };
   if ('error' in outcome) return { ...head, output: '', scores, usage: emptySummary(), error: outcome.error };
   const out = outcome.answered;
   return {

@@ -9,7 +9,7 @@
  *                  set to the new scoring's id; the score each replaces moves to the row's
  *                  `scoreHistory` with the time it was replaced (nothing is lost);
  *   metrics.json   the aggregates recomputed from every row (`aggregateResults`, whatever trial
- *                  handling it has; `groups` per group the same way), `settings` updated (`metric.reader` when the reader's metrics
+ *                  handling it has; `groups` by `groupMetrics`, as the run computes them), `settings` updated (`metric.reader` when the reader's metrics
  *                  were scored), and a `scoring` entry appended: {id, at, metrics, reader,
  *                  version, commit}.
  * results.jsonl is written first: a crash between the two leaves rows whose `scoredBy` names no
@@ -37,6 +37,7 @@ import { acquireDirLock, RUN_LOCK_FILE, SWEEP_LOCK_FILE, type HeldLock } from '.
 import { guard, metricsForMlflow, type TrackingFactory } from './run-tracking';
 import { UPLOADS_PENDING, UPLOADS_TAG, uploadManifest } from './shard-group';
 import { scoreStoredRows } from './stored-scores';
+import { groupMetrics } from '../metrics/groups';
 import type { SummaryRow } from './summary';
 import { findReferencePoint, summariseSweep, type SweepLayout } from './sweep';
 import type { RunTracker } from '../tracking/types';
@@ -293,10 +294,12 @@ async function scoreAndWrite(plan: RunPlan, context: Context): Promise<RescoredR
   };
   const applied = applyScores(rows, fresh, id, context.at);
   const counted = applied.rows.filter((r) => r.error === undefined);
+  // The groups again, as the run computes them (metrics/groups.ts): the fields it has, and its config's.
+  const groupFields = [...new Set([...Object.keys(plan.before.groups ?? {}), ...(config.groupBy ?? [])])];
   const after: RunMetrics = {
     ...plan.before,
     metrics: counted.length > 0 ? aggregateResults(counted) : {},
-    ...(plan.before.groups ? { groups: groupAggregates(counted, Object.keys(plan.before.groups)) } : {}),
+    ...(groupFields.length > 0 && counted.length > 0 ? { groups: groupMetrics(counted, groupFields, aggregateResults, config.dataset.name, `--run ${dir}`) } : {}),
     ...(Object.keys(scorer.settings).length > 0 || plan.before.settings ? { settings: { ...plan.before.settings, ...scorer.settings } } : {}),
     scoring: [...(plan.before.scoring ?? []), entry],
   };
@@ -310,20 +313,6 @@ async function scoreAndWrite(plan: RunPlan, context: Context): Promise<RescoredR
     scoring: after.scoring,
   });
   return { dir, name: config.name, entry, metrics: after, before: plan.before.metrics, rows: answered.length, replaced: applied.replaced };
-}
-
-/**
- * metrics.json's `groups` again for the fields it has: each group's aggregates over the rows of
- * that group (the row's `groups`, set when it was built), by the same `aggregateResults` as the
- * whole run's.
- */
-export function groupAggregates(rows: readonly ExampleResult[], fields: readonly string[]): NonNullable<RunMetrics['groups']> {
-  const out: NonNullable<RunMetrics['groups']> = {};
-  for (const field of fields) {
-    const values = [...new Set(rows.map((r) => r.groups?.[field]).filter((v): v is string => v !== undefined))].sort();
-    out[field] = Object.fromEntries(values.map((value) => [value, aggregateResults(rows.filter((r) => r.groups?.[field] === value))]));
-  }
-  return out;
 }
 
 /** The MLflow metrics a scoring changed: the scored metrics' values and CIs, and any other value that moved. */

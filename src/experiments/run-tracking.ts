@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { flattenParams, redactSecrets } from '../tracking/redact';
 import { judgeMetricsForMlflow } from '../tracking/judge-metrics';
+import { groupMetricsForMlflow } from '../tracking/group-metrics';
 import type { ParamValue, RunTracker, Tracking } from '../tracking/types';
 import type { Example } from '../datasets/types';
 import type { Trace } from '../trace/types';
@@ -206,6 +207,7 @@ export function metricsForMlflow(m: RunMetrics): Record<string, number> {
   if (m.usage.cost_usd !== undefined) out['usage.cost_usd'] = m.usage.cost_usd;
   for (const [k, v] of Object.entries(m.decisions ?? {})) out[k] = v;
   Object.assign(out, judgeMetricsForMlflow(m.judges));
+  Object.assign(out, groupMetricsForMlflow(m.groups));
   if (m.errors !== undefined) out.errors = m.errors;
   if (m.answered !== undefined) out.answered = m.answered;
   return out;

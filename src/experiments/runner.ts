@@ -17,6 +17,8 @@ import { runModel } from '../llm/run-model';
 import { emptyUsage, type UsageTotals } from '../llm/types';
 import { addUsage, UsageMeter } from '../llm/usage';
 import { summaryUsage } from '../trace/usage';
+import { checkGroupBy } from '../datasets/groups';
+import { groupMetrics } from '../metrics/groups';
 import { emit, noteOf, warnOf, type RunEnvironment, type RunObserver } from './observers';
 import { progressObserver } from './progress';
 import { runFilesObserver } from './run-writer';
@@ -91,6 +93,8 @@ export async function runSession(request: RunRequest): Promise<RunOutcome> {
   const env = request.env ?? {};
   const warn = warnOf(env);
   const resume = request.resume ?? false;
+  // A groupBy field none of the questions has is refused before anything is written or called.
+  checkGroupBy(config.groupBy, components.examples);
 
   const { paths, redacted } = openRunDir(config, runDir, resume, warn);
   const plan = planWork(config, components.examples, paths.results);
@@ -184,6 +188,7 @@ export async function runSession(request: RunRequest): Promise<RunOutcome> {
       concurrency: config.concurrency,
       maxConsecutiveErrors: request.maxConsecutiveErrors ?? 5,
       session,
+      groupBy: config.groupBy,
       onQuestion: async (row, trace) => {
         rows.set(row.id, row);
         if (trace) traces.set(row.id, trace);
@@ -198,7 +203,7 @@ export async function runSession(request: RunRequest): Promise<RunOutcome> {
     const usage = sessionUsage();
     runState.setSessionCost(usage);
 
-    const metrics = summariseRun(results, components.aggregate, { wallSeconds: runState.stop(), total: plan.selection.length, status });
+    const metrics = summariseRun(results, components.aggregate, { wallSeconds: runState.stop(), total: plan.selection.length, status, groupBy: config.groupBy });
     // The run's whole spend includes calls of attempts abandoned by an interrupt or the cap
     // (their questions' traces, written on resume, replay them at 0).
     const spent = runState.state.costUsd;
@@ -251,7 +256,7 @@ export async function runSession(request: RunRequest): Promise<RunOutcome> {
 export function summariseRun(
   results: ExampleResult[],
   aggregate: (results: ExampleResult[]) => Record<string, MetricAggregate>,
-  info: { wallSeconds: number; total: number; status: RunMetrics['status'] },
+  info: { wallSeconds: number; total: number; status: RunMetrics['status']; groupBy?: readonly string[] | undefined },
 ): RunMetrics {
   const total = results.map((r) => summaryUsage(r.usage)).reduce(addUsage, emptyUsage());
   const usage: RunMetrics['usage'] = {
@@ -276,6 +281,8 @@ export function summariseRun(
     total: info.total,
     errors: results.length - answered.length,
     ...(info.status ? { status: info.status } : {}),
+    // The same metrics per group of questions (`groupBy`), from the groups each row recorded.
+    ...(info.groupBy && info.groupBy.length > 0 && answered.length > 0 ? { groups: groupMetrics(answered, info.groupBy, aggregate) } : {}),
   };
 }
 

@@ -21,6 +21,7 @@ import {
   type Comparison,
   type PairedRow,
 } from '../run-files/comparison';
+import { comparisonGroups } from './groups';
 import { holm, pairedDelta, type PairedTestOptions } from './paired';
 import { dqHits } from './str-em';
 
@@ -44,6 +45,8 @@ export interface CompareOptions extends PairedTestOptions {
   /** Gold disambiguations by question id, for the per-DQ STR-EM hits of the side-by-side view. */
   gold?: ReadonlyMap<string, readonly QaPair[]>;
   createdAt?: string;
+  /** Fields to pair by group as well (`--group-by`; default: the groups every run's rows recorded): src/metrics/groups.ts. */
+  groupBy?: readonly string[];
 }
 
 const DEFAULT_RESAMPLES = 1000;
@@ -282,6 +285,7 @@ export function compareRuns(runs: readonly CompareRunInput[], options: CompareOp
     },
     runs: comparedRuns,
     rows,
+    ...comparisonGroups(runs, baseline, metrics, options.groupBy, testOptions),
     questions: sideBySide(runs, baseline, options.gold),
     notes,
   };

@@ -15,6 +15,7 @@ import { figuresForRun, figuresForSweep, type FigureChoice } from './figures';
 import { goldForRows } from './gold';
 import { loadRunOrSweep, type Loaded } from './load';
 import { renderRunReport, renderSweepReport, type ReportOptions } from './render';
+import { addReportGroups, type RowsAggregate } from './groups';
 
 export interface BuildReportOptions {
   /**
@@ -32,6 +33,10 @@ export interface BuildReportOptions {
   treeExample?: string;
   traces?: ReportOptions['traces'];
   maxMessageChars?: number;
+  /** Show metrics by these groups too, computing those metrics.json lacks from the rows (`--group-by`; report/groups.ts). */
+  groupBy?: readonly string[];
+  /** The aggregate the runs used (`aggregateResults` of src/experiments), for groups computed here. */
+  aggregate?: RowsAggregate;
 }
 
 export interface BuiltReport {
@@ -52,6 +57,9 @@ export function buildReport(dir: string, options: BuildReportOptions): BuiltRepo
     }
   }
   const notes: string[] = [];
+  if (options.groupBy && options.groupBy.length > 0) {
+    notes.push(...addReportGroups(loaded.kind === 'run' ? [loaded.run] : loaded.sweep.runs, options.groupBy, options.aggregate));
+  }
   const coverage: CoverageCurve[] = (options.coverageFiles ?? []).flatMap((f) => readCoverageFile(f));
   const firstRun = loaded.kind === 'run' ? loaded.run : loaded.sweep.runs[0];
   // Gold from the rows' targets; the dataset file only for rows written before format 3.

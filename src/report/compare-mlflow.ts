@@ -3,7 +3,8 @@
  * names and MLflow ids as tags and params, and per compared run and metric the metrics
  * `delta.<metric>.<run>`, `delta.<metric>.<run>.ci_low|ci_high`, `p.<metric>.<run>` (raw),
  * `p_holm.<metric>.<run>`, `n.<metric>.<run>` and `power_n.<metric>.<run>` (questions for 80%
- * power, where defined). `<run>` is the run's metric-safe key (`ComparedRun.key`: characters
+ * power, where defined), and with groups `group.<field>.<value>.delta.<metric>.<run>` (and its CI,
+ * `p_holm`, `n`: src/tracking/group-metrics.ts). `<run>` is the run's metric-safe key (`ComparedRun.key`: characters
  * other than letters, digits, `_ - .` become `_`). The comparison JSON and its HTML report are
  * attached as artifacts. With the server unreachable the operations wait in the comparison's
  * folder for `ambiqa sync`, like a run's.
@@ -12,6 +13,7 @@ import { join } from 'node:path';
 import { readRunJson, runFiles } from '../run-files';
 import type { Comparison } from '../run-files/comparison';
 import { openTracking } from '../tracking/index';
+import { groupComparisonMetrics } from '../tracking/group-metrics';
 import type { Tracking } from '../tracking/types';
 
 export interface LogComparisonOptions {
@@ -50,6 +52,7 @@ export function comparisonMetrics(c: Comparison): Record<string, number> {
     put(`power_n.${k}`, r.questionsFor80Power);
     put(`answer_changed.${keyOf.get(r.run) ?? r.run}`, r.answerChanged);
   }
+  Object.assign(out, groupComparisonMetrics(c));
   return out;
 }
 

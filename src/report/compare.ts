@@ -193,6 +193,28 @@ function pairedTable(c: Comparison): string {
   );
 }
 
+/** The per-group paired deltas (`--group-by`): one table per field, Holm across its groups. */
+function groupsSection(c: Comparison): string {
+  if (!c.groups || !c.groupBy) return '';
+  const head = ['run', 'metric', 'group', 'n', 'baseline', 'run', 'Δ', '95% CI', 'p', 'p (Holm, across groups)'];
+  const tables = c.groupBy.map((field) => {
+    const rows = c.groups!.filter((g) => g.field === field).map((r) => {
+      const resolved = r.ciLow > 0 || r.ciHigh < 0;
+      return (
+        `<tr${resolved ? ' class="resolved"' : ''}><td>${escapeHtml(r.run)}</td><td>${escapeHtml(r.metric)}</td><td>${escapeHtml(r.value)}</td><td class="num">${r.n}</td>` +
+        `<td class="num">${fmt(r.baselineMean)}</td><td class="num">${fmt(r.runMean)}</td>` +
+        `<td class="num ${r.meanDelta > 0 ? 'pos' : r.meanDelta < 0 ? 'neg' : ''}">${Number.isFinite(r.meanDelta) ? signed(r.meanDelta) : ''}</td>` +
+        `<td class="num">[${fmt(r.ciLow)}, ${fmt(r.ciHigh)}]</td><td class="num">${fmtP(r.p)}${r.pMethod === 'monte-carlo' ? '<span class="note"> (MC)</span>' : ''}</td><td class="num">${fmtP(r.pHolm)}</td></tr>`
+      );
+    });
+    return `<h3>By ${escapeHtml(field)}</h3><table class="paired groups" data-field="${escapeHtml(field)}"><thead><tr>${head.map((h, i) => `<th${i >= 3 ? ' class="num"' : ''}>${escapeHtml(h)}</th>`).join('')}</tr></thead><tbody>${rows.join('')}</tbody></table>`;
+  });
+  return (
+    '<h2>Paired deltas by group</h2>' + tables.join('\n') +
+    '<p class="note">The paired table restricted to each group\'s questions (a question\'s group as its row recorded it with <code>groupBy</code>, or derived from the row for <code>kind</code> and <code>label</code>). p (Holm): adjusted across the groups of the field, separately for each run and metric. A metric no question of a group has is left out of that group.</p>'
+  );
+}
+
 function answerCell(c: Comparison, run: ComparedRun, q: Comparison['questions'][number], traceKey: string | undefined): string {
   const a = q.answers[run.name];
   if (!a) return '<td class="answer note">not in this run</td>';
@@ -281,6 +303,7 @@ export function renderComparisonReport(c: Comparison, options: ComparisonReportO
     comparisonLink,
     '<h2>Runs</h2>', runsTable(c),
     '<h2>Paired deltas</h2>', pairedTable(c), notes,
+    groupsSection(c),
     `<section class="figure" id="fig-paired-deltas">${figureDivHtml(comparisonFigure(c))}</section>`,
     '<h2>Question by question</h2>', sideBySideTable(c, traceKeys),
   ].join('\n');

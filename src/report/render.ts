@@ -21,6 +21,7 @@ import { tokensOf } from '../llm/usage';
 import { REPORT_CSS, REPORT_JS } from './assets';
 import type { FigureChoice } from './figures';
 import type { LoadedRun, LoadedSweep } from './load';
+import { groupsSection } from './groups';
 
 /** What the report shows as an example's gold: any of these the dataset has. */
 export interface GoldInfo {
@@ -308,6 +309,7 @@ export function renderRunReport(run: RunData & Partial<Pick<LoadedRun, 'mlflow' 
     ], generatedAt),
     mlflowLink(run),
     '<h2>Metrics</h2>', metricsTable(run),
+    groupsSection(run.metrics?.groups),
     '<h2>Decisions</h2>', decisionsTable(run, methods),
     judgesTable(run, methods),
     '<h2>Usage</h2>', usageTable(run),
@@ -365,7 +367,7 @@ export function renderSweepReport(sweep: LoadedSweep, methods: MethodCatalog, op
   const generatedAt = options.generatedAt ?? new Date().toISOString();
   const children = sweep.runs.map((run, i) =>
     `<details class="run" id="run-${i}"><summary><b>${escapeHtml(run.name)}</b> · ${run.results.length} examples</summary>` +
-    mlflowLink(run) + metricsTable(run) + decisionsTable(run, methods) + usageTable(run) + examplesTable(run, { ...options, tableId: `r${i}` }) +
+    mlflowLink(run) + metricsTable(run) + groupsSection(run.metrics?.groups, '<h4>Metrics by group</h4>') + decisionsTable(run, methods) + usageTable(run) + examplesTable(run, { ...options, tableId: `r${i}` }) +
     `<h4>Config</h4>${configYaml(run.config)}</details>`,
   );
   const body = [

@@ -71,6 +71,30 @@ export const pairedRowSchema = z.object({
   onlyInBaseline: z.number(),
 });
 
+/**
+ * A paired delta within one group of questions (`--group-by`, issue 46): the row of the paired
+ * table restricted to the questions whose `field` is `value`, its p Holm-adjusted across the
+ * groups of that field (one family per run, metric and field).
+ */
+export const groupPairedRowSchema = z.object({
+  field: z.string(),
+  value: z.string(),
+  run: z.string(),
+  baseline: z.string(),
+  metric: z.string(),
+  n: z.number(),
+  baselineMean: z.number(),
+  runMean: z.number(),
+  meanDelta: z.number(),
+  ciLow: z.number(),
+  ciHigh: z.number(),
+  p: z.number().nullable(),
+  pMethod: z.enum(['exact', 'monte-carlo', 'none']),
+  /** Holm-adjusted across the groups of `field` for this run and metric. */
+  pHolm: z.number().nullable(),
+  questionsFor80Power: z.number().nullable(),
+});
+
 export const questionAnswerSchema = z.object({
   output: z.string(),
   answer: z.string().optional(),
@@ -109,6 +133,9 @@ export const comparisonSchema = z.object({
   runs: z.array(comparedRunSchema),
   rows: z.array(pairedRowSchema),
   questions: z.array(comparedQuestionSchema),
+  /** `--group-by` (or the groups every run's rows recorded): the fields grouped by, and the per-group deltas. */
+  groupBy: z.array(z.string()).optional(),
+  groups: z.array(groupPairedRowSchema).optional(),
   /** Sentences for people: partial overlaps, failed questions left out, metrics missing. */
   notes: z.array(z.string()),
   /** Set once the comparison was logged to MLflow. */
@@ -118,6 +145,7 @@ export const comparisonSchema = z.object({
 export type Comparison = z.infer<typeof comparisonSchema>;
 export type ComparedRun = z.infer<typeof comparedRunSchema>;
 export type PairedRow = z.infer<typeof pairedRowSchema>;
+export type GroupPairedRow = z.infer<typeof groupPairedRowSchema>;
 export type ComparedQuestion = z.infer<typeof comparedQuestionSchema>;
 export type QuestionAnswer = z.infer<typeof questionAnswerSchema>;
 

@@ -2,10 +2,10 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AmbiqaError } from '../../errors';
 import { artifactsDir } from '../../config/paths';
-import { describeExitStatus, parsePositiveInt } from '../../experiments/cli-support';
+import { describeExitStatus, parseGroupBy, parsePositiveInt } from '../../experiments/cli-support';
 import { ExitStatus } from '../../experiments/exit-status';
 import { tokensOf } from '../../llm/usage';
-import type { Comparison } from '../../run-files/comparison';
+import type { Comparison, GroupPairedRow } from '../../run-files/comparison';
 
 export const summary = 'paired tests between runs or sweep points on the same questions, side by side per question';
 
@@ -25,6 +25,9 @@ options:
   --baseline NAME    the baseline run: a run name, a sweep point's label or a run folder name
                      (default: the first run)
   --metrics m1,m2    metrics to compare (default: every per-question metric all runs have)
+  --group-by f1,f2   paired deltas per group of questions as well, Holm-adjusted across the
+                     groups of a field (default: the groups every run recorded with groupBy;
+                     kind and label are derived from runs recorded without it)
   --out F.json       the comparison file (default: artifacts/comparisons/<name>/comparison.json)
   --report F.html    the side-by-side report (default: report.html beside --out)
   --data F           dataset file with the gold disambiguations (default: the baseline's dataset.path)
@@ -56,6 +59,24 @@ export function comparisonMarkdown(c: Comparison): string {
   return lines.join('\n') + '\n';
 }
 
+/**
+ * The per-group paired table (`--group-by`) as Markdown: one row per run, metric, field and group;
+ * p (Holm) adjusted across the groups of the field.
+ */
+export function groupsMarkdown(rows: readonly GroupPairedRow[]): string {
+  const header = ['run', 'metric', 'group', 'n', 'baseline', 'run mean', 'Δ [95% CI]', 'p', 'p (Holm, across groups)'];
+  const lines = [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`];
+  for (const r of rows) {
+    const delta = Number.isFinite(r.meanDelta) ? `${r.meanDelta > 0 ? '+' : ''}${r.meanDelta.toFixed(1)} [${fmt(r.ciLow)}, ${fmt(r.ciHigh)}]` : '';
+    lines.push(
+      `| ${[r.run, r.metric, `${r.field}=${r.value}`, String(r.n), fmt(r.baselineMean), fmt(r.runMean), delta, fmtP(r.p) + (r.pMethod === 'monte-carlo' ? ' (MC)' : ''), fmtP(r.pHolm)]
+        .map((x) => x.replace(/\|/g, '\\|'))
+        .join(' | ')} |`,
+    );
+  }
+  return `by group:\n\n${lines.join('\n')}\n`;
+}
+
 function usageLines(c: Comparison): string[] {
   return c.runs.map((r) => {
     const u = r.usage;
@@ -73,6 +94,7 @@ export async function run(argv: string[]): Promise<number> {
     options: {
       baseline: { type: 'string' },
       metrics: { type: 'string' },
+      'group-by': { type: 'string' },
       out: { type: 'string' },
       report: { type: 'string' },
       data: { type: 'string' },
@@ -101,6 +123,7 @@ export async function run(argv: string[]): Promise<number> {
   const { comparison, notes } = compareDirs(positionals, {
     ...(values.baseline !== undefined ? { baseline: values.baseline } : {}),
     ...(metrics ? { metrics } : {}),
+    ...(values['group-by'] !== undefined ? { groupBy: parseGroupBy(values['group-by']) } : {}),
     ...(values.data ? { dataPath: values.data } : {}),
     ...(resamples !== undefined ? { resamples } : {}),
     ...(seed !== undefined ? { seed } : {}),
@@ -112,6 +135,7 @@ export async function run(argv: string[]): Promise<number> {
 
   console.log(`paired against ${comparison.baseline} on ${comparison.dataset}:\n`);
   console.log(comparisonMarkdown(comparison));
+  if (comparison.groups) console.log(groupsMarkdown(comparison.groups));
   for (const line of usageLines(comparison)) console.log(line);
   for (const note of [...comparison.notes, ...notes]) console.error(`note: ${note}`);
 

@@ -2,6 +2,8 @@ import { parseArgs } from 'node:util';
 import { join } from 'node:path';
 import { AmbiqaError } from '../../errors';
 import { methodCatalog } from '../../pipelines/registry';
+import { aggregateResults } from '../../experiments/bindings';
+import { parseGroupBy } from '../../experiments/cli-support';
 
 export const summary = 'write a self-contained HTML report (and figure files) for a run or sweep directory';
 
@@ -17,6 +19,10 @@ options:
   --data <file>           dataset file with the gold of rows written before format 3 (default: the run config's dataset.path); format-3 rows carry their own
   --coverage <file>       an \`ambiqa coverage --out\` JSON file to plot (repeatable)
   --tree-example <id>     which example's clarification tree to draw (ToC runs)
+  --group-by f1,f2        metrics by group as well: metrics.json's groups, else computed from the
+                          rows (kind and label derive from any run; other fields need a run
+                          recorded with groupBy). With a comparison file: ignored (its groups
+                          are those \`ambiqa compare --group-by\` paired)
   --traces <mode>         compact (default for runs) | full | none (default for sweeps)
   --figures-dir <dir>     also write every figure as <name>.html and <name>.png there
   --no-png                HTML figure files only (no chromium needed)
@@ -34,6 +40,7 @@ export async function run(argv: string[]): Promise<number> {
       coverage: { type: 'string', multiple: true },
       'tree-example': { type: 'string' },
       traces: { type: 'string' },
+      'group-by': { type: 'string' },
       'figures-dir': { type: 'string' },
       'no-png': { type: 'boolean', default: false },
       mlflow: { type: 'boolean', default: false },
@@ -71,6 +78,7 @@ export async function run(argv: string[]): Promise<number> {
     ...(values.coverage ? { coverageFiles: values.coverage } : {}),
     ...(values['tree-example'] ? { treeExample: values['tree-example'] } : {}),
     ...(traces ? { traces: traces as 'compact' | 'full' | 'none' } : {}),
+    ...(values['group-by'] !== undefined ? { groupBy: parseGroupBy(values['group-by']), aggregate: aggregateResults } : {}),
   });
   const out = writeReport(report, values.out ?? join(dir, 'report.html'));
   for (const note of report.notes) console.error(`note: ${note}`);

@@ -10,7 +10,7 @@ import { ExitStatus } from '../../experiments/exit-status';
 import { describePipelines } from '../../pipelines/registry';
 import { resolveShardSpec } from '../../experiments/shard';
 import { checkShardGroup, SHARD_GROUP_TAG } from '../../experiments/shard-group';
-import { describeExitStatus, describeOutcome, interruptSignal, parsePositiveInt, parseUsd, runExitStatus } from '../../experiments/cli-support';
+import { describeExitStatus, describeOutcome, groupByOverride, interruptSignal, parsePositiveInt, parseUsd, runExitStatus } from '../../experiments/cli-support';
 
 export const summary = 'run an experiment config over its dataset (resumable, sharded, logged to MLflow)';
 
@@ -40,6 +40,9 @@ options:
                          --max-cost finishes it (same as --set llm.maxCostUsd=USD; needs a price:
                          llm.pricing, or a model in the built-in table, docs/llm.md "Cost")
   --no-tracking          do not log to MLflow (same as --set tracking.enabled=false)
+  --group-by f1,f2       metrics per group of questions as well (same as --set groupBy=[f1,f2]):
+                         kind (ASQA ambiguous | disambiguated, e.g. with dataset.questions
+                         mixed) or a field of the dataset's questions (docs/experiments.md)
   --skip-preflight       do not check the endpoints before the first model call (for servers
                          that cannot answer GET /models or a yes/no probe)
   --quiet                no progress line
@@ -80,6 +83,7 @@ export async function run(argv: string[]): Promise<number> {
       'no-tracking': { type: 'boolean' },
       'skip-preflight': { type: 'boolean' },
       'max-cost': { type: 'string' },
+      'group-by': { type: 'string' },
       quiet: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -91,6 +95,7 @@ export async function run(argv: string[]): Promise<number> {
   if (positionals.length !== 1) throw new AmbiqaError('ambiqa run: expected one config file', 'e.g. `npx ambiqa run experiments/toc-asqa.yaml`');
   const overrides = (values.set ?? []).map(parseOverride);
   if (values['no-tracking']) overrides.push(parseOverride('tracking.enabled=false'));
+  if (values['group-by'] !== undefined) overrides.push(groupByOverride(values['group-by']));
   if (values['max-cost'] !== undefined) overrides.push(parseOverride(`llm.maxCostUsd=${parseUsd(values['max-cost'], '--max-cost')}`));
 
   // Everything is checked before a model is loaded or called.

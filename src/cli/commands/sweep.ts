@@ -1,7 +1,7 @@
 import { basename, extname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AmbiqaError } from '../../errors';
-import { describeExitStatus, interruptSignal, parsePositiveInt } from '../../experiments/cli-support';
+import { describeExitStatus, groupByOverride, interruptSignal, parsePositiveInt } from '../../experiments/cli-support';
 import { createComposer } from '../../experiments/compose';
 import { readExperimentFile } from '../../experiments/config';
 import { applyOverrides, parseOverride } from '../../experiments/overrides';
@@ -33,6 +33,8 @@ options:
   --resume               finish an interrupted sweep (finished points are kept)
   --dry-run              validate every point and print the plan; run nothing
   --no-tracking          do not log to MLflow
+  --group-by f1,f2       every point's metrics per group of questions as well (same as
+                         --set groupBy=[f1,f2]; docs/experiments.md, "Groups")
   --skip-preflight       do not check the points' endpoints before the first model call
   --quiet                no progress lines
   -h, --help             this help
@@ -52,6 +54,7 @@ export async function run(argv: string[]): Promise<number> {
       resume: { type: 'boolean' },
       'dry-run': { type: 'boolean' },
       'no-tracking': { type: 'boolean' },
+      'group-by': { type: 'string' },
       'skip-preflight': { type: 'boolean' },
       quiet: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -66,6 +69,7 @@ export async function run(argv: string[]): Promise<number> {
   let raw = readExperimentFile(file);
   const overrides = (values.set ?? []).map(parseOverride);
   if (values['no-tracking']) overrides.push(parseOverride('tracking.enabled=false'));
+  if (values['group-by'] !== undefined) overrides.push(groupByOverride(values['group-by']));
   raw = applyOverrides(raw, overrides, file);
 
   const composer = createComposer();
