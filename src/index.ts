@@ -3,7 +3,7 @@
  * another project that depends on this repository. Everything here is documented in
  * docs/notebooks.md (the library section); anything not exported here is internal and may change.
  *
- *   experiments  run, sweep, resume, score; loadRun, loadSweep; the config types
+ *   experiments  run, sweep, resume, score, reproduce; loadRun, loadSweep; the config types
  *   pipelines    createPipeline, the pipeline classes and their option types
  *   llm          createLanguageModel, LlmClient, ScriptedProvider (tests), the model contract
  *   retrieval    corpora, createRetriever / createReranker, BM25, dense, hybrid, MiniLM
@@ -29,6 +29,8 @@ import {
   type SessionSweepOptions,
 } from './experiments/session';
 import { defaultProgress } from './notebook/progress';
+import { reproduceInProcess, type ReproduceOptions } from './experiments/reproduce-session';
+import type { Reproduction } from './experiments/reproduce';
 
 // ---------------------------------------------------------------- experiments
 
@@ -70,6 +72,18 @@ export const score = scoreRun;
 /** Re-score a run or sweep in place (`ambiqa score --run`): scores into its rows, the old ones kept, MLflow updated. */
 export const rescore = rescoreInProcess;
 
+/**
+ * Run a recorded run again and compare every output (docs/experiments.md, "Reproducing a run"):
+ * a run folder, the runs of a bundle folder, or an MLflow run id. Refuses, naming it, what differs
+ * on this machine (code, model or data checksums, engine build) unless `allowDifferent` says so.
+ */
+export function reproduce(target: string, options: WithProgress<ReproduceOptions> = {}): Promise<Reproduction[]> {
+  return reproduceInProcess(target, { ...options, progress: progressOption(options) });
+}
+export { describeReproduction, reproduced, type Reproduction, type RowComparison, type MetricDifference } from './experiments/reproduce';
+export type { ReproduceOptions } from './experiments/reproduce-session';
+export type { RunProvenance } from './run-files';
+
 /** Check a config object without running it; returns the resolved config (defaults filled in). */
 export const checkConfig = resolveConfig;
 
@@ -80,6 +94,8 @@ export { loadRun, loadSweep, type LoadedRun, type LoadedSweep } from './report/l
 export type { ExampleResult, MetricAggregate, QuestionRecord, QuestionScore, QuestionScores, QuestionTarget, RunMetrics, Trace, TraceSummary } from './run-files';
 /** A results row's scores as numbers (`Record<string, number>`), for code that needs only the values. */
 export { scoreValues } from './run-files';
+/** A row's key within its run (`id`, or `id#t` for trial t > 0 under `trials: k`) and its trace's, to join them. */
+export { rowKey, traceKey } from './run-files';
 export { artifactsDir, dataDir, examplesDir, packageRoot, projectRoot } from './config/paths';
 export { AmbiqaError } from './errors';
 

@@ -25,6 +25,7 @@ const commands: Record<string, () => Promise<Command>> = {
   slurm: () => import('./commands/slurm'),
   report: () => import('./commands/report'),
   compare: () => import('./commands/compare'),
+  reproduce: () => import('./commands/reproduce'),
   notebook: () => import('./commands/notebook'),
   serve: () => import('./commands/serve'),
   index: () => import('./commands/index'),

@@ -113,15 +113,21 @@ export function describeOutcome(outcome: RunOutcome, configFile?: string): strin
   const answered = m.answered ?? m.n - failed;
   const total = m.total ?? m.n;
   const notReached = total - answered - failed;
+  // Under `trials: k` a row is one answer of a question: the counts are of (question, trial) pairs.
+  const trials = outcome.trials !== undefined && outcome.trials > 1 ? outcome.trials : undefined;
+  const of = trials ? `${total} answers (${Math.round(total / trials)} questions × ${trials} trials)` : `${total} questions`;
+  const unit = trials ? 'answers' : 'questions';
   const lines = [
     `run ${outcome.runDir.split('/').pop()} ${outcome.status}: ${answered} answered, ${failed} failed` +
-      `${notReached > 0 ? `, ${notReached} not reached` : ''} of ${total} questions, ${formatDuration(m.usage.wall_seconds)}`,
+      `${notReached > 0 ? `, ${notReached} not reached` : ''} of ${of}, ${formatDuration(m.usage.wall_seconds)}`,
   ];
   if (answered === 0) lines.push('  no metrics: no question was answered');
-  else if (failed > 0) lines.push(`  metrics over the ${answered} answered questions (the ${failed} failed ones are left out):`);
+  else if (failed > 0) lines.push(`  metrics over the ${answered} answered ${unit} (the ${failed} failed ones are left out):`);
   const width = Math.max(8, ...Object.keys(m.metrics).map((k) => k.length));
   for (const [name, a] of Object.entries(m.metrics)) {
-    lines.push(`  ${name.padEnd(width)}  ${a.mean.toFixed(1).padStart(5)}  95% CI [${a.ciLow.toFixed(1)}, ${a.ciHigh.toFixed(1)}]`);
+    // Under trials, the spread of a question's answers across its trials (when the aggregate gives it).
+    const spread = a.trialSd !== undefined ? `  trial sd ${a.trialSd.toFixed(1)}` : '';
+    lines.push(`  ${name.padEnd(width)}  ${a.mean.toFixed(1).padStart(5)}  95% CI [${a.ciLow.toFixed(1)}, ${a.ciHigh.toFixed(1)}]${spread}`);
   }
   lines.push(...groupLines(m));
   lines.push(...judgeLines(m));
@@ -152,7 +158,7 @@ export function describeOutcome(outcome: RunOutcome, configFile?: string): strin
   lines.push(...failureLines(outcome.results));
   if (outcome.status !== 'FINISHED' && configFile) {
     lines.push(
-      `  finish it: run the same command (config ${configFile}, same --name/--set/--shard) with --resume${outcome.stoppedBy ? ' and a higher --max-cost' : ''}`,
+      `  finish it: run the same command (config ${configFile}, same --name/--set/--trials/--shard) with --resume${outcome.stoppedBy ? ' and a higher --max-cost' : ''}`,
     );
   }
   return lines.join('\n');

@@ -37,8 +37,8 @@ import {
   requiresRetriever,
 } from './bindings';
 import type { ConfigRegistry, ExperimentConfig } from './config';
-import { collectProvenance, provenanceTags, type Provenance } from './provenance';
-import type { ExampleResult, MetricAggregate } from '../run-files';
+import { collectProvenance, collectRunProvenance, provenanceTags, runProvenanceTags, type Provenance } from './provenance';
+import type { ExampleResult, MetricAggregate, RunProvenance } from '../run-files';
 import type { RunComponents, TrackingFactory } from './runner';
 import { checkReaderSpec, createReader, defaultReaderSpec, parseReaderSpec, type ReaderHandle } from './reader';
 import { judgeLabels, runPreflight, type PreflightReport } from './preflight';
@@ -87,6 +87,11 @@ export function createComposer(options: { notify?: (message: string) => void } =
   const readers = new Map<string, Promise<ReaderHandle>>();
   let embedder: Embedder | undefined;
   let provenance: Provenance | undefined;
+  // What reproduction checks, per config (the data files' checksums are read once per file).
+  const runProvenance = (config: ExperimentConfig, retriever?: Record<string, string>): RunProvenance => {
+    provenance ??= collectProvenance();
+    return collectRunProvenance(config, provenance, { embedder: needsEmbedder(config), ...(retriever ? { retriever } : {}) });
+  };
   const preflights = new Map<string, Promise<PreflightReport>>();
 
   const dataset = (name: ExperimentConfig['dataset']['name'], path: string, opts: Parameters<typeof loadDataset>[2]) => {
@@ -262,6 +267,7 @@ export function createComposer(options: { notify?: (message: string) => void } =
         settings: { ...llmSettings(config.llm), ...(config.judge ? llmSettings(config.judge, 'judge') : {}), ...retrieverSettings, ...scorer.settings },
         ...(retrievalCache ? { retrievalCache } : {}),
         ...(price ? { price } : {}),
+        provenance: runProvenance(config, retrieverSettings),
       };
     },
 
@@ -272,10 +278,13 @@ export function createComposer(options: { notify?: (message: string) => void } =
 
     tags(config) {
       provenance ??= collectProvenance();
-      return provenanceTags(provenance, {
-        embeddedLlm: config.llm.provider === undefined || config.llm.provider === 'embedded',
-        embedder: needsEmbedder(config),
-      });
+      return {
+        ...provenanceTags(provenance, {
+          embeddedLlm: config.llm.provider === undefined || config.llm.provider === 'embedded',
+          embedder: needsEmbedder(config),
+        }),
+        ...runProvenanceTags(runProvenance(config)),
+      };
     },
 
     aggregate: aggregateResults,

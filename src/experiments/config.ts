@@ -526,6 +526,8 @@ export interface LoadOptions {
   name?: string;
   /** `--limit N`. */
   limit?: number;
+  /** `--trials k`: answers per question (replaces the config's `trials`). */
+  trials?: number;
   /** `--shard i/N`. */
   shard?: string;
   /** Skip file-existence checks (tests of pure validation). */
@@ -557,6 +559,7 @@ export function resolveExperimentConfig(
   let input: Record<string, unknown> = structuredClone(raw);
   if (options.overrides?.length) input = applyOverrides(input, options.overrides, source);
   if (options.limit !== undefined) input = applyOverrides(input, [{ path: ['dataset', 'limit'], value: options.limit, text: `--limit ${options.limit}` }], source);
+  if (options.trials !== undefined) input = applyOverrides(input, [{ path: ['trials'], value: options.trials, text: `--trials ${options.trials}` }], source);
   if (options.shard !== undefined) input = { ...input, shard: options.shard };
   if (options.name !== undefined) input = { ...input, name: options.name };
 

@@ -1,6 +1,6 @@
 /**
  * Exit statuses of the commands that do a job a script waits on (`run`, `sweep`, `merge`,
- * `compare`, `score`, `slurm`). A scheduler, a CI job or a sweep reads nothing else, so each
+ * `compare`, `score`, `slurm`, `reproduce`). A scheduler, a CI job or a sweep reads nothing else, so each
  * outcome has its own number (docs/cli.md's table lists them). The ones that existed before
  * this table (1 for an error or bad input, 2 for a command line that does not parse, 3 for the
  * cost cap, 130 for an interrupt) keep their numbers.
@@ -18,6 +18,8 @@ export const ExitStatus = {
   someFailed: 4,
   /** No selected question was answered. */
   noneAnswered: 5,
+  /** `ambiqa reproduce`: the re-run finished, and some output differs from the recorded one (or is missing). */
+  differs: 6,
   /** Ctrl-C, SIGTERM (scancel, a time limit, a preemption) or SIGHUP stopped it; `--resume` continues it. */
   interrupted: 130,
 } as const;
@@ -37,6 +39,7 @@ export function worstExitStatus(statuses: readonly number[]): number {
       case ExitStatus.ok:
         return 0;
       case ExitStatus.someFailed:
+      case ExitStatus.differs:
         return 1;
       case ExitStatus.costCap:
         return 2;

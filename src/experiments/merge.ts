@@ -7,7 +7,7 @@ import type { Trace } from '../trace/types';
 import type { RunTracker } from '../tracking/types';
 import { configFingerprint, configToYaml, diffConfigs, readResolvedConfig, type ExperimentConfig } from './config';
 import { writeFileAtomic, writeJsonlAtomic } from '../common/jsonl';
-import { type ExampleResult, type MetricAggregate, type RunMetrics, readResults, readTraces } from '../run-files';
+import { type ExampleResult, type MetricAggregate, type RunMetrics, readResults, readTraces, rowKey, traceKey } from '../run-files';
 import { readRunJson, runFiles, writeJson, writeRunJson, type MlflowRecord, type RunState } from '../run-files';
 import { judgePriorSettings, readJudgePriors } from './judge-priors';
 import { runStarted } from './run-dir';
@@ -15,6 +15,7 @@ import { configParams, guard, metricsForMlflow, type TrackingFactory } from './r
 import { addDecisions, summariseRun } from './runner';
 import { parseShard } from './shard';
 import { warnOf, type RunEnvironment } from './observers';
+import { mergedProvenance } from './provenance';
 import type { MethodAnalyses } from '../metrics/methods';
 
 /**
@@ -104,23 +105,24 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
   }
 
   // ---------------------------------------------------------------- one result set
-  const byId = new Map<string, ExampleResult>();
+  // Keyed by `rowKey`: under `trials: k` a shard holds k rows of each of its questions, all kept.
+  const byKey = new Map<string, ExampleResult>();
   const traceFiles: string[] = [];
   for (const s of shards) {
     for (const r of s.results) {
-      const prev = byId.get(r.id);
+      const prev = byKey.get(rowKey(r));
       if (prev && (prev as ExampleResult & { _dir?: string })._dir !== s.dir) {
-        throw new AmbiqaError(`merge: example ${r.id} appears in more than one shard (${s.dir})`);
+        throw new AmbiqaError(`merge: example ${r.id}${r.trial ? ` (trial ${r.trial})` : ''} appears in more than one shard (${s.dir})`);
       }
-      byId.set(r.id, Object.assign({ ...r }, { _dir: s.dir }));
+      byKey.set(rowKey(r), Object.assign({ ...r }, { _dir: s.dir }));
     }
     traceFiles.push(join(s.dir, runFiles.traces));
   }
-  const results = [...byId.values()]
+  const results = [...byKey.values()]
     .map(({ _dir, ...r }: ExampleResult & { _dir?: string }) => r)
-    .sort((a, b) => (a.index ?? 0) - (b.index ?? 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    .sort((a, b) => (a.index ?? 0) - (b.index ?? 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0) || (a.trial ?? 0) - (b.trial ?? 0));
   const traces = new Map<string, Trace>();
-  for (const f of traceFiles) for (const t of readTraces(f)) traces.set(t.questionId, t);
+  for (const f of traceFiles) for (const t of readTraces(f)) traces.set(traceKey(t), t);
 
   const baseName = first.config.name.replace(/\.shard-\d+of\d+$/, '');
   const name = request.name ?? baseName;
@@ -135,7 +137,7 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
   writeJsonlAtomic(join(dir, runFiles.results), results);
   writeJsonlAtomic(
     join(dir, runFiles.traces),
-    results.map((r) => traces.get(r.id)).filter((t): t is Trace => t !== undefined),
+    results.map((r) => traces.get(rowKey(r))).filter((t): t is Trace => t !== undefined),
   );
   const wallSeconds = shards.reduce((s, x) => s + (x.state?.wallSeconds ?? 0), 0);
   const total = shards.reduce((s, x) => s + (x.state?.total ?? x.results.length), 0);
@@ -176,6 +178,10 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
     if (calibration.promptTokens !== undefined) metrics.usage.calibration_prompt_tokens = calibration.promptTokens;
   }
   writeRunJson(join(dir, runFiles.metrics), 'metrics', metrics);
+  // What `ambiqa reproduce` checks: the shards' record when they agree (provenance.ts).
+  const provenance = mergedProvenance(shards.map((s) => readRunJson(join(s.dir, runFiles.provenance), 'provenance')));
+  if (provenance) writeRunJson(join(dir, runFiles.provenance), 'provenance', provenance);
+  else warn(`merge: no ${runFiles.provenance} for the merged run (a shard has none, or the shards ran on different code, data or models): \`ambiqa reproduce\` will need --allow-different all`);
   writeJson(join(dir, 'shards.json'), {
     count,
     missing: missingShards,
@@ -208,7 +214,7 @@ export async function mergeRuns(request: MergeRequest): Promise<MergeOutcome> {
     writeRunJson(join(dir, runFiles.mlflow), 'mlflow', mlflow);
     await guard(warn, 'log params', () => parent.logParams({ ...configParams(config), ...metrics.settings }));
     await guard(warn, 'log metrics', () => parent.logMetrics(metricsForMlflow(metrics)));
-    for (const f of [runFiles.config, runFiles.metrics, runFiles.results, runFiles.traces, 'shards.json']) {
+    for (const f of [runFiles.config, runFiles.metrics, runFiles.results, runFiles.traces, ...(provenance ? [runFiles.provenance] : []), 'shards.json']) {
       await guard(warn, `upload ${f}`, () => parent.logArtifact(join(dir, f)));
     }
     // Nest the shards' own runs under the parent: a tag, so their history stays as it was.

@@ -30,8 +30,11 @@ export type FigureLogger = (dir: string, tracker: RunTracker) => Promise<unknown
 
 /** The state a progress line shows (progress.ts draws it). */
 export interface ProgressState {
+  /** Rows done and expected: questions, or under `trials: k` (question, trial) pairs. */
   done: number;
   total: number;
+  /** `trials: k` (k > 1): the line says the total is questions × trials. */
+  trials?: number;
   /** Examples finished in earlier sessions of a resumed run (not used for the ETA). */
   resumed: number;
   errors: number;
@@ -83,6 +86,8 @@ export interface RunStart {
   resume: boolean;
   /** This shard's examples in evaluation order. */
   selection: readonly IndexedExample[];
+  /** Answers per question (`trials: k`; 1 without trials): the run holds selection × trials rows. */
+  trials: number;
   /** Rows finished (without error) in earlier sessions, kept as they are. */
   resumedCount: number;
   /** 1 for a fresh run, more for a resumed one. */
@@ -97,7 +102,10 @@ export interface RunStart {
 export type RunEnd =
   | {
       status: 'FINISHED' | 'KILLED' | 'FAILED';
-      /** The latest row of each selected example answered in any session, in evaluation order. */
+      /**
+       * The latest row of each selected example (under `trials: k`, of each of its trials) answered
+       * in any session, in evaluation order (a question's trials in trial order).
+       */
       results: ExampleResult[];
       /** The trace of each answered row of `results`, in the same order. */
       traces: Trace[];
@@ -119,8 +127,8 @@ export interface RunObserver {
   readonly name: string;
   onStart?(run: RunStart): void | Promise<void>;
   /**
-   * A question is done: answered (`trace` set, `row.error` absent) or failed (`row.error` set, no
-   * trace). `usage` is this session's so far. Not called for a question abandoned by an interrupt.
+   * A question (under `trials: k`, one trial of it: `row.trial`) is done: answered (`trace` set,
+   * `row.error` absent) or failed (`row.error` set, no trace). `usage` is this session's so far. Not called for a question abandoned by an interrupt.
    */
   onQuestion?(row: ExampleResult, trace: Trace | undefined, usage: UsageTotals): void | Promise<void>;
   onEnd?(end: RunEnd): void | Promise<void>;

@@ -1,13 +1,14 @@
 import type { Example } from '../datasets/types';
 import type { LanguageModel } from '../llm/types';
 import { CostLimitError } from '../llm/budget';
+import { inTrial } from '../llm/trial';
 import type { PriceSource } from '../llm/pricing';
 import type { Pipeline, PipelineContext, PipelineOutput } from '../pipelines/types';
 import { questionKey } from '../retrieval/types';
 import type { Trace } from '../trace/types';
-import type { ExampleResult, LabelledJudgment, MetricAggregate, QuestionScores } from '../run-files';
+import type { ExampleResult, LabelledJudgment, MetricAggregate, QuestionScores, RunProvenance } from '../run-files';
 import { questionRecord } from './record';
-import type { IndexedExample } from './run-state';
+import type { WorkItem } from './run-state';
 
 /** What a run is made of; built from a config by `compose.ts`, or by hand in tests. */
 export interface RunComponents {
@@ -42,12 +43,18 @@ export interface RunComponents {
    * reported as `retrieval_cache_hits` / `retrieval_cache_misses`; absent: no cached retriever.
    */
   retrievalCache?(): { hits: number; misses: number } | undefined;
+  /**
+   * What `ambiqa reproduce` checks (code version, data and model checksums, engine build),
+   * written to the run's `provenance.json` when it starts; absent: none written (tests' parts).
+   */
+  provenance?: RunProvenance;
 }
 
 export interface AnswerRequest {
   /** The run's parts; `context.llm` is the session's model (capped, metered, stopped by the session's signal: runner.ts). */
   components: RunComponents;
-  todo: IndexedExample[];
+  /** The (question, trial) pairs to answer, in the order they are taken. */
+  todo: WorkItem[];
   concurrency: number;
   /** Stop after this many errors in a row with no success in this session. */
   maxConsecutiveErrors: number;
@@ -58,7 +65,10 @@ export interface AnswerRequest {
   session: AbortController;
   /** The run's `groupBy` fields: each row records its question's group under each (`groups`). */
   groupBy?: readonly string[] | undefined;
-  /** A question is done (answered: with its trace; failed: `row.error`, no trace). Awaited before the worker takes the next. */
+  /**
+   * A question (under `trials: k`, one trial of it) is done (answered: with its trace; failed:
+   * `row.error`, no trace). Awaited before the worker takes the next.
+   */
   onQuestion(row: ExampleResult, trace: Trace | undefined): void | Promise<void>;
 }
 
@@ -76,7 +86,9 @@ export interface AnswerOutcome {
  * Answers `todo` with a pool of `concurrency` workers and hands each finished question to
  * `onQuestion` (the runner emits it to the run's observers, which write it). An interrupt
  * abandons questions in flight: they are not emitted and are answered on resume, where the
- * cache replays their finished calls.
+ * cache replays their finished calls. Under `trials: k` an item is one trial of a question: the
+ * pipeline runs inside `inTrial`, so the run model's `trial` layer gives its sampled calls that
+ * trial's sample indexes, and its row and trace carry `trial`.
  */
 export async function answerExamples(request: AnswerRequest): Promise<AnswerOutcome> {
   const { components, todo, session } = request;
@@ -89,17 +101,19 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
   let fatal: string | undefined;
   let next = 0;
 
-  const answerOne = async ({ example, index }: IndexedExample): Promise<void> => {
+  const answerOne = async ({ example, index, trial }: WorkItem): Promise<void> => {
+    // What the row records beside the answer: its groups, and under trials which trial it is.
+    const record = { groupBy: request.groupBy, ...(trial !== undefined ? { trial } : {}) };
     let out: PipelineOutput;
     try {
       // A retriever with a per-question view (`retriever.exclude: own`) is scoped to this question.
       const retriever = context.retriever?.forQuestion?.(questionKey(example.dataset, example.sourceId ?? example.id));
-      out = await components.pipeline.answer(example, retriever ? { ...context, retriever } : context);
+      out = await inTrial(trial ?? 0, () => components.pipeline.answer(example, retriever ? { ...context, retriever } : context));
     } catch (error) {
       if (signal.aborted) return; // abandoned by Ctrl-C: not done, answered again on resume
       const message = error instanceof Error ? error.message : String(error);
       const scores = await components.score(example, { output: '' });
-      await request.onQuestion(questionRecord(example, index, { error: message }, scores, [], { groupBy: request.groupBy }), undefined);
+      await request.onQuestion(questionRecord(example, index, { error: message }, scores, [], record), undefined);
       consecutiveErrors += 1;
       if (successesNow === 0 && consecutiveErrors >= request.maxConsecutiveErrors) {
         fatal = `${consecutiveErrors} examples failed in a row and none succeeded; last error: ${message}`;
@@ -112,7 +126,8 @@ export async function answerExamples(request: AnswerRequest): Promise<AnswerOutc
     consecutiveErrors = 0;
     successesNow += 1;
     answeredNow += 1;
-    await request.onQuestion(questionRecord(example, index, { answered: out }, scores, judgments, { groupBy: request.groupBy }), out.trace);
+    const trace: Trace = trial !== undefined ? { ...out.trace, trial } : out.trace;
+    await request.onQuestion(questionRecord(example, index, { answered: out }, scores, judgments, record), trace);
   };
 
   const worker = async () => {

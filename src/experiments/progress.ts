@@ -3,8 +3,8 @@ import { formatUsd } from '../llm/pricing';
 import type { ProgressSink, ProgressState, RunObserver } from './observers';
 
 /**
- * The live progress line of `ambiqa run` on stderr: examples done/total, ETA, LLM calls, tokens,
- * cache hits and errors. On a terminal it redraws one line; elsewhere (CI logs, files) it prints
+ * The live progress line of `ambiqa run` on stderr: examples done/total (under `trials: k`,
+ * answers of questions × trials), ETA, LLM calls, tokens, cache hits and errors. On a terminal it redraws one line; elsewhere (CI logs, files) it prints
  * a plain line every 10% or every 15 seconds, whichever comes first.
  */
 export type { ProgressSink, ProgressState } from './observers';
@@ -72,7 +72,8 @@ export class ProgressBar implements ProgressSink {
       const filled = state.total > 0 ? Math.round((cells * state.done) / state.total) : cells;
       parts.push(`[${'#'.repeat(filled)}${'-'.repeat(cells - filled)}]`);
     }
-    parts.push(`${state.done}/${state.total} (${pct}%)`);
+    const trials = state.trials !== undefined && state.trials > 1 ? ` answers (${state.total / state.trials} questions × ${state.trials} trials)` : '';
+    parts.push(`${state.done}/${state.total}${trials} (${pct}%)`);
     parts.push(`elapsed ${formatDuration(elapsed)}`);
     const doneHere = state.done - state.resumed;
     if (state.done < state.total) {
@@ -103,7 +104,8 @@ export function progressObserver(make: () => ProgressSink): RunObserver {
     onStart(run) {
       const shown: ProgressState = {
         done: run.resumedCount,
-        total: run.selection.length,
+        total: run.selection.length * run.trials,
+        ...(run.trials > 1 ? { trials: run.trials } : {}),
         resumed: run.resumedCount,
         errors: 0,
         usage: run.usage(),

@@ -22,9 +22,17 @@ export interface AnsweredOutput {
 
 export type QuestionOutcome = { answered: AnsweredOutput } | { error: string };
 
-/** What a row records beside the question's answer: the run's `groupBy` fields (its `groups`). */
+/**
+ * What a row records beside the question's answer: the run's `groupBy` fields (its `groups`), and
+ * under `trials: k` which answer of the question it is.
+ */
 export interface RecordOptions {
   groupBy?: readonly string[] | undefined;
+  /**
+   * Which answer of the question this is, under `trials: k` (0 … k−1); absent for a run without
+   * trials, whose rows carry no `trial` (as before trials existed).
+   */
+  trial?: number;
 }
 
 /**
@@ -41,7 +49,15 @@ export function questionRecord(
   options: RecordOptions = {},
 ): ExampleResult {
   const groups = options.groupBy && options.groupBy.length > 0 ? { groups: exampleGroups(example, options.groupBy) } : {};
-  const head = { format: 3 as const, id: example.id, index, question: example.question, target: targetOf(example), ...groups };
+  const head = {
+    format: 3 as const,
+    id: example.id,
+    index,
+    ...(options.trial !== undefined ? { trial: options.trial } : {}),
+    question: example.question,
+    target: targetOf(example),
+    ...groups,
+  };
   if ('error' in outcome) return { ...head, output: '', scores, usage: emptySummary(), error: outcome.error };
   const out = outcome.answered;
   return {

@@ -29,6 +29,8 @@ export interface RunConfigOptions {
   preflight?: boolean;
   /** Signal, warnings, notes, progress, tags beside the composer's provenance tags, figures. */
   env?: RunEnvironment;
+  /** The run's folder (default: artifacts/runs/<name>; `ambiqa reproduce` writes under artifacts/reproductions). */
+  runDir?: string;
 }
 
 /** The folder of a run under the project's artifacts. */
@@ -44,7 +46,7 @@ export async function runConfig(config: ExperimentConfig, options: RunConfigOpti
   const { composer } = options;
   const env = options.env ?? {};
   const note = noteOf(env);
-  const runDir = runDirOf(config);
+  const runDir = options.runDir ?? runDirOf(config);
   // Taken once, here, and held to the end of the session: a second process for this folder is
   // refused now, naming the holder, before its preflight or any model loads (run-lock.ts). Taken
   // before the folder is read or emptied.

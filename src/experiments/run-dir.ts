@@ -55,7 +55,7 @@ export function openRunDir(config: ExperimentConfig, runDir: string, resume: boo
     if (differences.length > 0) {
       throw new AmbiqaError(
         `cannot resume ${runDir}: the config differs from the one it was started with in ${differences.join(', ')}`,
-        'resume with the same config and --set values, or start a new run with --name',
+        'resume with the same config and --set (and --trials) values, or start a new run with --name',
       );
     }
   } else if (resume && existsSync(paths.results)) {

@@ -2,31 +2,49 @@ import type { Example } from '../datasets/types';
 import { AmbiqaError } from '../errors';
 import type { ExperimentConfig } from './config';
 import type { UsageTotals } from '../llm/types';
-import { type ExampleResult, readResults } from '../run-files';
+import { type ExampleResult, readResults, rowKey } from '../run-files';
 import { readRunJson, writeRunJson, type RunState } from '../run-files';
 import type { IndexedExample, RunObserver } from './observers';
 import { parseShard, selectShard } from './shard';
 
 export type { IndexedExample } from './observers';
 
-/** What this session must answer, given the shard and what earlier sessions finished. */
+/**
+ * One piece of work: a question, and under `trials: k` which of its k answers (`trial` absent in a
+ * run without trials, whose rows carry none).
+ */
+export interface WorkItem extends IndexedExample {
+  trial?: number;
+}
+
+/** What this session must answer, given the shard, the trials and what earlier sessions finished. */
 export interface WorkPlan {
-  /** This shard's examples in evaluation order. */
+  /** This shard's examples (questions) in evaluation order. */
   selection: IndexedExample[];
-  /** Examples finished without error in earlier sessions, by id (kept as they are). */
+  /** Answers per question (`trials: k`; 1 without trials). */
+  trials: number;
+  /** Rows the run will hold when finished: questions × trials. */
+  total: number;
+  /** Rows finished without error in earlier sessions, by `rowKey` (kept as they are). */
   finished: Map<string, ExampleResult>;
   /**
-   * The latest row of each example of the run in earlier sessions, failed ones included: the one
-   * read of `results.jsonl` in a session (the session keeps its rows in memory from here).
+   * The latest row of each (question, trial) of the run in earlier sessions, failed ones included,
+   * by `rowKey`: the one read of `results.jsonl` in a session (the session keeps its rows in
+   * memory from here).
    */
   earlier: Map<string, ExampleResult>;
-  /** Examples to answer now (failed ones are tried again). */
-  todo: IndexedExample[];
+  /**
+   * (question, trial) pairs to answer now (failed ones are tried again), trial by trial: an
+   * interrupted run holds every question's first answer before any question's second.
+   */
+  todo: WorkItem[];
+  /** Rows finished in earlier sessions. */
   resumedCount: number;
 }
 
 export function planWork(config: ExperimentConfig, examples: Example[], resultsPath: string): WorkPlan {
   const shard = config.shard ? parseShard(config.shard) : undefined;
+  const trials = config.trials ?? 1;
   const indexed = examples.map((example, index) => ({ example, index }));
   const ids = new Set<string>();
   for (const { example } of indexed) {
@@ -38,11 +56,18 @@ export function planWork(config: ExperimentConfig, examples: Example[], resultsP
     shard,
   );
   const previous = new Map<string, ExampleResult>();
-  for (const r of readResults(resultsPath)) previous.set(r.id, r);
-  // Failed examples are tried again on resume; finished ones are kept as they are.
-  const finished = new Map([...previous].filter(([id, r]) => r.error === undefined && ids.has(id)));
-  const todo = selection.filter((x) => !finished.has(x.example.id));
-  return { selection, finished, earlier: previous, todo, resumedCount: selection.length - todo.length };
+  for (const r of readResults(resultsPath)) previous.set(rowKey(r), r);
+  // Failed rows are tried again on resume; finished ones are kept as they are.
+  const finished = new Map([...previous].filter(([, r]) => r.error === undefined && ids.has(r.id) && (r.trial ?? 0) < trials));
+  const todo: WorkItem[] = [];
+  for (let trial = 0; trial < trials; trial++) {
+    for (const x of selection) {
+      if (finished.has(rowKey({ id: x.example.id, trial }))) continue;
+      todo.push(trials > 1 ? { ...x, trial } : x);
+    }
+  }
+  const total = selection.length * trials;
+  return { selection, trials, total, finished, earlier: previous, todo, resumedCount: total - todo.length };
 }
 
 /**

@@ -194,13 +194,20 @@ export function figuresObserver(log: FigureLogger, runDir: string, tracker: () =
   };
 }
 
-/** `metrics.json` as MLflow metrics: `<name>`, `<name>_ci_low`, `<name>_ci_high`, usage totals. */
+/**
+ * `metrics.json` as MLflow metrics: `<name>`, `<name>_ci_low`, `<name>_ci_high`, usage totals;
+ * under `trials: k`, where the aggregate gives them, `<name>_trial_sd` (the spread of a question's
+ * answers across its trials) and `<name>_sampling_share` (the share of the mean's variance that
+ * comes from sampling).
+ */
 export function metricsForMlflow(m: RunMetrics): Record<string, number> {
   const out: Record<string, number> = { n: m.n };
   for (const [name, a] of Object.entries(m.metrics)) {
     out[name] = a.mean;
     out[`${name}_ci_low`] = a.ciLow;
     out[`${name}_ci_high`] = a.ciHigh;
+    if (a.trialSd !== undefined) out[`${name}_trial_sd`] = a.trialSd;
+    if (a.samplingShare !== undefined) out[`${name}_sampling_share`] = a.samplingShare;
   }
   for (const [k, v] of Object.entries(m.usage)) if (k !== 'cost_usd' && v !== undefined) out[k] = v;
   // Dollars under the name other eval tools' users look for.

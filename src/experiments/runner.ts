@@ -1,6 +1,7 @@
 import type { ExperimentConfig } from './config';
 import { answerExamples, type RunComponents } from './orchestrate';
-import { type ExampleResult, type MetricAggregate, type RunMetrics, readTraces } from '../run-files';
+import { type ExampleResult, type MetricAggregate, type RunMetrics, readTraces, rowKey, traceKey, writeRunJson } from '../run-files';
+import { existsSync } from 'node:fs';
 import { openRunDir } from './run-dir';
 import { acquireDirLock } from './run-lock';
 import { planWork, RunStateFile, runStateObserver } from './run-state';
@@ -51,8 +52,10 @@ export interface RunOutcome {
   metrics: RunMetrics;
   results: ExampleResult[];
   mlflow: MlflowRecord | null;
-  /** Examples answered in this session (not replayed from an earlier one). */
+  /** Examples answered in this session (not replayed from an earlier one); under trials, (question, trial) pairs. */
   answeredNow: number;
+  /** Answers per question (`trials: k`); absent for a run without trials. */
+  trials?: number;
   error?: string;
   /** Why the session stopped early without failing: the cost cap's message (resume with a higher cap). */
   stoppedBy?: string;
@@ -97,11 +100,14 @@ export async function runSession(request: RunRequest): Promise<RunOutcome> {
   checkGroupBy(config.groupBy, components.examples);
 
   const { paths, redacted } = openRunDir(config, runDir, resume, warn);
+  // What a reproduction checks is what the run started with: written by its first session (a
+  // resumed run keeps it; one started before provenance.json existed gets this session's).
+  if (components.provenance && !existsSync(paths.provenance)) writeRunJson(paths.provenance, 'provenance', components.provenance);
   const plan = planWork(config, components.examples, paths.results);
   // The earlier sessions' traces, read once like their rows: the final files and the decision
   // statistics are written from memory.
   const earlierTraces = resume ? readTraces(paths.traces) : [];
-  const runState = new RunStateFile(paths.state, plan.selection.length, plan.resumedCount);
+  const runState = new RunStateFile(paths.state, plan.total, plan.resumedCount);
   const tracking = new MlflowObserver({
     config,
     redacted,
@@ -138,9 +144,16 @@ export async function runSession(request: RunRequest): Promise<RunOutcome> {
   const maxCostUsd = (config.llm as { maxCostUsd?: number }).maxCostUsd;
   const cap = maxCostUsd !== undefined ? new CostCap(maxCostUsd, runState.priorCostUsd ?? 0, runState.priorLiveCalls, (e) => session.abort(e)) : undefined;
   // The run's model, wrapped once for the session (src/llm/run-model.ts): the session's signal,
-  // the cap, the session's meter and judge routing, in that order.
+  // the cap, the session's meter, under `trials: k` the trial's sample indexes, and judge
+  // routing, in that order.
   const meter = new UsageMeter();
-  const llm = runModel(components.context.llm, { signal: session.signal, meter, ...(cap ? { cap } : {}), ...(components.judge ? { judge: components.judge } : {}) });
+  const llm = runModel(components.context.llm, {
+    signal: session.signal,
+    meter,
+    ...(cap ? { cap } : {}),
+    ...(components.judge ? { judge: components.judge } : {}),
+    ...(plan.trials > 1 ? { trials: true } : {}),
+  });
   const sessionUsage = (): UsageTotals => meter.snapshot();
   const wired: RunComponents = { ...components, context: { ...components.context, llm } };
 
@@ -150,6 +163,7 @@ export async function runSession(request: RunRequest): Promise<RunOutcome> {
       runDir,
       resume,
       selection: plan.selection,
+      trials: plan.trials,
       resumedCount: plan.resumedCount,
       session: runState.state.sessions,
       usage: sessionUsage,
@@ -178,10 +192,11 @@ export async function runSession(request: RunRequest): Promise<RunOutcome> {
     }
     runState.setSessionCost(sessionUsage());
 
-    // The rows of this run, kept in memory: the earlier sessions' (read once, above) and this one's.
+    // The rows of this run, kept in memory: the earlier sessions' (read once, above) and this
+    // one's, by `rowKey` (question and trial), as their traces are.
     const rows = new Map<string, ExampleResult>(plan.earlier);
     const traces = new Map<string, Trace>();
-    for (const t of earlierTraces) traces.set(t.questionId, t);
+    for (const t of earlierTraces) traces.set(traceKey(t), t);
     const answered = await answerExamples({
       components: calibrated.components,
       todo: plan.todo,
@@ -190,20 +205,25 @@ export async function runSession(request: RunRequest): Promise<RunOutcome> {
       session,
       groupBy: config.groupBy,
       onQuestion: async (row, trace) => {
-        rows.set(row.id, row);
-        if (trace) traces.set(row.id, trace);
+        rows.set(rowKey(row), row);
+        if (trace) traces.set(rowKey(row), trace);
         await emit(observers, 'onQuestion', row, trace, sessionUsage());
       },
     });
 
     const { fatal } = answered;
     const status: RunOutcome['status'] = fatal ? 'FAILED' : answered.interrupted ? 'KILLED' : 'FINISHED';
-    const results = plan.selection.map((x) => rows.get(x.example.id)).filter((r): r is ExampleResult => r !== undefined);
-    const resultTraces = results.map((r) => traces.get(r.id)).filter((t): t is Trace => t !== undefined);
+    const trialNumbers = Array.from({ length: plan.trials }, (_, t) => t);
+    const results = plan.selection
+      .flatMap((x) => trialNumbers.map((trial) => rows.get(rowKey({ id: x.example.id, trial }))))
+      .filter((r): r is ExampleResult => r !== undefined);
+    const resultTraces = results.map((r) => traces.get(rowKey(r))).filter((t): t is Trace => t !== undefined);
     const usage = sessionUsage();
     runState.setSessionCost(usage);
 
-    const metrics = summariseRun(results, components.aggregate, { wallSeconds: runState.stop(), total: plan.selection.length, status, groupBy: config.groupBy });
+    // Aggregated over every row, all trials: the aggregate takes each question's mean over its
+    // trials (src/metrics), and `total` counts rows, questions × trials.
+    const metrics = summariseRun(results, components.aggregate, { wallSeconds: runState.stop(), total: plan.total, status, groupBy: config.groupBy });
     // The run's whole spend includes calls of attempts abandoned by an interrupt or the cap
     // (their questions' traces, written on resume, replay them at 0).
     const spent = runState.state.costUsd;
@@ -221,7 +241,7 @@ export async function runSession(request: RunRequest): Promise<RunOutcome> {
     }
     addDecisions(metrics, results, resultTraces, methodCatalog());
 
-    const files = [paths.config, paths.metrics, paths.results, paths.traces, paths.state, ...(calibrated.priors ? [paths.judgePriors] : [])];
+    const files = [paths.config, paths.metrics, paths.results, paths.traces, paths.state, paths.provenance, ...(calibrated.priors ? [paths.judgePriors] : [])];
     await emit(observers, 'onEnd', {
       status,
       results,
@@ -239,6 +259,7 @@ export async function runSession(request: RunRequest): Promise<RunOutcome> {
       results,
       mlflow: tracking.record,
       answeredNow: answered.answeredNow,
+      ...(plan.trials > 1 ? { trials: plan.trials } : {}),
       ...(fatal ? { error: fatal } : {}),
       ...(answered.stoppedBy ? { stoppedBy: answered.stoppedBy } : {}),
     };
@@ -288,12 +309,13 @@ export function summariseRun(
 
 /**
  * The run's decision statistics (`decision_*`) and `judge_mode`, from the latest trace of each
- * result (a resumed run's traces file may hold an earlier attempt of a question).
+ * result (a resumed run's traces file may hold an earlier attempt of a question); under trials,
+ * of each (question, trial).
  */
 export function addDecisions(metrics: RunMetrics, results: ExampleResult[], traces: Trace[], methods: MethodAnalyses): void {
   const latest = new Map<string, Trace>();
-  for (const t of traces) latest.set(t.questionId, t);
-  const answered = results.filter((r) => r.error === undefined).map((r) => latest.get(r.id)).filter((t): t is Trace => t !== undefined);
+  for (const t of traces) latest.set(traceKey(t), t);
+  const answered = results.filter((r) => r.error === undefined).map((r) => latest.get(rowKey(r))).filter((t): t is Trace => t !== undefined);
   const stats = decisionStatistics(answered, methods);
   if (Object.keys(stats.metrics).length > 0) metrics.decisions = stats.metrics;
   if (stats.judgments > 0) metrics.settings = { ...metrics.settings, judge_mode: stats.judgeMode };

@@ -253,7 +253,7 @@ export async function sweepInProcess(input: ExperimentInput, options: SessionSwe
 export interface ScoredRun {
   dir: string;
   metrics: string[];
-  /** Per-question metric values, keyed by question id (`rowKey`: `id#trial` for later trials). */
+  /** Per-row metric values, keyed by `rowKey` (the question id; `id#trial` under `trials: k`). */
   perQuestion: Map<string, Record<string, number>>;
   /** Means with bootstrap 95% CIs over the answered questions. */
   aggregate: Record<string, MetricAggregate>;

@@ -2,7 +2,7 @@ import { defaultAlternativesPath, loadDataset } from '../datasets/index';
 import { loadAlternativeAnswers } from '../datasets/alternative-answers';
 import type { Example } from '../datasets/types';
 import { AmbiqaError } from '../errors';
-import { rowKey, type ExampleResult, type QuestionScores, type Trace } from '../run-files';
+import { rowKey, traceKey, type ExampleResult, type QuestionScores, type Trace } from '../run-files';
 import { methodCatalog, signalMetrics, storedSignals, type RunScorer } from './bindings';
 import type { ExperimentConfig } from './config';
 import { exampleOfRecord } from './record';
@@ -57,7 +57,7 @@ export async function scoreStoredRows(request: StoredScoring): Promise<Map<strin
   };
   // Traces can be large: read only when a signal metric needs one a row does not carry.
   const needsTraces = metrics.some((m) => signalMetrics.has(m)) && rows.some((r) => r.confidence === undefined || r.answerLogprob === undefined);
-  const traces = needsTraces ? new Map(request.traces().map((t) => [rowKey({ id: t.questionId, trial: t.trial }), t])) : new Map<string, Trace>();
+  const traces = needsTraces ? new Map(request.traces().map((t) => [traceKey(t), t])) : new Map<string, Trace>();
   const methods = methodCatalog();
   const out = new Map<string, QuestionScores>();
   for (const r of rows) {

@@ -33,7 +33,7 @@ export interface SweepRequest {
   raw: Record<string, unknown>;
   source: string;
   registry: ConfigRegistry;
-  options: Pick<LoadOptions, 'name' | 'limit' | 'checkFiles'> & { defaultName: string };
+  options: Pick<LoadOptions, 'name' | 'limit' | 'trials' | 'checkFiles'> & { defaultName: string };
   sweepDir: (name: string) => string;
   /**
    * Whether an existing sweep is finished. A function: decided under the sweep folder's lock

@@ -17,10 +17,15 @@ import type { NormalisedJudgeRequest, NormalisedRequest, ProviderCompletion, Pro
  * share it. At temperature > 0 the sample index makes samples distinct; replaying returns the
  * same sample for the same index.
  */
-export type CacheMode = 'use' | 'refresh' | 'off';
+/**
+ * `use`: replay and store. `refresh`: recompute what was stored before, overwrite it. `replay`:
+ * replay only — a call the cache does not hold is refused, never sent (`ambiqa reproduce` of an
+ * endpoint run). `off`: no cache.
+ */
+export type CacheMode = 'use' | 'refresh' | 'replay' | 'off';
 
 export interface CacheOptions {
-  /** `use`: read and write. `refresh`: recompute what was stored before, overwrite it. `off`: no cache. */
+  /** `use`: read and write. `refresh`: recompute what was stored before, overwrite it. `replay`: read only, never call. `off`: no cache. */
   mode?: CacheMode;
   /** SQLite file. Default `<cacheDir()>/llm-cache.sqlite`. */
   path?: string;

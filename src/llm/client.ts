@@ -389,6 +389,7 @@ export class LlmClient implements LanguageModel {
     sampleIndices: number[],
     signal?: AbortSignal,
   ): Promise<{ completions: Completion[]; warnings?: string[] }> {
+    this.refuseLiveInReplay(request.purpose);
     return this.limiter.run(
       async (attemptSignal) => {
         const t0 = performance.now();
@@ -424,6 +425,7 @@ export class LlmClient implements LanguageModel {
   }
 
   private async live(request: NormalisedRequest, sampleIndex: number, signal?: AbortSignal): Promise<Completion> {
+    this.refuseLiveInReplay(request.purpose);
     return this.limiter.run(
       async (attemptSignal) => {
         const t0 = performance.now();
@@ -455,6 +457,7 @@ export class LlmClient implements LanguageModel {
     request: NormalisedJudgeRequest,
     signal?: AbortSignal,
   ): Promise<ProviderJudgement & { latencySeconds: number }> {
+    this.refuseLiveInReplay(request.purpose);
     return this.limiter.run(
       async (attemptSignal) => {
         const t0 = performance.now();
@@ -498,6 +501,18 @@ export class LlmClient implements LanguageModel {
         };
       },
       signal ? { signal } : {},
+    );
+  }
+
+  /**
+   * Cache mode `replay` (`ambiqa reproduce` of an endpoint run without `--live`): a call the
+   * cache does not hold is refused before it reaches the provider, so nothing is sent.
+   */
+  private refuseLiveInReplay(purpose: string): void {
+    if (this.cache?.mode !== 'replay') return;
+    throw new AmbiqaError(
+      `not in the LLM cache (${this.cache.path}): a ${purpose} call of ${this.provider} model ${this.model} that the recorded run did not make, or made with another cache`,
+      'replay mode sends nothing: reproduce with --live to ask the endpoint',
     );
   }
 

@@ -18,8 +18,11 @@ import { DEFAULT_CONTEXT_SIZE, DEFAULT_SEQUENCES, DEFAULT_FLASH_ATTENTION, Llama
  * The API key itself never appears here: `apiKeyEnv` names the environment variable holding it.
  */
 const cacheSchema = z.strictObject({
-  /** `use`: replay and store. `refresh`: recompute and overwrite. `off`: no cache. */
-  mode: z.enum(['use', 'refresh', 'off']).default('use'),
+  /**
+   * `use`: replay and store. `refresh`: recompute and overwrite. `replay`: replay only, a call not
+   * stored is refused and never sent (what `ambiqa reproduce` uses for an endpoint run). `off`: no cache.
+   */
+  mode: z.enum(['use', 'refresh', 'replay', 'off']).default('use'),
   /** SQLite file; default `<cache dir>/llm-cache.sqlite`. */
   path: z.string().min(1).optional(),
 });
@@ -134,7 +137,7 @@ export interface ResolvedLlmConfig extends LlmConfig {
   prefixReuse: boolean;
   batchSamples: boolean;
   flashAttention: boolean;
-  cache: { mode: 'use' | 'refresh' | 'off'; path: string };
+  cache: { mode: 'use' | 'refresh' | 'replay' | 'off'; path: string };
   /** The price calls are charged at, and where it came from; undefined when unknown. */
   price?: PriceSource;
 }

@@ -9,6 +9,7 @@ export { LlmCache, cacheKey, defaultCachePath, type CacheMode, type CacheOptions
 export { Limiter, type LimiterOptions, type RetryEvent } from './limiter';
 export { wrapModel, abortOn, type ModelMiddleware } from './middleware';
 export { runModel, runMiddleware, type RunModelParts } from './run-model';
+export { inTrial, trialNow, trialSamples, TRIAL_SAMPLE_STRIDE } from './trial';
 export { routeJudgments, judgeLayers } from './judge-routing';
 export { UsageMeter, meterUsage, usageOf, usageOfJudgement, addUsage, diffUsage, tokensOf } from './usage';
 export { CostCap, CostLimitError, spendCap } from './budget';

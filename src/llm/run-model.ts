@@ -1,6 +1,7 @@
 import { spendCap } from './budget';
 import { judgeLayers } from './judge-routing';
 import { abortOn, wrapModel, type ModelMiddleware } from './middleware';
+import { trialSamples } from './trial';
 import type { LanguageModel, SpendGuard } from './types';
 import { meterUsage, type UsageMeter } from './usage';
 
@@ -14,6 +15,11 @@ export interface RunModelParts {
   meter?: UsageMeter;
   /** The client of the run's `judge:` section: judgments go there (the same client as `base`: no second model). */
   judge?: LanguageModel;
+  /**
+   * The run answers each question more than once (`trials: k`): sampled calls draw the sample
+   * indexes of the trial they run in (`inTrial`, trial.ts), so trials do not replay each other.
+   */
+  trials?: boolean;
 }
 
 /**
@@ -21,7 +27,9 @@ export interface RunModelParts {
  * 1. `signal` — a stopped session refuses a call before any other layer sees it;
  * 2. `cost-cap` — attaches the cap, outside judge routing so both clients spend under it;
  * 3. `meter` — counts every call the session makes, judgments to the judge included;
- * 4. `judge` — innermost: the last hop of a judgment is the judge's client.
+ * 4. `trial` — under `trials: k`, a sampled call moves to its trial's sample indexes (trial.ts),
+ *    inside the meter and the cap, which count a call whatever its indexes;
+ * 5. `judge` — innermost: the last hop of a judgment is the judge's client.
  * The persistent cache, the limiter and the per-call cost stay in the clients (`LlmClient`): a
  * cache keyed per sample and per model, and a cap asked only before live calls, need to stand
  * between the cache and the provider, where no outer layer reaches.
@@ -31,6 +39,7 @@ export function runMiddleware(base: LanguageModel, parts: RunModelParts): ModelM
     ...(parts.signal ? [abortOn(parts.signal)] : []),
     ...(parts.cap ? [spendCap(parts.cap)] : []),
     ...(parts.meter ? [meterUsage(parts.meter)] : []),
+    ...(parts.trials ? [trialSamples()] : []),
     ...judgeLayers(base, parts.judge),
   ];
 }

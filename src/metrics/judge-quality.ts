@@ -284,7 +284,14 @@ export function judgeQuality(
  * results written before judge diagnostics existed).
  */
 export function runJudgeDiagnostics(results: readonly ExampleResult[], options: JudgeQualityOptions = {}): Record<string, JudgeDiagnostics> {
-  const perQuestion = results.filter((r) => r.error === undefined).map((r) => r.judgments ?? []);
+  // One cluster per question: under `trials: k` a question's k rows judged the same gold, so their
+  // judgments resample together (a run without trials has one row a question, as before).
+  const byQuestion = new Map<string, Array<NonNullable<ExampleResult['judgments']>[number]>>();
+  for (const r of results) {
+    if (r.error !== undefined) continue;
+    byQuestion.set(r.id, [...(byQuestion.get(r.id) ?? []), ...(r.judgments ?? [])]);
+  }
+  const perQuestion = [...byQuestion.values()];
   const purposes = new Set(perQuestion.flat().map((j) => j.purpose));
   const known = judgePurposes(options.judges ?? []);
   const ordered = [...known.filter((p) => purposes.has(p)), ...[...purposes].filter((p) => !known.includes(p)).sort()];

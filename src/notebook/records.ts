@@ -15,13 +15,15 @@ export type Row = Record<string, string | number | boolean | null>;
 
 const round = (x: number, digits = 2) => (Number.isFinite(x) ? Math.round(x * 10 ** digits) / 10 ** digits : null);
 
-/** One row per example: id, question, output, each metric, usage, error. */
+/** One row per example (under `trials: k`, per example and trial): id, trial, question, output, each metric, usage, error. */
 export function resultRows(results: readonly ExampleResult[], options: { maxTextChars?: number } = {}): Row[] {
   const max = options.maxTextChars ?? 160;
   const clip = (s: string) => (s.length > max ? `${s.slice(0, max - 1)}…` : s);
   const metricNames = [...new Set(results.flatMap((r) => Object.keys(scoreValues(r))))];
+  // A run with trials has k rows per id: the column tells them apart (absent without trials).
+  const trials = results.some((r) => r.trial !== undefined);
   return results.map((r) => {
-    const row: Row = { id: r.id, question: clip(r.question), output: clip(r.output) };
+    const row: Row = { id: r.id, ...(trials ? { trial: r.trial ?? 0 } : {}), question: clip(r.question), output: clip(r.output) };
     for (const m of metricNames) row[m] = typeof scoreValues(r)[m] === 'number' ? round(scoreValues(r)[m]!) : null;
     row.llm_calls = r.usage?.llmCalls ?? null;
     row.tokens = r.usage ? (tokensOf(summaryUsage(r.usage)) ?? null) : null;

@@ -3,7 +3,7 @@
  * correct and for incorrect predictions, as two Gaussian KDEs with a rug of the raw values. The
  * paper's finding to reproduce: incorrect predictions concentrate at low consistency.
  */
-import type { ExampleResult } from '../run-files';
+import { rowKey, traceKey, type ExampleResult } from '../run-files';
 import type { Trace } from '../trace/types';
 import { correctness, type CorrectnessOptions } from './correctness';
 import { kdeCurve } from './kde';
@@ -23,7 +23,7 @@ export interface ConsistencyOptions extends CorrectnessOptions {
   confidenceOf?: (trace: Trace) => number | undefined;
 }
 
-/** Join each VE / CoT-SC question's consistency with the result's correctness (by question id). */
+/** Join each VE / CoT-SC question's consistency with the result's correctness (by question id, and trial under `trials: k`). */
 export function consistencyPoints(
   traces: readonly Trace[],
   results: readonly ExampleResult[],
@@ -31,15 +31,15 @@ export function consistencyPoints(
 ): ConsistencyPoint[] {
   const correct = correctness(results, options);
   const rowConfidence = new Map<string, number>();
-  for (const r of results) if (r.error === undefined && r.confidence !== undefined) rowConfidence.set(r.id, r.confidence);
+  for (const r of results) if (r.error === undefined && r.confidence !== undefined) rowConfidence.set(rowKey(r), r.confidence);
   const points: ConsistencyPoint[] = [];
   for (const trace of traces) {
     // The confidence the method handed over with its output (Verify-and-Edit's and CoT-SC's
     // majority share), kept on the row; older rows: read back from the trace. Questions whose
     // method has none are skipped.
-    const consistency = rowConfidence.get(trace.questionId) ?? options.confidenceOf?.(trace);
+    const consistency = rowConfidence.get(traceKey(trace)) ?? options.confidenceOf?.(trace);
     if (consistency === undefined) continue;
-    const ok = correct.get(trace.questionId);
+    const ok = correct.get(traceKey(trace));
     if (ok === undefined) continue;
     points.push({ id: trace.questionId, consistency, correct: ok });
   }

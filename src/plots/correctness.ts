@@ -4,7 +4,7 @@
  * accuracy (FEVER), both 0 or 100 per example.
  */
 import { AmbiqaError } from '../errors';
-import { scoreValues, type ExampleResult } from '../run-files';
+import { rowKey, scoreValues, type ExampleResult } from '../run-files';
 
 /**
  * Looked up in this order when no metric is named. EM counting the alternative answers comes
@@ -35,7 +35,10 @@ export function pickMetric(results: readonly ExampleResult[], wanted: readonly s
   );
 }
 
-/** id → correct, for every result that has the metric and no error. */
+/**
+ * Row key (`rowKey`: the id, `id#trial` under `trials: k`) → correct, for every result that has the
+ * metric and no error; join a trace with `traceKey`.
+ */
 export function correctness(results: readonly ExampleResult[], options: CorrectnessOptions = {}): Map<string, boolean> {
   const metric = pickMetric(results, options.metric ? [options.metric] : CORRECTNESS_METRICS, 'correctness');
   const atLeast = options.atLeast ?? 100;
@@ -43,7 +46,7 @@ export function correctness(results: readonly ExampleResult[], options: Correctn
   for (const r of results) {
     const value = scoreValues(r)[metric];
     if (r.error || typeof value !== 'number' || Number.isNaN(value)) continue;
-    out.set(r.id, value >= atLeast - 1e-9);
+    out.set(rowKey(r), value >= atLeast - 1e-9);
   }
   return out;
 }

@@ -9,7 +9,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { readYamlMapping } from '../common/yaml';
 import { AmbiqaError } from '../errors';
-import { readResults, readTraces } from '../run-files';
+import { readResults, readTraces, rowKey, traceKey } from '../run-files';
 import { readRunJson, runFiles, type MlflowRecord, type RunState } from '../run-files';
 import type { RunData, SweepData } from '../plots/types';
 import type { PairedRow } from '../run-files/comparison';
@@ -43,7 +43,7 @@ function readJsonFile<T>(path: string): T | undefined {
   }
 }
 
-/** The last record per id wins (a resumed run may append an example again). */
+/** The last record per key wins (a resumed run may append an example again). */
 function lastPerId<T>(records: T[], id: (r: T) => string): T[] {
   const byId = new Map<string, T>();
   for (const r of records) byId.set(id(r), r);
@@ -74,8 +74,9 @@ export function loadRun(dir: string): LoadedRun {
   }
   const configPath = join(dir, runFiles.config);
   const config: Record<string, unknown> = existsSync(configPath) ? readYamlMapping(configPath) : {};
-  const results = lastPerId(readResults(join(dir, runFiles.results)), (r) => r.id);
-  const traces = lastPerId(readTraces(join(dir, runFiles.traces)), (t) => t.questionId);
+  // Per (question, trial): a run with `trials: k` keeps k rows and traces of each question.
+  const results = lastPerId(readResults(join(dir, runFiles.results)), rowKey);
+  const traces = lastPerId(readTraces(join(dir, runFiles.traces)), traceKey);
   const metrics = readRunJson(join(dir, runFiles.metrics), 'metrics');
   const mlflow = readRunJson(join(dir, runFiles.mlflow), 'mlflow');
   const state = readRunJson(join(dir, runFiles.state), 'state');

@@ -7,7 +7,7 @@
  */
 import { llmDisplayName } from '../config/catalog';
 import { stringify as toYaml } from 'yaml';
-import { scoreValues, type ExampleResult, type RunMetrics } from '../run-files';
+import { rowKey, scoreValues, traceKey, type ExampleResult, type RunMetrics } from '../run-files';
 import { escapeHtml, figureDivHtml, inlineScript, jsonForScript, plotlyJs } from '../plots/export';
 import { metricOf, perQuestionUsage, pipelineOf } from '../plots/runs';
 import type { RunData } from '../plots/types';
@@ -217,15 +217,16 @@ export function examplesTable(run: RunData, options: ReportOptions & { tableId?:
     const tokens = r.usage ? (tokensOf(summaryUsage(r.usage)) ?? '') : 0;
     const output = r.error ? `[error] ${r.error}` : r.output + (r.answer !== undefined && r.answer !== r.output ? `\n(short answer: ${r.answer})` : '');
     return (
-      `<tr id="ex-${escapeHtml(prefix + r.id)}" data-id="${escapeHtml(prefix + r.id)}"${r.error ? ' class="error"' : ''}>` +
-      `<td>${escapeHtml(r.id)}</td><td class="text">${escapeHtml(r.question)}</td><td class="text">${escapeHtml(output)}</td>` +
+      // Keyed by `rowKey`: under `trials: k` each trial of a question is its own row and trace.
+      `<tr id="ex-${escapeHtml(prefix + rowKey(r))}" data-id="${escapeHtml(prefix + rowKey(r))}"${r.error ? ' class="error"' : ''}>` +
+      `<td>${escapeHtml(r.id)}${r.trial !== undefined ? ` <span class="note">trial ${r.trial}</span>` : ''}</td><td class="text">${escapeHtml(r.question)}</td><td class="text">${escapeHtml(output)}</td>` +
       (hasGold ? `<td class="text" data-v="${escapeHtml(goldText(gold))}">${goldHtml(gold)}</td>` : '') +
       names.map((n) => {
         const v = scoreValues(r)[n];
         return typeof v === 'number' ? `<td class="num" data-v="${v}">${fmt(v)}</td>` : '<td class="num" data-v=""></td>';
       }).join('') +
       `<td class="num">${r.usage?.llmCalls ?? ''}</td><td class="num">${tokens}</td><td class="num">${fmt(r.usage?.seconds, 2)}</td>` +
-      (hasTraces ? `<td><button class="trace-btn" type="button">trace</button> <a href="#ex-${escapeHtml(encodeURIComponent(prefix + r.id))}">link</a></td>` : '') +
+      (hasTraces ? `<td><button class="trace-btn" type="button">trace</button> <a href="#ex-${escapeHtml(encodeURIComponent(prefix + rowKey(r)))}">link</a></td>` : '') +
       `</tr>`
     );
   });
@@ -242,7 +243,7 @@ function tracesData(runs: ReadonlyArray<{ run: RunData; prefix: string }>, optio
   const max = options.maxMessageChars ?? 4000;
   const data: Record<string, Trace> = {};
   for (const { run, prefix } of runs) {
-    for (const t of run.traces) data[prefix + t.questionId] = mode === 'full' ? t : compactTrace(t, max);
+    for (const t of run.traces) data[prefix + traceKey(t)] = mode === 'full' ? t : compactTrace(t, max);
   }
   return `<script type="application/json" id="ambiqa-traces">${jsonForScript(data)}</script>`;
 }

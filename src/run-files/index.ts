@@ -34,6 +34,12 @@ export const runFiles = {
    * (src/pipelines/common/batch-prior.ts). Absent in every other run.
    */
   judgePriors: 'judge-priors.json',
+  /**
+   * What `ambiqa reproduce` checks before it re-runs the config (`RunProvenance`): the code
+   * version, the model files' checksums, the data files' checksums, the engine build or endpoint.
+   * Written when the run starts (its first session); absent in runs written before issue 46.
+   */
+  provenance: 'provenance.json',
 } as const;
 
 export function runsDir(): string {
@@ -236,6 +242,11 @@ const legacyResultSchema = exampleResultSchema.omit({ format: true, scores: true
  */
 export function rowKey(row: { id: string; trial?: number | undefined }): string {
   return row.trial ? `${row.id}#${row.trial}` : row.id;
+}
+
+/** The key of a trace within its run, matching its row's `rowKey`. */
+export function traceKey(trace: { questionId: string; trial?: number | undefined }): string {
+  return rowKey({ id: trace.questionId, trial: trace.trial });
 }
 
 /** Scores with a value only, from numbers (what a format-1 or 2 line held; test rows). */
@@ -448,8 +459,77 @@ const runMetricsSchema = z.object({
 });
 export type RunMetrics = z.output<typeof runMetricsSchema>;
 
+// ---------------------------------------------------------------- provenance.json
+
+/** A file the run read, by checksum: where it was and what it held. */
+const recordedFileSchema = z.object({
+  /** The path the run read (absolute, as the resolved config names it). */
+  path: z.string(),
+  /** The same path relative to the project root or the data dir, when it lies under one (found again on another clone). */
+  relative: z.string().optional(),
+  sha256: z.string(),
+  bytes: z.int().min(0),
+});
+export type RecordedFile = z.output<typeof recordedFileSchema>;
+
+/** A model of the run: an in-process file (embedded GGUF, MiniLM) or an endpoint's model. */
+const recordedModelSchema = z.object({
+  /** `llm`, `judge` or `embedder`: the config section (or the embedder) it serves. */
+  role: z.enum(['llm', 'judge', 'embedder']),
+  provider: z.string(),
+  /** The catalog or manifest name, the file, or the endpoint's model name. */
+  name: z.string(),
+  /** In-process models: the file's sha256 (the pinned one of the catalog or manifest, else hashed when the run started). */
+  sha256: z.string().optional(),
+  /** In-process models: the file that was loaded. */
+  file: z.string().optional(),
+  /** Endpoints: the API root without credentials. */
+  baseUrl: z.string().optional(),
+  /**
+   * Embedded generator and judge: the CPU threads it ran with (resolved from the machine's load
+   * when the config left it unset; a reproduction runs with the same, as it changes floating-point order).
+   */
+  threads: z.int().min(1).optional(),
+});
+export type RecordedModel = z.output<typeof recordedModelSchema>;
+
+/**
+ * `provenance.json`: what the run needs to be re-run and checked (`ambiqa reproduce`, docs/
+ * experiments.md "Reproducing a run"). The same facts are MLflow tags (`ambiqa.data.*`,
+ * `ambiqa.engine.*`, `ambiqa.model.*`).
+ */
+const runProvenanceSchema = z.object({
+  recordedAt: z.string(),
+  code: z.object({
+    /** The git commit of the project that composed the run; null outside a git checkout. */
+    commit: z.string().nullable(),
+    /** Whether tracked files had uncommitted changes (null: not known). */
+    dirty: z.boolean().nullable(),
+    ambiqaVersion: z.string(),
+    node: z.string(),
+  }),
+  /** Versions of the packages that can change a number (provenance.ts `trackedPackages`). */
+  packages: z.record(z.string(), z.string()),
+  /** The data files the run read, by config field: `dataset`, `demos`, `ids`, `alternatives`, `corpus`. */
+  data: z.record(z.string(), recordedFileSchema),
+  models: z.array(recordedModelSchema),
+  /** The embedded engine, when an in-process model generated or judged. */
+  engine: z
+    .object({
+      nodeLlamaCpp: z.string(),
+      /** llama.cpp's repository and release tag node-llama-cpp's binaries were built from; absent when not found. */
+      llamaCpp: z.string().optional(),
+      /** The CPU and its kernel features (another CPU may take other kernels: a reproduction says so, it does not refuse). */
+      cpu: z.string().optional(),
+    })
+    .optional(),
+  /** The retriever's own description (`describe()`: engine, index checksum, server URL …), when it has one. */
+  retriever: z.record(z.string(), z.string()).optional(),
+});
+export type RunProvenance = z.output<typeof runProvenanceSchema>;
+
 /** The JSON files of a run directory that have a schema, by `runFiles` key. */
-const runJsonSchemas = { state: runStateSchema, metrics: runMetricsSchema, mlflow: mlflowRecordSchema } as const;
+const runJsonSchemas = { state: runStateSchema, metrics: runMetricsSchema, mlflow: mlflowRecordSchema, provenance: runProvenanceSchema } as const;
 export type RunJsonFile = keyof typeof runJsonSchemas;
 export type RunJson<K extends RunJsonFile> = z.output<(typeof runJsonSchemas)[K]>;
 

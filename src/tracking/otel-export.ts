@@ -7,6 +7,7 @@ import { MlflowHttpError, MlflowUnreachableError } from './client';
 import type { LlmCallRecord, RetrievalRecord, Trace } from '../trace/types';
 import { callUsage } from '../trace/usage';
 import { knownSecrets, redactDeep, redactText } from './redact';
+import { traceKey } from '../run-files';
 
 /**
  * Each question's ambiqa `Trace` as one MLflow trace, sent as OpenTelemetry spans to the tracking
@@ -146,7 +147,7 @@ export function planSpans(item: TraceExportItem, limits: FieldLimits = DEFAULT_F
   const metricAttrs: Record<string, AttrValue> = {};
   for (const [name, value] of Object.entries(item.metrics)) if (Number.isFinite(value)) metricAttrs[`ambiqa.metric.${name}`] = value;
   spans.push({
-    name: `${trace.pipeline}: ${trace.questionId}`,
+    name: `${trace.pipeline}: ${traceKey(trace)}`,
     parent: null,
     startMs,
     endMs,
@@ -156,6 +157,7 @@ export function planSpans(item: TraceExportItem, limits: FieldLimits = DEFAULT_F
       'mlflow.spanOutputs': clean({ answer: trace.answer ?? trace.output, output: trace.output }),
       'ambiqa.pipeline': trace.pipeline,
       'ambiqa.question_id': clean(trace.questionId),
+      ...(trace.trial !== undefined ? { 'ambiqa.trial': trace.trial } : {}),
       'ambiqa.llm.provider': clean(trace.llm.provider),
       'ambiqa.llm.model': clean(trace.llm.model),
       'ambiqa.summary': clean(trace.summary),

@@ -15,6 +15,7 @@ import {
 } from './journal';
 import { sanitizeKey } from './limits';
 import { DEFAULT_FIELD_LIMITS, TracesUnsupportedError, traceIdFor, type TraceExportItem } from './otel-export';
+import { traceKey } from '../run-files';
 import { knownSecrets, redactBytes, redactDeep, redactSecrets, redactText } from './redact';
 import { resolvedPendingRun, syncDirectory } from './sync';
 import { sendTraceSpans } from './trace-upload';
@@ -351,7 +352,9 @@ export class MlflowRunTracker implements RunTracker {
   logQuestionTrace(question: QuestionTrace): void {
     if (!this.ctx.traces.enabled || this.tracesOff) return;
     this.pendingTraces.push({
-      traceIdHex: traceIdFor(this.runId, question.trace.questionId),
+      // Under `trials: k` a question has k traces: the trial is part of the id (trial 0's id is the
+      // question's, as before trials existed).
+      traceIdHex: traceIdFor(this.runId, traceKey(question.trace)),
       trace: question.trace,
       metrics: question.metrics,
       endedAtMs: question.endedAtMs ?? Date.now(),

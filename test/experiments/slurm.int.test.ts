@@ -1,18 +1,23 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { run as indexCommand } from '../../src/cli/commands/index';
 import { run as mergeCommand } from '../../src/cli/commands/merge';
 import { run as runCommand } from '../../src/cli/commands/run';
 import { run as slurmCommand } from '../../src/cli/commands/slurm';
 import { readJsonl } from '../../src/common/jsonl';
 import { AmbiqaError } from '../../src/errors';
 import type { LaunchRecord } from '../../src/experiments/slurm';
+import { luceneRuntime } from '../../src/retrieval/lucene/searcher';
+import type { Trace } from '../../src/trace/types';
 import { scoreValues, type ExampleResult, type RunMetrics, type RunState } from '../../src/run-files';
 import { startFaultServer, type FaultServer } from '../llm/fault-server';
 import { localSlurmUnavailable, startLocalSlurm, stepFiles, type LocalSlurm } from '../helpers/slurm';
 import { writeAsqa, writeYaml } from './helpers/files';
-import { getRun, searchRuns, tag } from './helpers/mlflow';
+import { getRun, param, searchRuns, tag } from './helpers/mlflow';
 
 /**
  * `ambiqa slurm` against a real Slurm: Debian's slurmctld and slurmd (22.05) with munge, started
@@ -29,6 +34,11 @@ import { getRun, searchRuns, tag } from './helpers/mlflow';
  * 3. A third launch whose shard 1 is requeued mid-run (`scontrol requeue`, what a preemption with
  *    requeue does): the task runs again, resumes its run dir and MLflow run, and the same `--wait`
  *    ends with the launch merged.
+ * 4. The Lucene block of docs/experiments.md ("One Lucene index for every shard"): an index built
+ *    with its `ambiqa index` line, `serve-index` on the node, and its `ambiqa slurm` line: both
+ *    shards answer from the one index through serve-index's searcher (no other searcher runs over
+ *    it), the index folder is unchanged, and the merge equals an unsharded run with a searcher of
+ *    its own. Needs `npx ambiqa setup --only lucene`: skipped without it, failed under CI.
  *
  * Without the Slurm packages (or root) the test is skipped, saying why; under CI that fails, as a
  * missing MLflow server does for the tracking tests.
@@ -89,6 +99,122 @@ async function waitFor(condition: () => boolean, what: string, timeoutMs = 120_0
     if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** The Lucene runtime (`npx ambiqa setup --only lucene`), or why the Lucene launch cannot run. */
+let lucene: { java: string; jar: string } | undefined;
+let luceneUnavailable: string | undefined;
+try {
+  lucene = luceneRuntime();
+} catch (error) {
+  luceneUnavailable = (error as Error).message;
+  console.log(`skipping the Slurm test's Lucene launch: ${luceneUnavailable}`);
+}
+
+/**
+ * The sh block under "One Lucene index for every shard" in docs/experiments.md: its command
+ * lines (comments dropped, continuations joined), each split into words.
+ */
+function luceneExample(): string[][] {
+  const page = readFileSync(join(root, 'docs', 'experiments.md'), 'utf8');
+  const block = /```sh\n([\s\S]*?)```/.exec(page.slice(page.indexOf('One Lucene index for every shard')))?.[1];
+  if (!block) throw new Error('docs/experiments.md: no ```sh block after "One Lucene index for every shard"');
+  return block
+    .replace(/\\\n\s*/g, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'))
+    .map((l) => l.split(/\s+/));
+}
+
+/** The planted passages of writeAsqa's questions ("When did event <i> happen?"), with DPR-like numeric ids. */
+const plantedId = (i: number) => String(21_000_000 + i);
+const plantedText = (i: number) => `Event ${i} first happened in ${1990 + i} and last happened in ${2000 + i}, the chronicle records.`;
+
+/** A small psgs_w100.tsv: filler passages (no word of the questions) and one planted passage per question. */
+function writeDprTsv(path: string, questions: number): void {
+  const words = 'river stone garden window season market letter bridge morning island harvest lantern village sound'.split(' ');
+  const rows = ['id\ttext\ttitle'];
+  for (let i = 1; i <= 80; i++) rows.push(`${i}\t${Array.from({ length: 30 }, (_, j) => words[(i * 5 + j * 3) % words.length]).join(' ')}\tFiller ${i}`);
+  for (let i = 0; i < questions; i++) rows.splice(1 + i * 11, 0, `${plantedId(i)}\t${plantedText(i)}\tEvent ${i}`);
+  writeFileSync(path, `${rows.join('\n')}\n`);
+}
+
+/** Every file and folder under `dir` with its size, mtime, ctime and (files) sha256: any write changes it. */
+function folderState(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (d: string) => {
+    const st = statSync(d);
+    out[`${relative(dir, d) || '.'}/`] = `mtime ${st.mtimeMs} ctime ${st.ctimeMs}`;
+    for (const name of readdirSync(d).sort()) {
+      const path = join(d, name);
+      const s = statSync(path);
+      if (s.isDirectory()) walk(path);
+      else out[relative(dir, path)] = `${s.size} bytes, mtime ${s.mtimeMs} ctime ${s.ctimeMs}, sha256 ${createHash('sha256').update(readFileSync(path)).digest('hex')}`;
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+/**
+ * Anserini searchers (`io.anserini.api.RestServer` JVMs) running now whose index config sits
+ * under `under`: pid → config path. ambiqa writes a searcher's config in its process's TMPDIR,
+ * so the folder says who started it (the test gives each party a TMPDIR of its own).
+ */
+function searchersUnder(under: string): Map<number, string> {
+  const found = new Map<number, string>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let args: string[];
+    try {
+      args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+    } catch {
+      continue; // ended meanwhile
+    }
+    if (!args.includes('io.anserini.api.RestServer')) continue;
+    const config = args[args.indexOf('--index-config') + 1] ?? '';
+    if (config.startsWith(`${under}/`)) found.set(Number(entry), config);
+  }
+  return found;
+}
+
+/** Samples `searchersUnder` every 200 ms (a JVM that answers a search lives for seconds) until stopped. */
+function watchSearchers(under: string): { stop(): Map<number, string> } {
+  const seen = new Map<number, string>();
+  const sample = () => searchersUnder(under).forEach((config, pid) => seen.set(pid, config));
+  sample();
+  const timer = setInterval(sample, 200);
+  return {
+    stop() {
+      clearInterval(timer);
+      sample();
+      return seen;
+    },
+  };
+}
+
+/** `ambiqa serve-index <dir>` as a user starts it on the node; resolves with the URL it prints. */
+function startServeIndex(args: string[], env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string; log: () => string }> {
+  const child = spawn(process.execPath, [join(root, 'bin', 'ambiqa.mjs'), 'serve-index', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  return new Promise((resolveUrl, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGTERM');
+      reject(new Error(`serve-index printed no URL within 120 s: ${err}`));
+    }, 120_000);
+    child.once('exit', (code) => reject(new Error(`serve-index exited (${code}): ${err}`)));
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const url = /^(http:\/\/\S+)\n/m.exec(out)?.[1];
+      if (url) {
+        clearTimeout(timer);
+        resolveUrl({ child, url, log: () => err });
+      }
+    });
+  });
 }
 
 describe.skipIf(unavailable !== undefined || (!uri && !process.env.CI))('ambiqa slurm on a real Slurm (job array, afterok merge from MLflow, scancel and resubmit)', () => {
@@ -289,10 +415,134 @@ describe.skipIf(unavailable !== undefined || (!uri && !process.env.CI))('ambiqa 
     expect(askedAgain.filter((q) => finishedBefore.has(q))).toEqual([]);
   }, 300_000);
 
+  it.skipIf(luceneUnavailable !== undefined && !process.env.CI)(
+    'the docs\' Lucene launch: both shards read one index, read-only, through the one searcher serve-index announced; merged equal to an unsharded run',
+    async () => {
+      if (!lucene) throw new Error(`the Slurm test's Lucene launch cannot run: ${luceneUnavailable}`);
+      // The runtime by path, as the docs allow, and a cache folder of the test's own: serve-index
+      // announces its searcher there, and sbatch passes all three to the jobs.
+      setEnv('AMBIQA_ANSERINI_JAR', lucene.jar);
+      setEnv('AMBIQA_JAVA', lucene.java);
+      const cache = join(dir, 'cache');
+      setEnv('AMBIQA_CACHE_DIR', cache);
+      // The docs' block; its /shared/wiki/ is a folder of the test's ("shared storage").
+      const wiki = join(dir, 'shared', 'wiki');
+      mkdirSync(wiki, { recursive: true });
+      const commands = luceneExample().map((words) => words.map((w) => w.replace(/^\/shared\/wiki\//, `${wiki}/`).replace(/=\/shared\/wiki\//, `=${wiki}/`)));
+      const docIndex = commands.find((c) => c[2] === 'index')!;
+      const docServe = commands.find((c) => c[2] === 'serve-index')!;
+      const docLaunch = commands.find((c) => c[2] === 'slurm')!;
+      expect(commands.map((c) => c.slice(0, 3).join(' '))).toEqual(['npx ambiqa setup', 'npx ambiqa index', 'npx ambiqa serve-index', 'npx ambiqa slurm']);
+      const index = docIndex[docIndex.indexOf('--out') + 1]!;
+      writeDprTsv(docIndex[docIndex.indexOf('dpr-tsv') + 1]!, QUESTIONS);
+      // `npx ambiqa setup --only lucene` is this test's precondition (luceneRuntime above).
+      expect(await indexCommand(docIndex.slice(3))).toBe(0);
+      const pristine = folderState(index);
+
+      // A retrieving config: vanilla RAG over the top 2 passages; the docs' --set lines add the retriever.
+      const ragConfig = writeYaml(join(dir, 'experiments', 'rag-asqa.yaml'), {
+        dataset: { name: 'asqa', path: join(dir, 'asqa.json') },
+        pipeline: { name: 'vanilla-rag', options: { nShots: 0, nPassages: 2, poolSize: 2, maxTokens: 16 } },
+        llm: { cache: join(dir, 'rag-llm-cache.sqlite') },
+        metrics: ['str_em', 'rougeL'],
+        concurrency: 1,
+        tracking: { experiment, traces: false },
+      });
+      const sets = docLaunch.flatMap((w, i) => (docLaunch[i - 1] === '--set' ? ['--set', w] : []));
+      expect(sets).toContain(`retriever.index=${index}`);
+
+      // One searcher for the node: serve-index on it, before the shards start there. It starts
+      // while the reference runs, announcing in the cache folder the shards will see, not in the
+      // reference run's.
+      const runTmp = join(dir, 'run-tmp');
+      const serveTmp = join(dir, 'serve-tmp');
+      for (const d of [runTmp, serveTmp]) mkdirSync(d);
+      expect(docServe.slice(3)).toEqual([index, '&']);
+      const serving = startServeIndex(docServe.slice(3, -1), { ...process.env, TMPDIR: serveTmp });
+      serving.catch(() => undefined); // awaited below; a failure meanwhile is no unhandled rejection
+      try {
+        // The reference: unsharded, through a searcher of its own (TMPDIR says whose a searcher is).
+        setEnv('AMBIQA_CACHE_DIR', join(dir, 'run-cache'));
+        setEnv('TMPDIR', runTmp);
+        let watch = watchSearchers(runTmp);
+        expect(await runCommand([ragConfig, '--name', 'lucene-whole', '--quiet', '--no-tracking', ...sets, '--set', `llm.cache=${join(dir, 'lucene-whole.sqlite')}`])).toBe(0);
+        expect(watch.stop().size, 'the reference run started one searcher').toBe(1);
+        expect(searchersUnder(runTmp).size, 'the reference run\'s searcher stopped with it').toBe(0);
+
+        const served = await serving;
+        setEnv('AMBIQA_CACHE_DIR', cache);
+        const before = server.requests.length;
+        setEnv('TMPDIR', nodeTmp);
+        watch = watchSearchers(dir);
+        const args = docLaunch.slice(3).map((w, i, all) => (all[i - 1] === '--shards' ? '2' : w.startsWith('experiments/') ? ragConfig : w));
+        const { status, output } = await captured(() => slurmCommand([...args, '--name', 'lucene']));
+        const launchSearchers = watch.stop();
+        expect(status, output).toBe(0);
+        expect(output).toMatch(/shard 0\/2: COMPLETED, exit 0\nshard 1\/2: COMPLETED, exit 0\nmerge: COMPLETED, exit 0/);
+        const group = groupOf(output);
+
+        // One searcher served the launch: serve-index's; no shard started a JVM of its own.
+        expect([...launchSearchers.values()].map((c) => relative(dir, c).split('/')[0])).toEqual(['serve-tmp']);
+        for (const shard of [0, 1]) {
+          const log = readFileSync(join(artifacts, 'slurm', group, `shard-${shard}.out`), 'utf8');
+          expect(log).toContain(`lucene: using the searcher ambiqa serve-index runs at ${served.url}`);
+          expect(log).not.toContain('lucene: starting a searcher');
+        }
+
+        // Both shards answered from the index: each question's planted passage first, its text in the prompt.
+        const traceOf = (run: string) => readJsonl<Trace>(join(runs, run, 'traces.jsonl'));
+        const answered: string[] = [];
+        for (const shard of [0, 1]) {
+          const traces = traceOf(`lucene.shard-${shard}of2`);
+          expect(traces).toHaveLength(QUESTIONS / 2);
+          for (const t of traces) {
+            const i = Number(t.questionId.slice(1));
+            expect(t.retrievals.map((r) => r.retriever)).toEqual(['bm25:lucene']);
+            expect(t.retrievals[0]!.hits[0]!.id).toBe(plantedId(i));
+            answered.push(t.questionId);
+          }
+        }
+        expect(answered.sort()).toEqual(Array.from({ length: QUESTIONS }, (_, i) => `q${String(i).padStart(2, '0')}`));
+        const asked = server.requests.slice(before);
+        expect(asked.map((r) => questionOf(r.body)).sort()).toEqual(Array.from({ length: QUESTIONS }, (_, i) => String(i)));
+        for (const r of asked) expect(JSON.stringify(r.body.messages)).toContain(plantedText(Number(questionOf(r.body))));
+
+        // The merge equals the unsharded run (the stand-in model echoes its prompt: same passages, same answers).
+        expect(readJsonl<ExampleResult>(join(runs, 'lucene', 'results.jsonl')).map(view)).toEqual(
+          readJsonl<ExampleResult>(join(runs, 'lucene-whole', 'results.jsonl')).map(view),
+        );
+        expect(metricsOf('lucene').metrics).toEqual(metricsOf('lucene-whole').metrics);
+        const hitsOf = (run: string) => traceOf(run).map((t) => [t.questionId, t.retrievals.map((r) => r.hits)]);
+        expect(hitsOf('lucene')).toEqual(hitsOf('lucene-whole'));
+        // The shards say in MLflow which index they read (its commit point's checksum).
+        const segments = Object.keys(pristine).find((f) => /^segments_\d+$/.test(f))!;
+        const commitSha = createHash('sha256').update(readFileSync(join(index, segments))).digest('hex');
+        for (const shard of [0, 1]) {
+          const run = await getRun(uri, mlflowRunId(`lucene.shard-${shard}of2`));
+          expect([param(run, 'retriever.engine'), param(run, 'retriever.index'), param(run, 'retriever.index.sha256')]).toEqual(['lucene', index, commitSha]);
+        }
+      } finally {
+        const served = await serving.catch(() => undefined);
+        if (served && served.child.exitCode === null) {
+          served.child.kill('SIGTERM');
+          await new Promise<void>((r) => served.child.once('exit', () => r()));
+        }
+      }
+      const served = await serving;
+      expect(served.child.exitCode, served.log()).toBe(0);
+      expect(searchersUnder(dir).size, 'serve-index\'s searcher stopped with it').toBe(0);
+      expect(readdirSync(join(cache, 'lucene', 'searchers')), 'serve-index withdrew its announcement').toEqual([]);
+      // Nothing wrote to the index: not a file, not a lock, not a timestamp.
+      expect(folderState(index)).toEqual(pristine);
+    },
+    300_000,
+  );
+
   it('leaves nothing behind: no job step, no daemon, no folder', async () => {
     const c = cluster!;
     expect((await c.command('squeue', ['-h'])).trim()).toBe('');
     expect(stepFiles(c)).toEqual([]);
+    expect([...searchersUnder(dir).keys()], 'a Lucene searcher still runs').toEqual([]);
     await c.stop();
     cluster = undefined;
     expect(existsSync(c.dir)).toBe(false);

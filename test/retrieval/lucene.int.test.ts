@@ -19,6 +19,7 @@ import { buildLuceneIndex } from '../../src/retrieval/lucene/build';
 import { onDiskAnnotations } from '../../src/retrieval/lucene/config';
 import { announceSearcher, luceneRuntime, startSearcher } from '../../src/retrieval/lucene/searcher';
 import { LuceneRetriever } from '../../src/retrieval/lucene/retriever';
+import { retrieverParams } from '../../src/retrieval/remote/inspect';
 import { questionKey } from '../../src/retrieval/types';
 import { runCli } from '../helpers/cli';
 import { hasSharedData } from '../helpers/data';
@@ -95,10 +96,12 @@ describe.skipIf(skipReason !== undefined)('Lucene engine (real Anserini)', { tim
     // Served by id from the stored fields, without a search.
     expect(await retriever.passage('9002')).toEqual({ id: '9002', title: 'Brastomere', text: PLANTED[1]!.text });
     expect(await retriever.passage('no-such-id')).toBeUndefined();
-    const described = retriever.describe();
+    // The run's MLflow params: `retriever.` once (describe() gave it twice: `retriever.retriever.index`).
+    const described = retrieverParams(retriever);
     expect(described).toMatchObject({ 'retriever.engine': 'lucene', 'retriever.index': tsvIndex, 'retriever.index.passages': '303' });
     expect(described['retriever.index.sha256']).toMatch(/^[0-9a-f]{64}$/);
     expect(described['retriever.index.lucene']).toMatch(/^10\./);
+    expect(Object.keys(described).filter((k) => k.startsWith('retriever.retriever.'))).toEqual([]);
   });
 
   it('exclude own reads the annotations sidecar that indexing JSONL wrote, without the corpus', async () => {

@@ -96,6 +96,8 @@ export async function run(argv: string[]): Promise<number> {
         results: outcome.results,
         mlflow: outcome.mlflow,
         answeredNow: 0,
+        // The shards' trials are kept: the closing line counts questions × trials as the run's does.
+        ...(outcome.config.trials !== undefined ? { trials: outcome.config.trials } : {}),
       }),
     );
     // As a run's (docs/cli.md): 0 only when every question of every shard was answered; a

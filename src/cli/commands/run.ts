@@ -25,6 +25,9 @@ options:
   --set path=value       override any config field; the value is YAML (repeatable),
                          e.g. --set pipeline.options.threshold=2 --set dataset.sample=50
   --limit N              answer only the first N selected questions
+  --trials K             answer each question K times (1-100; same as --set trials=K): each
+                         trial draws its own samples, metrics average a question's trials
+                         and say their spread (docs/experiments.md, "Trials")
   --resume               finish an interrupted run (skips finished questions; the LLM
                          cache replays every call that had finished; same MLflow run)
   --shard i/N            run shard i of N (0-based): a deterministic slice of the questions;
@@ -77,6 +80,7 @@ export async function run(argv: string[]): Promise<number> {
       name: { type: 'string' },
       set: { type: 'string', multiple: true },
       limit: { type: 'string' },
+      trials: { type: 'string' },
       resume: { type: 'boolean' },
       shard: { type: 'string' },
       'shard-group': { type: 'string' },
@@ -105,6 +109,7 @@ export async function run(argv: string[]): Promise<number> {
       overrides,
       ...(values.name !== undefined ? { name: values.name } : {}),
       ...(values.limit !== undefined ? { limit: parsePositiveInt(values.limit, '--limit') } : {}),
+      ...(values.trials !== undefined ? { trials: parsePositiveInt(values.trials, '--trials') } : {}),
       ...(values.shard !== undefined ? { shard: resolveShardSpec(values.shard) } : {}),
     });
     const group = values['shard-group'] !== undefined ? checkShardGroup(values['shard-group']) : undefined;

@@ -30,6 +30,8 @@ options:
   --set path=value       override any config field (YAML value, repeatable); a grid axis too:
                          --set sweep.pipeline.options.n=[3,5]
   --limit N              answer only the first N selected questions in every run
+  --trials K             answer each question K times in every run (1-100; same as
+                         --set trials=K): paired deltas then account for sampling
   --resume               finish an interrupted sweep (finished points are kept)
   --dry-run              validate every point and print the plan; run nothing
   --no-tracking          do not log to MLflow
@@ -51,6 +53,7 @@ export async function run(argv: string[]): Promise<number> {
       name: { type: 'string' },
       set: { type: 'string', multiple: true },
       limit: { type: 'string' },
+      trials: { type: 'string' },
       resume: { type: 'boolean' },
       'dry-run': { type: 'boolean' },
       'no-tracking': { type: 'boolean' },
@@ -82,6 +85,7 @@ export async function run(argv: string[]): Promise<number> {
         defaultName: basename(file, extname(file)),
         ...(values.name !== undefined ? { name: values.name } : {}),
         ...(values.limit !== undefined ? { limit: parsePositiveInt(values.limit, '--limit') } : {}),
+        ...(values.trials !== undefined ? { trials: parsePositiveInt(values.trials, '--trials') } : {}),
       },
       sweepDir: (name: string) => join(sweepsDir(), name),
     };

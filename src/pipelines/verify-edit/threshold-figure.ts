@@ -14,7 +14,7 @@
  *   no recorded edited answer: accuracy and AUC are left out (null) at that threshold. Record one
  *   run with threshold n + 1 (edit everything) and pass `scoreAnswer` to make every threshold exact.
  */
-import type { ExampleResult } from '../../run-files';
+import { traceKey, type ExampleResult } from '../../run-files';
 import type { Trace } from '../../trace/types';
 import { veDecisionsOf, type VeDecisions } from './decisions';
 import { accuracyCoverageAuc } from '../../metrics/calibration';
@@ -73,7 +73,7 @@ export function thresholdAblationFromTraces(
   options: ReapplyOptions = {},
 ): ThresholdPoint[] {
   const correct = correctness(results, options);
-  const items = veTraces(traces).filter(({ trace }) => correct.has(trace.questionId));
+  const items = veTraces(traces).filter(({ trace }) => correct.has(traceKey(trace)));
   if (items.length === 0) return [];
   const n = Math.max(...items.map(({ d }) => d.samples.length));
   const thresholds = options.thresholds ?? Array.from({ length: n }, (_, i) => i + 1);
@@ -87,11 +87,11 @@ export function thresholdAblationFromTraces(
       const wouldEdit = votes < t;
       if (wouldEdit) edited += 1;
       let ok: boolean | undefined;
-      if (wouldEdit === d.edited) ok = correct.get(trace.questionId);
+      if (wouldEdit === d.edited) ok = correct.get(traceKey(trace));
       else if (!wouldEdit) {
         // Recorded as edited, kept at t: the answer is the majority answer.
         ok = sameAnswer(d.majorityAnswer, d.finalAnswer)
-          ? correct.get(trace.questionId)
+          ? correct.get(traceKey(trace))
           : options.scoreAnswer?.(trace.questionId, d.majorityAnswer);
       }
       if (ok !== undefined) {
@@ -122,9 +122,9 @@ export function thresholdAblationFromSweep(runs: readonly RunData[], options: Co
   const points: ThresholdPoint[] = [];
   for (const run of runs) {
     const correct = correctness(run.results, options);
-    const items = veTraces(run.traces).filter(({ trace }) => correct.has(trace.questionId));
+    const items = veTraces(run.traces).filter(({ trace }) => correct.has(traceKey(trace)));
     if (items.length === 0) continue;
-    const outcomes = items.map(({ trace, d }) => ({ confidence: d.consistency, correct: correct.get(trace.questionId)! }));
+    const outcomes = items.map(({ trace, d }) => ({ confidence: d.consistency, correct: correct.get(traceKey(trace))! }));
     points.push({
       threshold: items[0].d.threshold,
       accuracy: (100 * outcomes.filter((o) => o.correct).length) / items.length,

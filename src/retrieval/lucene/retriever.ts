@@ -189,19 +189,23 @@ export class LuceneRetriever implements Retriever {
     this.candidates(body, url);
   }
 
+  /**
+   * What the run logs to MLflow about this engine. Keys without the `retriever.` prefix:
+   * `retrieverParams` adds it (or `retriever.<i>.` inside a hybrid), as for the other engines.
+   */
   describe(): Record<string, string> {
-    const out: Record<string, string> = { 'retriever.engine': 'lucene' };
+    const out: Record<string, string> = { engine: 'lucene' };
     if (this.options.url) {
-      out['retriever.url'] = describeUrl(this.options.url);
-      out['retriever.indexName'] = this.options.indexName ?? 'corpus';
+      out.url = describeUrl(this.options.url);
+      out.indexName = this.options.indexName ?? 'corpus';
       return out;
     }
     const info = this.indexInfo()!;
-    out['retriever.index'] = info.dir;
-    out['retriever.index.commit'] = info.segmentsFile;
-    out['retriever.index.sha256'] = info.checksum;
-    out['retriever.index.lucene'] = info.luceneVersion;
-    if (info.meta) out['retriever.index.passages'] = String(info.meta.passages);
+    out.index = info.dir;
+    out['index.commit'] = info.segmentsFile;
+    out['index.sha256'] = info.checksum;
+    out['index.lucene'] = info.luceneVersion;
+    if (info.meta) out['index.passages'] = String(info.meta.passages);
     return out;
   }
 

@@ -108,6 +108,27 @@ export function embeddedEngine(): string {
   return engineName;
 }
 
+/**
+ * The engine build a run records for `ambiqa reproduce`: node-llama-cpp's version and the
+ * llama.cpp release its binaries were built from (`llama/llama.cpp.info.json` of the package),
+ * read from files only — nothing is loaded and nothing is fetched. `llamaCpp` is absent when
+ * the package does not say.
+ */
+export function embeddedEngineBuild(): { nodeLlamaCpp: string; llamaCpp?: string } {
+  const nodeLlamaCpp = embeddedEngine().replace(/^node-llama-cpp@/, '');
+  try {
+    const root = join(dirname(nodeLlamaCppEntry()), '..');
+    const info = JSON.parse(readFileSync(join(root, 'llama', 'llama.cpp.info.json'), 'utf8')) as { tag?: unknown; llamaCppGithubRepo?: unknown };
+    if (typeof info.tag === 'string') {
+      const repo = typeof info.llamaCppGithubRepo === 'string' ? `${info.llamaCppGithubRepo}@` : '';
+      return { nodeLlamaCpp, llamaCpp: `${repo}${info.tag}` };
+    }
+  } catch {
+    /* not installed, or a layout without the file: the version alone */
+  }
+  return { nodeLlamaCpp };
+}
+
 export function getLlamaInstance(): Promise<{ lib: NodeLlamaCpp; llama: Llama }> {
   if (!llamaPromise) {
     llamaPromise = (async () => {

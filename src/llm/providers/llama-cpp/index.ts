@@ -42,7 +42,7 @@ export {
   type LlamaCppOptions,
 } from './provider';
 export { busyShare, defaultThreads, describeCpu, embeddedCpu, IDLE_BUSY_SHARE, machineLooksIdle } from './cpu';
-export { embeddedEngine, embeddedModelFromManifest, fileSha256, loadEmbeddedEngine, loadedEmbeddedModels, type Slot } from './engine';
+export { embeddedEngine, embeddedEngineBuild, embeddedModelFromManifest, fileSha256, loadEmbeddedEngine, loadedEmbeddedModels, type Slot } from './engine';
 export { CANONICAL_CHUNK, evaluateCanonically } from './canonical';
 export { labelProbabilities, labelSurfaceForms } from './judge';
 
