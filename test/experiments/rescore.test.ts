@@ -10,6 +10,8 @@ import { AmbiqaError } from '../../src/errors';
 import { rescoreInPlace } from '../../src/experiments/rescore';
 import { aggregateResults } from '../../src/experiments/bindings';
 import { rescore, unloadModels } from '../../src/index';
+import { scoreExample } from '../../src/metrics/index';
+import { exampleOfRecord } from '../../src/experiments/record';
 import { uploadedSha256 } from '../../src/experiments/shard-group';
 import { readResults, type ExampleResult, type RunMetrics } from '../../src/run-files';
 import { FakeTracking } from './helpers/fixtures';
@@ -263,6 +265,36 @@ describe('ambiqa score --run', () => {
     }
     expect(metricsOf(join(dir, 'artifacts', 'runs', 'library')).metrics.rougeL).toBeDefined();
     expect(lines[0]).toMatch(/^library: score-1 scored 4 row\(s\)/);
+  });
+
+  it('a run with `trials: 2`: every (question, trial) row is scored from its own output', async () => {
+    const config = writeYaml(join(dir, 'trials.yaml'), {
+      dataset: { name: 'asqa', path: data },
+      pipeline: { name: 'closed-book', options: { nShots: 0, temperature: 0.7 } },
+      llm: { provider: 'scripted', cycle: ['Event 0 first happened in 1990.', 'Nobody knows.', 'Event 2 first happened in 1992.'], cache: join(dir, 'trials.sqlite'), callLog },
+      metrics: ['str_em'],
+      reader: 'none',
+      trials: 2,
+      tracking: { enabled: false },
+    });
+    expect(await runCommand([config, '--name', 'trials', '--quiet'])).toBe(0);
+    const run = join(dir, 'artifacts', 'runs', 'trials');
+    const before = rows(run);
+    expect(before.map((r) => r.trial ?? 0)).toEqual([0, 1, 0, 1, 0, 1, 0, 1]);
+    const callsBefore = calls();
+    await rescoreInPlace({ target: run, metrics: ['rougeLsum'], ...quiet });
+    expect(calls()).toBe(callsBefore);
+    const after = rows(run);
+    const expected = await scoredByPredictions(run, 'rougeLsum'); // per question id: the first row of each id
+    for (const r of after.filter((x) => !x.trial)) expect(r.scores.rougeLsum!.value).toBeCloseTo(expected.perExample.get(r.id)!, 3);
+    // Every trial's row has the score of its own output (the trials answered differently).
+    expect(new Set(after.map((r) => r.output)).size).toBeGreaterThan(1);
+    for (const [i, r] of after.entries()) {
+      expect(r.output).toBe(before[i]!.output);
+      const own = await scoreExample('asqa', exampleOfRecord(r, 'asqa')!, { output: r.output }, ['rougeLsum']);
+      expect(r.scores.rougeLsum!.value).toBe(own.metrics.rougeLsum);
+    }
+    expect(metricsOf(run).metrics.rougeLsum).toEqual(JSON.parse(JSON.stringify(aggregateResults(after).rougeLsum)));
   });
 
   it('refuses bad input in one line, before anything is written', async () => {
