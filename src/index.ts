@@ -217,6 +217,7 @@ export { rougeL, rougeLsum } from './metrics/rouge';
 export { compare, comparisonRows, comparisonQuestionRows, type Comparable, type ComparisonResult, type CompareCallOptions } from './notebook/compare';
 export { compareRuns, type CompareRunInput, type CompareOptions } from './metrics/compare';
 export { pairedDelta, signFlipTest, holm, questionsForPower, type PairedDelta } from './metrics/paired';
+export { pairedTrialDelta, trialMean, trialSplit, type PairedTrialDelta, type PairedTrialSplit, type TrialPower } from './metrics/trials';
 export { readComparison } from './report/compare';
 export type { Comparison, ComparedRun, PairedRow, ComparedQuestion } from './run-files/comparison';
 

@@ -123,7 +123,12 @@ export function createScorer(dataset: DatasetName, names: string[], options: { r
   };
 }
 
-/** Means with seeded bootstrap 95% CIs (the same results always give the same intervals). */
+/**
+ * Means with seeded bootstrap 95% CIs (the same results always give the same intervals). Pass
+ * every row of the run: under `trials: k` the rows of a question (same id, `trial` 0 … k−1) are
+ * one question — per-question means, a two-level bootstrap, `trials`/`trialSd`/`samplingShare`
+ * (src/metrics/trials.ts); rows without trials give the same numbers as ever.
+ */
 export function aggregateResults(results: readonly ExampleResult[]): Record<string, MetricAggregate> {
-  return aggregate(results.map((r) => ({ metrics: scoreValues(r), usage: r.usage }))).metrics;
+  return aggregate(results.map((r) => ({ id: r.id, ...(r.trial !== undefined ? { trial: r.trial } : {}), metrics: scoreValues(r), usage: r.usage }))).metrics;
 }

@@ -1,6 +1,6 @@
 import type { GridAxis, GridPoint } from './grid';
 import { formatValue } from './grid';
-import type { RunMetrics } from '../run-files';
+import type { MetricAggregate, RunMetrics } from '../run-files';
 import type { PairedRow } from '../run-files/comparison';
 
 /**
@@ -35,8 +35,24 @@ export function pairedCell(r: SummaryRow, metric: string): string {
   if (r.reference) return 'reference';
   const p = r.paired?.find((x) => x.metric === metric);
   if (!p || !Number.isFinite(p.meanDelta)) return '';
-  return `${p.meanDelta > 0 ? '+' : ''}${p.meanDelta.toFixed(1)} [${p.ciLow.toFixed(1)}, ${p.ciHigh.toFixed(1)}] p ${fmtP(p.p)}`;
+  return `${p.meanDelta > 0 ? '+' : ''}${p.meanDelta.toFixed(1)} [${p.ciLow.toFixed(1)}, ${p.ciHigh.toFixed(1)}] p ${fmtP(p.p)}${samplingNote(p)}`;
 }
+
+/** Under trials, the share of the per-question deltas' variance that is sampling: ` · sampling 84%`. */
+function samplingNote(p: PairedRow): string {
+  const share = p.trials?.samplingShare;
+  return share === null || share === undefined ? '' : ` · sampling ${Math.round(100 * share)}%`;
+}
+
+/** A point's metric cell: `55.2 [50.1, 60.3]`, and under trials the pooled trial SD and the sampling share. */
+function metricCell(a: MetricAggregate): string {
+  const spread = a.trialSd !== undefined && Number.isFinite(a.trialSd) ? ` trial SD ${a.trialSd.toFixed(1)}` : '';
+  const share = a.samplingShare !== undefined && Number.isFinite(a.samplingShare) ? ` sampling ${Math.round(100 * a.samplingShare)}%` : '';
+  return `${a.mean.toFixed(1)} [${a.ciLow.toFixed(1)}, ${a.ciHigh.toFixed(1)}]${spread}${share}`;
+}
+
+/** Whether any point answered its questions several times (then the CSV has the trial columns). */
+const anyTrials = (rows: SummaryRow[]): boolean => rows.some((r) => Object.values(r.metrics?.metrics ?? {}).some((a) => a.trials !== undefined) || (r.paired ?? []).some((p) => p.trials));
 
 export function metricColumns(rows: SummaryRow[]): string[] {
   const names = new Set<string>();
@@ -81,7 +97,7 @@ export function summaryMarkdown(axes: GridAxis[], rows: SummaryRow[]): string {
       m ? String(m.n) : '',
       ...metrics.map((name) => {
         const a = m?.metrics[name];
-        return a ? `${a.mean.toFixed(1)} [${a.ciLow.toFixed(1)}, ${a.ciHigh.toFixed(1)}]` : '';
+        return a ? metricCell(a) : '';
       }),
       ...deltas.map((name) => pairedCell(r, name)),
       ...decisions.map((name) => {
@@ -104,15 +120,18 @@ export function summaryMarkdown(axes: GridAxis[], rows: SummaryRow[]): string {
   return lines.join('\n') + '\n';
 }
 
+const finiteOr = (x: number | undefined): number | string => (x !== undefined && Number.isFinite(x) ? x : '');
+
 export function summaryCsv(axes: GridAxis[], rows: SummaryRow[]): string {
   const metrics = metricColumns(rows);
+  const trials = anyTrials(rows);
   const decisions = decisionColumns(rows);
   const usageColumns = usageColumnsOf(rows);
   const header = [
     ...axes.map((a) => a.label),
     'n',
-    ...metrics.flatMap((m) => [m, `${m}_ci_low`, `${m}_ci_high`]),
-    ...pairedColumns(rows).flatMap((m) => [`delta_${m}`, `delta_${m}_ci_low`, `delta_${m}_ci_high`, `p_${m}`, `p_holm_${m}`, `n_paired_${m}`]),
+    ...metrics.flatMap((m) => [m, `${m}_ci_low`, `${m}_ci_high`, ...(trials ? [`${m}_trials`, `${m}_trial_sd`, `${m}_sampling_share`] : [])]),
+    ...pairedColumns(rows).flatMap((m) => [`delta_${m}`, `delta_${m}_ci_low`, `delta_${m}_ci_high`, `p_${m}`, `p_holm_${m}`, `n_paired_${m}`, ...(trials ? [`delta_${m}_sampling_share`] : [])]),
     ...decisions,
     ...judgeColumns(rows).flatMap((j) => ['auc', 'auc_ci_low', 'auc_ci_high', 'labelled', 'separates'].map((f) => `judge.${j}.${f}`)),
     ...usageColumns,
@@ -127,12 +146,14 @@ export function summaryCsv(axes: GridAxis[], rows: SummaryRow[]): string {
       m ? m.n : '',
       ...metrics.flatMap((name): Array<string | number> => {
         const a = m?.metrics[name];
-        return a ? [a.mean, a.ciLow, a.ciHigh] : ['', '', ''];
+        const cells = a ? [a.mean, a.ciLow, a.ciHigh] : ['', '', ''];
+        return trials ? [...cells, a?.trials ?? '', finiteOr(a?.trialSd), finiteOr(a?.samplingShare)] : cells;
       }),
       ...pairedColumns(rows).flatMap((name): Array<string | number> => {
-        if (r.reference) return [0, 0, 0, '', '', ''];
+        if (r.reference) return [0, 0, 0, '', '', '', ...(trials ? [''] : [])];
         const p = r.paired?.find((x) => x.metric === name);
-        return p ? [p.meanDelta, p.ciLow, p.ciHigh, p.p ?? '', p.pHolm ?? '', p.n] : ['', '', '', '', '', ''];
+        const cells = p ? [p.meanDelta, p.ciLow, p.ciHigh, p.p ?? '', p.pHolm ?? '', p.n] : ['', '', '', '', '', ''];
+        return trials ? [...cells, p?.trials?.samplingShare ?? ''] : cells;
       }),
       ...decisions.map((name) => m?.decisions?.[name] ?? ''),
       ...judgeColumns(rows).flatMap((name): Array<string | number> => {

@@ -32,7 +32,11 @@ export function stepsAreValues(axes: readonly GridAxis[]): boolean {
 /** The parent's metrics at one point: headline means, usage, and the numeric swept values. */
 export function sweepPointMetrics(axes: readonly GridAxis[], point: GridPoint, metrics: RunMetrics): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const [name, a] of Object.entries(metrics.metrics)) out[name] = a.mean;
+  for (const [name, a] of Object.entries(metrics.metrics)) {
+    out[name] = a.mean;
+    // Under trials: the point's trial spread beside its mean.
+    if (a.trialSd !== undefined && Number.isFinite(a.trialSd)) out[`${name}_trial_sd`] = a.trialSd;
+  }
   out.llm_calls = metrics.usage.llm_calls;
   out.cache_hits = metrics.usage.cache_hits;
   // Unknown token counts (not reported by the endpoint) are left out, not charted as 0.
@@ -60,7 +64,8 @@ export function sweepPointTags(axes: readonly GridAxis[], point: GridPoint): Rec
 /**
  * The parent's paired metrics at one point: `delta.<metric>` with `delta.<metric>.ci_low` and
  * `.ci_high` (the band, three series in MLflow's chart) and `p.<metric>` against the reference
- * point; the reference itself is 0 with a zero-width band.
+ * point; the reference itself is 0 with a zero-width band. Under trials also
+ * `delta.<metric>.sampling_share`.
  */
 export function sweepPairedMetrics(row: Pick<SummaryRow, 'paired' | 'reference'>, metrics?: readonly string[]): Record<string, number> {
   const out: Record<string, number> = {};
@@ -78,6 +83,8 @@ export function sweepPairedMetrics(row: Pick<SummaryRow, 'paired' | 'reference'>
     out[`delta.${p.metric}.ci_low`] = p.ciLow;
     out[`delta.${p.metric}.ci_high`] = p.ciHigh;
     if (p.p !== null) out[`p.${p.metric}`] = p.p;
+    // Under trials: how much of the deltas' spread is sampling (sweep deltas are two-level then).
+    if (p.trials?.samplingShare != null) out[`delta.${p.metric}.sampling_share`] = p.trials.samplingShare;
   }
   return out;
 }

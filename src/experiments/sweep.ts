@@ -15,6 +15,7 @@ import { runExperiment, type RunComponents } from './runner';
 import { redactConfig } from './secrets';
 import { stepsAreValues, sweepPairedMetrics, sweepPointMetrics, sweepPointTags, sweepStep } from './sweep-charts';
 import { compareDirs, writeComparison, writeComparisonReport, type ComparedDirs } from '../report/compare';
+import { trialsMarkdown } from '../report/compare-trials';
 import { summaryCsv, summaryMarkdown, type SummaryRow } from './summary';
 import { runExitStatus } from './cli-support';
 import { ExitStatus, worstExitStatus } from './exit-status';
@@ -271,7 +272,9 @@ export async function summariseSweep(
   }
 
   // ---------------------------------------------------------------- the summary
-  const markdown = summaryMarkdown(plan.axes, rows);
+  // Under trials, the variance split and power of each paired delta follow the table.
+  const trialTables = paired ? trialsMarkdown(paired.comparison) : '';
+  const markdown = summaryMarkdown(plan.axes, rows) + (trialTables ? `\n${trialTables}` : '');
   // Through the run-dir writer, which masks known secrets like every other run file.
   writeFileAtomic(join(plan.dir, 'summary.md'), `# sweep ${plan.name}\n\n${markdown}`);
   writeFileAtomic(join(plan.dir, 'summary.csv'), summaryCsv(plan.axes, rows));

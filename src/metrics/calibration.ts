@@ -39,6 +39,7 @@ import type { MetricAggregate } from '../run-files';
 import type { BootstrapOptions } from './bootstrap';
 import type { MetricFamily, MetricRow, Score } from './score';
 import { squadFamily } from './squad';
+import { groupByQuestion, hasTrials, twoLevelInterval, type TwoLevelDraw } from './trials';
 
 export type TieRule = 'average' | 'input-order';
 
@@ -120,6 +121,35 @@ function correctnessKey(rows: readonly MetricRow[]): string {
   return 'em';
 }
 
+/**
+ * The AUC under trials. Every trial's answer is a prediction of its own, ranked by its own
+ * confidence: averaging a question's confidences and correctness over trials would rank
+ * questions by how sure the method is on average, which is not what the AUC asks (whether a
+ * prediction's confidence tells if that prediction is right). The CI is the two-level bootstrap
+ * (questions, then trials within each) on the raw predictions — unlike the means' it is not
+ * adjusted (trials.ts `adjustedTrials`: the adjustment moves values, and correctness must stay
+ * 0/1), so it is conservative where sampling dominates; `n` counts questions; no
+ * `trialSd`/`samplingShare` (the AUC is not a mean of per-row values).
+ */
+function aucOverTrials(groups: ReadonlyArray<ReadonlyArray<MetricRow>>, by: string, key: string, options: BootstrapOptions): MetricAggregate {
+  const conf = groups.map((g) => g.map((r) => r.metrics[by]));
+  const corr = groups.map((g) => g.map((r) => r.metrics[key] / 100));
+  const stat = (draw: TwoLevelDraw): number => {
+    const c: number[] = [];
+    const k: number[] = [];
+    for (let j = 0; j < draw.question.length; j++) {
+      const q = draw.question[j];
+      for (let at = draw.start[0][j]; at < draw.start[0][j + 1]; at++) {
+        c.push(conf[q][draw.trial[0][at]]);
+        k.push(corr[q][draw.trial[0][at]]);
+      }
+    }
+    return accuracyCoverageAuc(c, k) ?? NaN;
+  };
+  const ci = twoLevelInterval([conf.map((v) => v.length)], stat, options);
+  return { mean: accuracyCoverageAuc(conf.flat(), corr.flat()) as number, ciLow: ci.low, ciHigh: ci.high, n: groups.length, trials: Math.max(...conf.map((v) => v.length)) };
+}
+
 /** AUC of the rows that have confidence `by`, with a bootstrap CI; nothing when no row has both. */
 function aucOver(rows: readonly MetricRow[], by: string, options: BootstrapOptions): MetricAggregate | undefined {
   const ranked = rows.filter((r) => Number.isFinite(r.metrics[by]));
@@ -127,6 +157,7 @@ function aucOver(rows: readonly MetricRow[], by: string, options: BootstrapOptio
   const key = correctnessKey(ranked);
   const kept = ranked.filter((r) => Number.isFinite(r.metrics[key]));
   if (kept.length === 0) return undefined;
+  if (hasTrials(kept)) return aucOverTrials(groupByQuestion(kept), by, key, options);
   const conf = kept.map((r) => r.metrics[by]);
   const corr = kept.map((r) => r.metrics[key] / 100);
   const stat = (idx: ArrayLike<number>): number =>

@@ -4,7 +4,9 @@
  * each other run and each metric the per-question deltas (run − baseline, from the runs' own
  * per-question metrics in results.jsonl) give the mean delta, its paired bootstrap CI, a
  * sign-flip randomisation p-value, Holm's adjustment over every row of the call, and the
- * questions a paired test would need at 80% power (src/metrics/paired.ts).
+ * questions a paired test would need at 80% power (src/metrics/paired.ts). Runs with trials
+ * (`trial` > 0 in their rows) are paired by question over all their trials, with a two-level
+ * bootstrap, the variance split and power in questions × trials (compare-trials.ts).
  *
  * What cannot be paired is counted and said, never silently dropped: a question one run failed
  * (its `error` is set) is left out of that pair, a question only one run has is left out, and a
@@ -23,6 +25,7 @@ import {
 } from '../run-files/comparison';
 import { comparisonGroups } from './groups';
 import { holm, pairedDelta, type PairedTestOptions } from './paired';
+import { annotateTrialAnswers, applyTrialRuns, applyTrialStatistics } from './compare-trials';
 import { dqHits } from './str-em';
 
 /** One run as the comparison needs it: what src/report/load.ts reads from a run directory. */
@@ -120,7 +123,8 @@ function runMean(run: CompareRunInput, metric: string): number {
 
 function byId(results: readonly ExampleResult[]): Map<string, ExampleResult> {
   const map = new Map<string, ExampleResult>();
-  for (const r of results) if (!map.has(r.id)) map.set(r.id, r);
+  // Under trials a question has several rows: keep its lowest trial (trial 0 when answered).
+  for (const r of results) if (!map.has(r.id) || (r.trial ?? 0) < (map.get(r.id)!.trial ?? 0)) map.set(r.id, r);
   return map;
 }
 
@@ -252,6 +256,7 @@ export function compareRuns(runs: readonly CompareRunInput[], options: CompareOp
       });
     }
   }
+  applyTrialStatistics(rows, runs, baseline, testOptions, notes);
   const adjusted = holm(rows.map((r) => r.p ?? NaN));
   rows.forEach((r, i) => (r.pHolm = Number.isNaN(adjusted[i]) ? null : adjusted[i]));
 
@@ -268,6 +273,7 @@ export function compareRuns(runs: readonly CompareRunInput[], options: CompareOp
     ...(run.mlflow ? { mlflow: { runId: run.mlflow.runId, experimentId: run.mlflow.experimentId, ...(run.mlflow.runUrl ? { runUrl: run.mlflow.runUrl } : {}) } } : {}),
     ...(run.sweepValues ? { sweepValues: run.sweepValues } : {}),
   }));
+  applyTrialRuns(comparedRuns, runs, metrics);
 
   return {
     kind: COMPARISON_KIND,
@@ -286,7 +292,7 @@ export function compareRuns(runs: readonly CompareRunInput[], options: CompareOp
     runs: comparedRuns,
     rows,
     ...comparisonGroups(runs, baseline, metrics, options.groupBy, testOptions),
-    questions: sideBySide(runs, baseline, options.gold),
+    questions: annotateTrialAnswers(sideBySide(runs, baseline, options.gold), runs),
     notes,
   };
 }

@@ -23,10 +23,11 @@ import { addUsage } from '../llm/usage';
 import type { RunMetrics, MetricAggregate, QuestionScores } from '../run-files';
 import type { TraceSummary } from '../trace/types';
 import { summaryUsage } from '../trace/usage';
-import { bootstrapMean, type BootstrapOptions } from './bootstrap';
+import type { BootstrapOptions } from './bootstrap';
 import { checkMetrics, metricFamilies, metricNames, splitterMetricNames, withRequirements } from './registry';
 import type { DisambigReader, Score } from './score';
 import { defaultSentenceSplitter, type SentenceSplitter } from './sentences';
+import { metricAggregate, type TrialKeyed } from './trials';
 
 export { checkMetrics, defaultMetrics, isMetricName, metricNames, metricsFor, type MetricName } from './registry';
 
@@ -119,15 +120,19 @@ export async function scoreExample(
   return out;
 }
 
-/** The usage part of a per-example row (ExampleResult.usage); absent rows count zero. */
-type Row = { metrics: Record<string, number>; usage?: Partial<TraceSummary> };
+/**
+ * The usage part of a per-example row (ExampleResult.usage; absent rows count zero), with the
+ * question id and trial that group a run's rows under `trials: k` (trials.ts).
+ */
+type Row = TrialKeyed & { metrics: Record<string, number>; usage?: Partial<TraceSummary> };
 
 /** Order in which aggregated metrics are listed. */
 const ORDER: readonly string[] = [...metricNames, 'consistency', 'answer_logprob'];
 
 /**
  * Run-level metrics: the mean of each per-example metric with a seeded bootstrap 95% CI over the
- * examples that have it, except where a family defines its run-level value itself (`dr` from the
+ * examples that have it (under trials — some row with `trial` > 0 — the mean of per-question
+ * means with the two-level bootstrap, `trials`, `trialSd` and `samplingShare`: trials.ts), except where a family defines its run-level value itself (`dr` from the
  * run-level means, `auc` from consistency and correctness; see their families). Usage sums the
  * rows' usage.
  */
@@ -139,8 +144,8 @@ export function aggregate(perExample: readonly Row[], options: BootstrapOptions 
   const computed: Record<string, MetricAggregate> = {};
   for (const name of sorted) {
     if (own.has(name)) continue;
-    const values = perExample.map((r) => r.metrics[name]).filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
-    if (values.length > 0) computed[name] = bootstrapMean(values, options);
+    const agg = metricAggregate(perExample, name, options);
+    if (agg) computed[name] = agg;
   }
   // Families with their own run-level statistic (each returns nothing when no row has its inputs).
   for (const family of metricFamilies) if (family.aggregate) Object.assign(computed, family.aggregate(perExample, options));

@@ -65,9 +65,11 @@ export interface ScoringInput {
   scores: Readonly<Record<string, number>>;
 }
 
-/** A per-example row as `aggregate` sees it. */
+/** A per-example row as `aggregate` sees it; `id` and `trial` (absent = 0) group trials of a question. */
 export interface MetricRow {
   metrics: Record<string, number>;
+  id?: string;
+  trial?: number;
 }
 
 /**

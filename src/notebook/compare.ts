@@ -55,6 +55,8 @@ export function comparisonRows(c: Comparison): Array<Record<string, string | num
     questions_for_80pct_power: r.questionsFor80Power,
     answer_changed: r.answerChanged,
     left_out: r.failedInRun + r.failedInBaseline + r.onlyInRun + r.onlyInBaseline,
+    // Under trials: trials per question (baseline/run) and the sampling share of the deltas' variance.
+    ...(r.trials ? { trials: `${r.trials.baselineTrials}/${r.trials.runTrials}`, sampling_share: r.trials.samplingShare === null ? null : round(r.trials.samplingShare) } : {}),
   }));
 }
 

@@ -36,12 +36,45 @@ export function comparisonFigure(comparison: Comparison, options: { metrics?: re
       hoverinfo: 'text',
     };
   });
+  data.push(...trialSamplingTraces(comparison, metrics, runs));
   return {
     data,
     layout: baseLayout(`Paired delta against ${plotlyText(comparison.baseline)}`, {
       xaxis: { title: { text: 'mean delta (run − baseline), metric points' }, zeroline: true, zerolinecolor: colors.neutral, zerolinewidth: 2 },
       yaxis: { automargin: true, autorange: 'reversed' },
       height: Math.max(260, 120 + 60 * runs.length),
-    }, '95% CI, questions resampled jointly'),
+    }, comparison.rows.some((r) => r.trials) ? '95% CI, two-level bootstrap (questions, then trials); thick bar: the sampling part alone' : '95% CI, questions resampled jointly'),
   };
 }
+
+/**
+ * Under trials, a thick short bar over each delta: ±1.96·sqrt(samplingVar / n), the interval the
+ * trials' sampling noise alone would give; what the thin 95% CI adds beyond it is questions.
+ */
+function trialSamplingTraces(comparison: Comparison, metrics: readonly string[], runs: readonly string[]): PlotlyTrace[] {
+  if (!comparison.rows.some((r) => r.trials)) return [];
+  return metrics.map((metric, i) => {
+    const rows = runs.map((run) => comparison.rows.find((r) => r.run === run && r.metric === metric));
+    const half = rows.map((r) => (r?.trials?.samplingVar != null && r.n > 0 ? Z_SAMPLING * Math.sqrt(r.trials.samplingVar / r.n) : 0));
+    return {
+      type: 'scatter',
+      mode: 'markers',
+      name: `${plotlyText(metric)}: sampling part`,
+      legendgroup: plotlyText(metric),
+      x: rows.map((r) => (r && Number.isFinite(r.meanDelta) ? r.meanDelta : null)),
+      y: runs.map((run) => plotlyText(run)),
+      error_x: { type: 'data', array: half, thickness: 7, width: 0, color: colors.series[i % colors.series.length] },
+      marker: { size: 1, color: colors.series[i % colors.series.length], opacity: 0.5 },
+      opacity: 0.45,
+      hovertext: rows.map((r, j) =>
+        r?.trials
+          ? `${plotlyText(r.run)}, ${plotlyText(metric)}: sampling ±${half[j].toFixed(1)}; ${r.trials.samplingShare === null ? '?' : Math.round(100 * r.trials.samplingShare)}% of the per-question variance is sampling (${r.trials.baselineTrials}/${r.trials.runTrials} trials)`
+          : '',
+      ),
+      hoverinfo: 'text',
+    };
+  });
+}
+
+/** z₀.₉₇₅ for the sampling bar. */
+const Z_SAMPLING = 1.959963984540054;

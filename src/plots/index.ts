@@ -10,3 +10,4 @@ export * from './runs';
 export * from './judges';
 export { plotlyText, truncate, wrapForHover } from './text';
 export * from './compare';
+export * from './trials';

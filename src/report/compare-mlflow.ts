@@ -51,6 +51,8 @@ export function comparisonMetrics(c: Comparison): Record<string, number> {
     put(`n.${k}`, r.n);
     put(`power_n.${k}`, r.questionsFor80Power);
     put(`answer_changed.${keyOf.get(r.run) ?? r.run}`, r.answerChanged);
+    // Under trials: the variance split of the per-question deltas.
+    put(`sampling_share.${k}`, r.trials?.samplingShare ?? null);
   }
   Object.assign(out, groupComparisonMetrics(c));
   return out;

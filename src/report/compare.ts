@@ -24,6 +24,7 @@ import { redactHtml } from './build';
 import { goldForRows } from './gold';
 import { loadRunOrSweep, type LoadedRun } from './load';
 import { compactTrace, header, page } from './render';
+import { trialsAnswerHtml, trialsSectionHtml } from './compare-trials';
 
 export interface CompareDirsOptions extends CompareOptions {
   /** Dataset file with the gold of rows written before format 3, which carry none (default: the baseline's config dataset.path). */
@@ -228,7 +229,7 @@ function answerCell(c: Comparison, run: ComparedRun, q: Comparison['questions'][
     traceKey ? `<button class="trace-btn" type="button" data-trace="${escapeHtml(traceKey)}">trace</button>` : '',
     traceUrl ? `<a href="${escapeHtml(traceUrl)}">MLflow trace</a>` : '',
   ].filter(Boolean).join(' ');
-  return `<td class="answer${a.error ? ' error' : ''}">${escapeHtml(text)}${hits}${scores}${links ? `<span class="scores">${links}</span>` : ''}</td>`;
+  return `<td class="answer${a.error ? ' error' : ''}">${escapeHtml(text)}${hits}${scores}${trialsAnswerHtml(a, c.metrics)}${links ? `<span class="scores">${links}</span>` : ''}</td>`;
 }
 
 function sideBySideTable(c: Comparison, traceKeys: ReadonlyMap<string, ReadonlySet<string>>): string {
@@ -303,6 +304,7 @@ export function renderComparisonReport(c: Comparison, options: ComparisonReportO
     comparisonLink,
     '<h2>Runs</h2>', runsTable(c),
     '<h2>Paired deltas</h2>', pairedTable(c), notes,
+    trialsSectionHtml(c),
     groupsSection(c),
     `<section class="figure" id="fig-paired-deltas">${figureDivHtml(comparisonFigure(c))}</section>`,
     '<h2>Question by question</h2>', sideBySideTable(c, traceKeys),

@@ -8,6 +8,7 @@ import { costQualityFigure } from '../plots/cost';
 import { coverageFigure } from '../plots/coverage';
 import type { FigureInputs, FigurePlan, MethodCatalog } from '../plots/methods';
 import { pipelineOf } from '../plots/runs';
+import { runsWithTrials, trialSpreadFigure } from '../plots/trials';
 import { judgeFigureSlug, judgeHistogramFigure, judgeReliabilityFigure, judgesOf } from '../plots/judges';
 import type { Figure, RunData } from '../plots/types';
 
@@ -60,8 +61,11 @@ export function figuresForRun(run: RunData, methods: MethodCatalog, inputs: Figu
   if (inputs.coverage && inputs.coverage.length > 0) {
     attempt(choice, 'answer-coverage', 'Answer coverage AC@k', () => coverageFigure(inputs.coverage!));
   }
+  if (runsWithTrials([run])) attempt(choice, 'trial-spread', 'Trial spread per question', () => trialSpreadFigure([run]), TRIAL_CAPTION);
   return choice;
 }
+
+const TRIAL_CAPTION = 'Each question was answered several times (trials): its mean over them ± 1 SD. The run mean\'s CI is the two-level bootstrap (questions, then trials); docs/metrics.md, "Trials".';
 
 /** A sweep point's short name: its swept values (`maxTokens=8`), else the run name. */
 function pointLabel(run: RunData & { sweepValues?: Record<string, unknown> }): string {
@@ -84,6 +88,7 @@ export function figuresForSweep(
     const own = runs.filter((r) => r.traces.some((t) => t.decisions.kind === kind));
     for (const plan of methods.figures(kind)?.forSweep?.(own, inputs) ?? []) attemptPlan(choice, plan);
   }
+  if (runsWithTrials(runs)) attempt(choice, 'trial-spread-points', 'Trial spread per question, by point', () => trialSpreadFigure(runs), TRIAL_CAPTION);
   if (runs.length > 1) {
     attempt(choice, 'cost-quality-tokens', 'Cost against quality (tokens)', () => costQualityFigure(runs, { cost: 'tokens' }));
     attempt(choice, 'cost-quality-seconds', 'Cost against quality (seconds)', () => costQualityFigure(runs, { cost: 'seconds' }));

@@ -79,9 +79,18 @@ function metricsTable(run: RunData): string {
   const rows = names.map((name) => {
     const m = metricOf(run, name);
     const ci = m && m.ciLow !== m.ciHigh ? `[${fmt(m.ciLow)}, ${fmt(m.ciHigh)}]` : '';
-    return `<tr><td>${escapeHtml(name)}</td><td class="num">${fmt(m?.mean)}</td><td class="num">${ci}</td><td class="num">${m?.n ?? ''}</td></tr>`;
+    return `<tr><td>${escapeHtml(name)}</td><td class="num">${fmt(m?.mean)}</td><td class="num">${ci}${trialNote(m)}</td><td class="num">${m?.n ?? ''}</td></tr>`;
   });
   return `<table class="metrics"><thead><tr><th>metric</th><th class="num">mean</th><th class="num">95% CI (bootstrap)</th><th class="num">n</th></tr></thead><tbody>${rows.join('')}</tbody></table>${settingsNote(run)}${scoringNote(run)}`;
+}
+
+/** Under trials (docs/metrics.md, "Trials"): the pooled trial SD and the sampling share beside a CI; '' otherwise. */
+function trialNote(a: { trials?: number; trialSd?: number; samplingShare?: number } | undefined): string {
+  if (!a || a.trials === undefined) return '';
+  const parts = [`${a.trials} trials`];
+  if (a.trialSd !== undefined && Number.isFinite(a.trialSd)) parts.push(`trial SD ${fmt(a.trialSd)}`);
+  if (a.samplingShare !== undefined && Number.isFinite(a.samplingShare)) parts.push(`sampling ${Math.round(100 * a.samplingShare)}%`);
+  return ` <span class="note trials">${parts.join(', ')}</span>`;
 }
 
 /** How the metrics were measured (`metrics.json` settings: the D-F1 reader, the ROUGE-Lsum splitter). */
@@ -340,17 +349,18 @@ function sweepTable(sweep: LoadedSweep, methods: MethodCatalog): string {
     const per = perQuestionUsage(run);
     return `<tr><td><a href="#run-${i}">${escapeHtml(run.name)}</a></td>` +
       axes.map((a) => `<td>${escapeHtml(JSON.stringify(run.sweepValues?.[a] ?? ''))}</td>`).join('') +
-      `<td class="num">${run.results.length}</td>` +
+      `<td class="num">${new Set(run.results.map((r) => r.id)).size}</td>` +
       metrics.map((m) => {
         const a = metricOf(run, m);
-        return `<td class="num">${a ? `${fmt(a.mean)}${a.ciLow !== a.ciHigh ? ` <span class="note">[${fmt(a.ciLow)}, ${fmt(a.ciHigh)}]</span>` : ''}` : ''}</td>`;
+        return `<td class="num">${a ? `${fmt(a.mean)}${a.ciLow !== a.ciHigh ? ` <span class="note">[${fmt(a.ciLow)}, ${fmt(a.ciHigh)}]</span>` : ''}${trialNote(a)}` : ''}</td>`;
       }).join('') +
       paired.map((m) => {
         if (run.sweepReference) return '<td class="num note">reference</td>';
         const p = run.sweepPaired?.find((x) => x.metric === m);
         if (!p || !Number.isFinite(p.meanDelta)) return '<td class="num"></td>';
         const pText = p.p === null ? '' : p.p < 0.001 ? p.p.toExponential(1) : p.p.toFixed(3);
-        return `<td class="num">${p.meanDelta > 0 ? '+' : ''}${fmt(p.meanDelta)} <span class="note">[${fmt(p.ciLow)}, ${fmt(p.ciHigh)}] p ${pText}</span></td>`;
+        const sampling = p.trials?.samplingShare != null ? `, sampling ${Math.round(100 * p.trials.samplingShare)}%` : '';
+        return `<td class="num">${p.meanDelta > 0 ? '+' : ''}${fmt(p.meanDelta)} <span class="note">[${fmt(p.ciLow)}, ${fmt(p.ciHigh)}] p ${pText}${sampling}</span></td>`;
       }).join('') +
       ((d) => decisions.map((k) => `<td class="num">${d[k] === undefined ? '' : fmt(d[k], 3)}</td>`).join(''))(decisionsOf(run, methods)) +
       `<td class="num">${fmt(per.llmCalls)}</td><td class="num">${fmt(per.tokens, 0)}</td><td class="num">${fmt(per.seconds, 2)}</td></tr>`;

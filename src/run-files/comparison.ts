@@ -39,6 +39,50 @@ export const comparedRunSchema = z.object({
   mlflow: z.object({ runId: z.string(), experimentId: z.string(), runUrl: z.string().optional() }).optional(),
   /** A sweep point's swept values. */
   sweepValues: z.record(z.string(), z.unknown()).optional(),
+  /**
+   * `trials: k` runs only: trials per question (the most any question has) and the run's rows
+   * (question × trial); `questions` then counts distinct questions and `failed` failed rows.
+   */
+  trials: z.number().optional(),
+  rows: z.number().optional(),
+});
+
+/**
+ * A paired row's statistics under trials (either run has rows with `trial` > 0): the two-level
+ * bootstrap's variance split and power in questions × trials (src/metrics/trials.ts). Variances
+ * are of one question's delta dᵢ, in squared metric points; null where not estimable.
+ */
+export const pairedTrialsSchema = z.object({
+  /** Trials per question on each side (the most any question has). */
+  baselineTrials: z.number(),
+  runTrials: z.number(),
+  /** Pooled within-question SD of each side (null: that side has one trial per question). */
+  baselineTrialSd: z.number().nullable(),
+  runTrialSd: z.number().nullable(),
+  /**
+   * `trial`: both runs answered the same trials of every question and trial t was paired with
+   * trial t (shared sample indexes); `question`: each side's trials resampled independently.
+   */
+  pairing: z.enum(['trial', 'question']),
+  /** Trial pairing: the pooled within-question SD of the trial-by-trial differences. */
+  deltaTrialSd: z.number().nullable(),
+  /** Sample variance of the per-question deltas. */
+  totalVar: z.number().nullable(),
+  /** Its part from sampling (trials) and the rest, from which questions were asked. */
+  samplingVar: z.number().nullable(),
+  questionVar: z.number().nullable(),
+  /** samplingVar / totalVar in [0, 1]. */
+  samplingShare: z.number().nullable(),
+  power: z.object({
+    /** Trials per question on both sides, one per column. */
+    trials: z.array(z.number()),
+    /** Questions needed for 80% power at each column's trials (null: δ = 0 or no spread). */
+    questionsNeeded: z.array(z.number().nullable()),
+    /** Question counts of the power grid's rows. */
+    questions: z.array(z.number()),
+    /** power[i][j]: power with questions[i] questions at trials[j] trials. */
+    power: z.array(z.array(z.number().nullable())),
+  }),
 });
 
 export const pairedRowSchema = z.object({
@@ -69,6 +113,8 @@ export const pairedRowSchema = z.object({
   /** Questions in only one of the two runs. */
   onlyInRun: z.number(),
   onlyInBaseline: z.number(),
+  /** Under trials: the variance split and power (n, means, Δ, CI, p are then the two-level ones). */
+  trials: pairedTrialsSchema.optional(),
 });
 
 /**
@@ -102,6 +148,11 @@ export const questionAnswerSchema = z.object({
   metrics: z.record(z.string(), z.number()),
   /** STR-EM hit per gold disambiguation (same order as the question's `dqs`), where gold was found. */
   hits: z.array(z.boolean()).optional(),
+  /**
+   * Under trials: the question's answered trials, and per metric the mean and SD over them (the
+   * text, `metrics` and `hits` above are trial 0's, or the first answered trial's).
+   */
+  trials: z.object({ n: z.number(), mean: z.record(z.string(), z.number()), sd: z.record(z.string(), z.number()) }).optional(),
 });
 
 export const comparedQuestionSchema = z.object({
@@ -148,6 +199,7 @@ export type PairedRow = z.infer<typeof pairedRowSchema>;
 export type GroupPairedRow = z.infer<typeof groupPairedRowSchema>;
 export type ComparedQuestion = z.infer<typeof comparedQuestionSchema>;
 export type QuestionAnswer = z.infer<typeof questionAnswerSchema>;
+export type PairedTrials = z.infer<typeof pairedTrialsSchema>;
 
 /** Whether a parsed JSON value is (meant to be) a comparison file. */
 export function isComparisonValue(value: unknown): boolean {

@@ -13,7 +13,10 @@ import { thresholdAblationFigure, thresholdAblationFromTraces } from '../../src/
 import { comparisonFigure } from '../../src/plots/compare';
 import { judgeHistogramFigure, judgeReliabilityFigure } from '../../src/plots/judges';
 import { clarificationTreeFigure } from '../../src/pipelines/toc/tree-figure';
-import type { Figure } from '../../src/plots/types';
+import type { Figure, RunData } from '../../src/plots/types';
+import { trialSpreadFigure } from '../../src/plots/trials';
+import { compareRuns } from '../../src/metrics/compare';
+import { aggregateResults } from '../../src/experiments/bindings';
 import type { Comparison } from '../../src/run-files/comparison';
 import type { JudgeDiagnostics } from '../../src/run-files';
 import { result, run, summary, tocNode, tocTrace, veTrace } from './fixtures';
@@ -38,6 +41,11 @@ const costRun = (name: string, pipeline: string, dr: number, tokens: number) =>
     result('q1', { dr, str_em: dr }, { usage: summary({ promptTokens: tokens, completionTokens: 100, seconds: tokens / 1000 }) }),
     result('q2', { dr: dr + 6, str_em: dr + 2 }, { usage: summary({ promptTokens: tokens * 1.2, completionTokens: 90, seconds: tokens / 800 }) }),
   ], []);
+/** A Verify-and-Edit run of 12 questions × 3 trials (trials.ts), metrics.json as a run writes it. */
+const trialRun = (name: string, shift: number): RunData => {
+  const results = Array.from({ length: 12 }, (_, q) => [0, 1, 2].map((t) => result(`q${q}`, { em: Math.min(100, Math.max(0, 8 * q + 20 * t + shift)) }, t > 0 ? { trial: t } : {}))).flat();
+  return { name, config: { dataset: { name: 'ambignq', split: 'dev' }, pipeline: { name: 'verify-edit' } }, results, traces: [], metrics: { n: results.length, metrics: aggregateResults(results), usage: { llm_calls: 0, cache_hits: 0, wall_seconds: 0 } } };
+};
 const tree = {
   ...tocTrace('q', [
     tocNode(0, null, null, { question: 'Who won the most recent FIFA World Cup held in South America?' }),
@@ -105,6 +113,8 @@ const figures: Record<string, Figure> = {
   'judge reliability': judgeReliabilityFigure(judge),
   'judge P histogram': judgeHistogramFigure(judge),
   'paired comparison': comparisonFigure(comparison),
+  'paired comparison with trials': comparisonFigure(compareRuns([trialRun('nb05-ve-threshold-0.5', 0), trialRun('nb05-ve-threshold-0.7', 8), trialRun('nb05-ve-threshold-0.9', -3)])),
+  'trial spread': trialSpreadFigure([trialRun('nb05-ve-threshold-0.5', 0), trialRun('nb05-ve-threshold-0.7', 8)], { metric: 'em' }),
 };
 
 const WIDTHS = [640, 900, 1200];

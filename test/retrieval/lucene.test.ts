@@ -13,6 +13,7 @@ import { checkEngineFields, createLuceneRetriever, hasLocalLuceneIndex } from '.
 import { inspectIndex, readAnnotations, readSegmentsVersion } from '../../src/retrieval/lucene/index-dir';
 import { streamPassages } from '../../src/retrieval/lucene/passage-stream';
 import { passageFromDoc } from '../../src/retrieval/lucene/retriever';
+import { indexerHeap } from '../../src/retrieval/lucene/build';
 import { luceneRuntime } from '../../src/retrieval/lucene/searcher';
 import type { Passage } from '../../src/retrieval/types';
 
@@ -202,5 +203,15 @@ describe('the Lucene runtime', () => {
         else process.env[key] = value;
       }
     }
+  });
+});
+
+describe('the indexer heap (AMBIQA_LUCENE_INDEX_HEAP)', () => {
+  it('reads g and m sizes, defaults to 3g, and refuses what is not a size, naming the variable', () => {
+    expect(indexerHeap(undefined)).toEqual({ spec: '3g', mb: 3072 });
+    expect(indexerHeap('6g')).toEqual({ spec: '6g', mb: 6144 });
+    expect(indexerHeap('1536m')).toEqual({ spec: '1536m', mb: 1536 });
+    expect(() => indexerHeap('lots')).toThrow('AMBIQA_LUCENE_INDEX_HEAP=lots: give a heap size such as 3g or 4096m');
+    expect(() => indexerHeap('100m')).toThrow('AMBIQA_LUCENE_INDEX_HEAP=100m: at least 256m');
   });
 });

@@ -18,6 +18,11 @@ paired test would need for 80% power, and how many paired questions changed answ
 directory counts as its points' runs. Scores are the runs' own per-question metrics; nothing
 is re-run. Runs of different datasets, or with no question in common, are refused.
 
+Runs with trials (\`trials: k\`) are paired by question over all their trials: the CI is a
+two-level bootstrap (questions, then each side's trials), and a second table splits the
+variance of the per-question deltas into sampling and questions, with the questions needed
+for 80% power at 1, 2, 5, 10 and the run's own trials per question.
+
 Writes the comparison (JSON, docs/compare.md) and its side-by-side HTML report, and logs it to
 MLflow as a run of its own (tag ambiqa.kind=comparison) with the report attached.
 
@@ -135,6 +140,8 @@ export async function run(argv: string[]): Promise<number> {
 
   console.log(`paired against ${comparison.baseline} on ${comparison.dataset}:\n`);
   console.log(comparisonMarkdown(comparison));
+  const trials = (await import('../../report/compare-trials')).trialsMarkdown(comparison);
+  if (trials) console.log(trials);
   if (comparison.groups) console.log(groupsMarkdown(comparison.groups));
   for (const line of usageLines(comparison)) console.log(line);
   for (const note of [...comparison.notes, ...notes]) console.error(`note: ${note}`);

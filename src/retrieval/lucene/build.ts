@@ -96,8 +96,9 @@ export async function buildLuceneIndex(options: BuildOptions): Promise<BuildResu
     if (count === 0) throw new AmbiqaError(`${options.file}: no passages`, 'the file has only a header or blank lines');
     const convertSeconds = (Date.now() - started) / 1000;
 
+    const heap = indexerHeap();
     const args = [
-      `-Xmx${process.env.AMBIQA_LUCENE_HEAP ?? '2g'}`,
+      `-Xmx${heap.spec}`,
       '--enable-native-access=ALL-UNNAMED',
       '-cp',
       jar,
@@ -113,6 +114,12 @@ export async function buildLuceneIndex(options: BuildOptions): Promise<BuildResu
       '-threads',
       String(options.threads ?? 2),
       '-storeRaw',
+      // Anserini's default RAM buffer is 4096 MB whatever the heap: past a few million passages
+      // the buffer outgrows a 2-3 GB heap and the IndexWriter dies of OutOfMemoryError ("this
+      // IndexWriter is closed"; seen at 21M passages). A third of the heap leaves room for the
+      // threads' stored-field compression and the merges.
+      '-memoryBuffer',
+      String(Math.max(64, Math.floor(heap.mb / 3))),
       ...(options.optimize ? ['-optimize'] : []),
     ];
     const indexed = await runIndexer(java, args, options.log);
@@ -150,9 +157,22 @@ export async function buildLuceneIndex(options: BuildOptions): Promise<BuildResu
 }
 
 /** Run IndexCollection; its count of indexed documents, from its closing log line. */
+/** The indexer JVM's heap: `AMBIQA_LUCENE_INDEX_HEAP` (e.g. 3g, 4096m), default 3g; the searcher has its own, AMBIQA_LUCENE_HEAP. */
+export function indexerHeap(value = process.env.AMBIQA_LUCENE_INDEX_HEAP): { spec: string; mb: number } {
+  const spec = value?.trim() || '3g';
+  const m = /^(\d+)([gGmM])$/.exec(spec);
+  if (!m) throw new AmbiqaError(`AMBIQA_LUCENE_INDEX_HEAP=${spec}: give a heap size such as 3g or 4096m`);
+  const mb = Number(m[1]) * (m[2]!.toLowerCase() === 'g' ? 1024 : 1);
+  if (mb < 256) throw new AmbiqaError(`AMBIQA_LUCENE_INDEX_HEAP=${spec}: at least 256m`);
+  return { spec, mb };
+}
+
 async function runIndexer(java: string, args: string[], log?: (line: string) => void): Promise<number | undefined> {
   const child = spawn(java, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let tailText = '';
+  // The first fatal cause, kept whatever follows: the error that ends the run is often only a
+  // consequence of it ("this IndexWriter is closed" after an OutOfMemoryError in another thread).
+  let firstCause: string | undefined;
   let indexed: number | undefined;
   let carry = '';
   const onData = (d: Buffer) => {
@@ -161,6 +181,7 @@ async function runIndexer(java: string, args: string[], log?: (line: string) => 
     carry = lines.pop() ?? '';
     for (const line of lines) {
       tailText = (tailText + line + '\n').slice(-4_000);
+      if (firstCause === undefined && /OutOfMemoryError|No space left|Caused by:/.test(line)) firstCause = line.trim().slice(0, 300);
       const m = /Total ([\d,]+) documents indexed/.exec(line);
       if (m) indexed = Number(m[1]!.replaceAll(',', ''));
       if (log && line.trim() && !line.startsWith('WARNING')) log(line);
@@ -178,7 +199,11 @@ async function runIndexer(java: string, args: string[], log?: (line: string) => 
       .filter((l) => /Exception|Error|error/.test(l))
       .slice(-2)
       .join(' | ');
-    throw new AmbiqaError(`Anserini's IndexCollection failed (status ${code}): ${why.slice(0, 400) || 'see its log'}`);
+    const cause = firstCause && !why.includes(firstCause) ? `${firstCause} | ` : '';
+    throw new AmbiqaError(
+      `Anserini's IndexCollection failed (status ${code}): ${cause}${why.slice(0, 400) || 'see its log'}`,
+      /OutOfMemoryError/.test(cause + why) ? 'give the indexer more heap: AMBIQA_LUCENE_INDEX_HEAP=6g (default 3g)' : undefined,
+    );
   }
   return indexed;
 }
