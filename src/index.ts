@@ -20,6 +20,7 @@ import {
   resolveConfig,
   resumeInProcess,
   runInProcess,
+  rescoreInProcess,
   scoreRun,
   sweepInProcess,
   type SessionRun,
@@ -34,7 +35,8 @@ import type { Reproduction } from './experiments/reproduce';
 // ---------------------------------------------------------------- experiments
 
 export type { ExperimentConfig, ExperimentInput, PipelineSectionInput } from './experiments/config';
-export type { SessionRun, SessionRunOptions, SessionSweep, SessionSweepOptions, ScoredRun } from './experiments/session';
+export type { SessionRun, SessionRunOptions, SessionSweep, SessionSweepOptions, ScoredRun, SessionRescoreOptions } from './experiments/session';
+export type { RescoreOutcome, RescoredRun, ScoringEntry } from './experiments/rescore';
 export type { ProgressSink, ProgressState } from './experiments/progress';
 
 type WithProgress<T> = Omit<T, 'progress'> & { progress?: ProgressSink | ((label: string) => ProgressSink) | false };
@@ -66,6 +68,9 @@ export function resume(nameOrDir: string, options: WithProgress<Omit<SessionRunO
 
 /** Score a run's outputs again (other metrics, another reader) without re-answering. */
 export const score = scoreRun;
+
+/** Re-score a run or sweep in place (`ambiqa score --run`): scores into its rows, the old ones kept, MLflow updated. */
+export const rescore = rescoreInProcess;
 
 /**
  * Run a recorded run again and compare every output (docs/experiments.md, "Reproducing a run"):

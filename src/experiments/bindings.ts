@@ -1,12 +1,15 @@
 import type { DatasetName, Example } from '../datasets/types';
 import {
   aggregate,
+  calibrationFamily,
+  checkMetrics,
   defaultMetrics as metricDefaults,
   metricNames as allMetricNames,
   metricsFor,
   planMetrics,
   readerMetricNames,
   scoreExample,
+  withRequirements,
   type DisambigReader,
   type ScoreOptions,
 } from '../metrics/index';
@@ -52,6 +55,15 @@ export const readerMetrics: ReadonlySet<string> = readerMetricNames;
 
 /** Which of a run's metrics need the D-F1 reader (metrics/registry.ts decides). */
 export const metricsNeedingReader = (dataset: DatasetName, names: readonly string[]): string[] => planMetrics(dataset, { metrics: names }).needReader;
+
+/** Check metric names for a dataset: an AmbiqaError naming `option`, the bad name and the allowed ones. */
+export const checkMetricNames = (dataset: DatasetName, names: readonly string[], option: string): string[] => checkMetrics(dataset, names, option);
+
+/** `metric` and the metrics it reads (DR reads D-F1 and ROUGE-Lsum), requirements first. */
+export const metricWithRequirements = (metric: string): string[] => withRequirements([metric]);
+
+/** Metrics that rank by a method's signal (`confidence`, `answerLogprob`): the only ones that read traces. */
+export const signalMetrics: ReadonlySet<string> = new Set<string>(calibrationFamily.metrics);
 
 /** What a question's answer gives the scorer: its text, short answer and the method's signals (`PipelineOutput`). */
 export interface ScoredOutput {

@@ -15,13 +15,10 @@
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { AmbiqaError } from '../errors';
-import { defaultAlternativesPath, loadDataset } from '../datasets/index';
-import { loadAlternativeAnswers } from '../datasets/alternative-answers';
-import type { Example } from '../datasets/types';
 import { loadRun, loadSweep, type LoadedRun, type LoadedSweep } from '../report/load';
-import { rowKey, runsDir, sweepsDir, runFiles, scoreValues, traceKey, type ExampleResult, type MetricAggregate } from '../run-files';
-import { exampleOfRecord } from './record';
-import { aggregateResults, createScorer, methodCatalog, storedSignals } from './bindings';
+import { rowKey, runsDir, sweepsDir, runFiles, scoreValues, type ExampleResult, type MetricAggregate } from '../run-files';
+import { aggregateResults, createScorer } from './bindings';
+import { scoreStoredRows } from './stored-scores';
 import { createComposer, type Composer } from './compose';
 import { configFingerprint, diffConfigs, readResolvedConfig, resolveExperimentConfig, type ExperimentConfig, type ExperimentInput } from './config';
 import type { ProgressSink } from './progress';
@@ -33,6 +30,7 @@ import { planSweep, runSweep, type SweepOutcome, type SweepPlan } from './sweep'
 import { RUN_LOCK_FILE, SWEEP_LOCK_FILE } from './run-lock';
 import { commandEnvironment } from './environment';
 import { noteOf, type RunEnvironment } from './observers';
+import { rescoreInPlace, resolveRescoreTarget, type RescoreOutcome } from './rescore';
 
 let shared: Composer | undefined;
 
@@ -265,50 +263,27 @@ export interface ScoredRun {
 
 /**
  * Score a run's outputs again, from its directory, with the given metrics (default: those it
- * was run with): what `ambiqa score` does for a run dir. Nothing is re-answered, and the dataset
- * file is not read: each row carries its target (format 3). Only rows of formats 1 and 2, which
- * have none, fall back to the dataset file the config names.
+ * was run with) and reader (default: the run's `reader`): what `ambiqa score --run` computes,
+ * without writing anything (`rescoreInPlace`, rescore.ts, writes it into the run). Nothing is
+ * re-answered, and the dataset file is not read: each row carries its target (format 3). Only
+ * rows of formats 1 and 2, which have none, fall back to the dataset file the config names.
  */
-export async function scoreRun(nameOrDir: string, options: { metrics?: string[] } = {}): Promise<ScoredRun> {
+export async function scoreRun(nameOrDir: string, options: { metrics?: string[]; reader?: string } = {}): Promise<ScoredRun> {
   const dir = existsSync(join(nameOrDir, runFiles.config)) ? nameOrDir : join(runsDir(), nameOrDir);
   const config = readResolvedConfig(join(dir, runFiles.config));
   const run = loadRun(dir);
   const metrics = options.metrics ?? config.metrics;
   const counted = run.results.filter((r) => r.error === undefined);
-  // A run scored again with em_alt/f1_alt whose rows hold no alternatives (it was not run with
-  // them) reads the alternatives file beside its dataset, as the run would have.
-  const wantsAlternatives = config.dataset.name === 'hotpotqa-adversarial' && metrics.some((m) => m === 'em_alt' || m === 'f1_alt');
-  const alternativesPath = config.dataset.alternatives ?? (wantsAlternatives ? defaultAlternativesPath(config.dataset.path) : undefined);
-  const alternatives = wantsAlternatives && counted.some((r) => r.target && r.target.alternativeAnswers === undefined) && alternativesPath ? loadAlternativeAnswers(alternativesPath) : undefined;
-  const legacy = counted.some((r) => r.target === undefined)
-    ? new Map(
-        loadDataset(config.dataset.name, config.dataset.path, {
-          split: config.dataset.split,
-          ...(config.dataset.questions !== undefined ? { questions: config.dataset.questions } : {}),
-          ...(alternativesPath !== undefined ? { alternatives: alternativesPath } : {}),
-        }).map((e) => [e.id, e]),
-      )
-    : undefined;
-  const exampleOf = (r: ExampleResult): Example => {
-    const own = exampleOfRecord(r, config.dataset.name);
-    if (own) return alternatives && own.alternativeAnswers === undefined ? { ...own, alternativeAnswers: alternatives.get(own.id) ?? [] } : own;
-    const example = legacy?.get(r.id);
-    if (!example) throw new AmbiqaError(`score ${dir}: question ${r.id} is not in ${config.dataset.path}`, 'its row (format 1 or 2) has no target; pass the run its dataset file');
-    return example;
-  };
+  const readerSpec = options.reader ?? config.reader;
   const readerMetricWanted = metrics.some((m) => m === 'd_f1' || m === 'dr');
-  const reader = readerMetricWanted && config.reader ? await createReader(parseReaderSpec(config.reader)) : undefined;
+  const reader = readerMetricWanted && readerSpec ? await createReader(parseReaderSpec(readerSpec)) : undefined;
   try {
     const scorer = createScorer(config.dataset.name, metrics, reader ? { reader: reader.reader } : {});
-    const methods = methodCatalog();
-    // By `rowKey`: under `trials: k` each trial's row has its own trace and its own scores.
-    const traces = new Map(run.traces.map((t) => [traceKey(t), t]));
+    const scores = await scoreStoredRows({ dir, config, rows: counted, metrics, scorer, traces: () => run.traces });
     const perQuestion = new Map<string, Record<string, number>>();
     const rescored: ExampleResult[] = [];
     for (const r of counted) {
-      const signals = storedSignals(r, traces.get(rowKey(r)), methods);
-      const scores = await scorer.score(exampleOf(r), { output: r.output, ...(r.answer !== undefined ? { answer: r.answer } : {}), ...signals });
-      const row = { ...r, scores };
+      const row = { ...r, scores: scores.get(rowKey(r)) ?? {} };
       perQuestion.set(rowKey(r), scoreValues(row));
       rescored.push(row);
     }
@@ -316,4 +291,36 @@ export async function scoreRun(nameOrDir: string, options: { metrics?: string[] 
   } finally {
     await reader?.close();
   }
+}
+
+export interface SessionRescoreOptions {
+  /** Metrics to score (default: every metric the run has). */
+  metrics?: string[];
+  /** The D-F1 reader spec for d_f1 / dr (default: the run's own). */
+  reader?: string;
+  /** Update the MLflow runs (default true; they are updated only where the run was tracked). */
+  tracking?: boolean;
+  /** Warnings and notes (default: stderr). */
+  warn?: (message: string) => void;
+  /** Each run's change and a sweep's table (default: stdout). */
+  log?: (line: string) => void;
+}
+
+/**
+ * Re-score a run or a sweep in place, as `ambiqa score --run` does (rescore.ts): new scores
+ * into the rows (the replaced ones kept in `scoreHistory`), metrics.json recomputed with a
+ * `scoring` entry, the MLflow runs updated. Nothing is answered again.
+ */
+export async function rescoreInProcess(nameOrDir: string, options: SessionRescoreOptions = {}): Promise<RescoreOutcome> {
+  const { dir } = resolveRescoreTarget(nameOrDir);
+  return exclusive(dir, () =>
+    rescoreInPlace({
+      target: dir,
+      ...(options.metrics ? { metrics: options.metrics } : {}),
+      ...(options.reader !== undefined ? { reader: options.reader } : {}),
+      tracking: options.tracking === false ? null : sharedComposer().tracking(),
+      env: { note: options.warn ?? noteToStderr, ...(options.warn ? { warn: options.warn } : {}) },
+      ...(options.log ? { log: options.log } : {}),
+    }),
+  );
 }

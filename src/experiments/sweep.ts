@@ -238,6 +238,29 @@ async function sweepSession(request: SweepRequest, plan: SweepPlan, resume: bool
     throw error;
   }
 
+  const markdown = await summariseSweep(plan, rows, parent, { warn, log, status, ...(env.figures ? { figures: env.figures } : {}) });
+  if (parent) await guard(warn, 'finish the sweep run', () => parent!.finish(status));
+  return { status, exitStatus: worstExitStatus(rows.map((r) => r.exitStatus ?? ExitStatus.error)), dir: plan.dir, rows, summary: markdown, mlflow };
+}
+
+/** What the summary of a sweep reads of its plan: `SweepPlan`, or one rebuilt from `sweep.yaml` (re-scoring). */
+export type SweepLayout = Pick<SweepPlan, 'name' | 'dir' | 'axes' | 'referenceIndex'> & {
+  points: ReadonlyArray<{ point: GridPoint; config: Pick<ExperimentConfig, 'name'>; runDir: string }>;
+};
+
+/**
+ * The sweep's summary from its points' rows: paired deltas against the reference point,
+ * `summary.{md,csv,json}`, `comparison.{json,html}`, printed, and — with `parent` — the parent
+ * run's ablation metrics, files and figures (the caller finishes the parent). Written after the
+ * points ran, and again by `ambiqa score --run <sweep>` after they were re-scored.
+ */
+export async function summariseSweep(
+  plan: SweepLayout,
+  rows: SummaryRow[],
+  parent: RunTracker | null,
+  options: { warn: (m: string) => void; log: (line: string) => void; status: SweepOutcome['status']; figures?: RunEnvironment['figures'] },
+): Promise<string> {
+  const { warn, log, status } = options;
   // ---------------------------------------------------------------- paired deltas
   // Each point against the reference on the same questions (src/metrics/paired.ts): the summary,
   // the report and the parent's chart speak in paired deltas beside the per-point values.
@@ -286,18 +309,17 @@ async function sweepSession(request: SweepRequest, plan: SweepPlan, resume: bool
       if (!existsSync(join(plan.dir, f))) continue;
       await guard(warn, `upload ${f}`, () => parent!.logArtifact(join(plan.dir, f)));
     }
-    const figures = env.figures;
+    const figures = options.figures;
     if (figures && status === 'FINISHED') await guard(warn, 'log the sweep figures to MLflow', async () => void (await figures(plan.dir, parent!)));
-    await guard(warn, 'finish the sweep run', () => parent!.finish(status));
   }
-  return { status, exitStatus: worstExitStatus(rows.map((r) => r.exitStatus ?? ExitStatus.error)), dir: plan.dir, rows, summary: markdown, mlflow };
+  return markdown;
 }
 
 /**
  * Every finished point against the reference point, paired on the questions both answered. Null
  * (with a warning) when the reference did not finish or fewer than two points did.
  */
-function pairedAgainstReference(plan: SweepPlan, rows: readonly SummaryRow[], warn: (m: string) => void): ComparedDirs | null {
+function pairedAgainstReference(plan: SweepLayout, rows: readonly SummaryRow[], warn: (m: string) => void): ComparedDirs | null {
   const finished = rows.filter((r) => r.metrics && r.status !== 'NOT RUN' && existsSync(join(r.runDir, runFiles.results)));
   const reference = plan.points[plan.referenceIndex];
   if (!finished.some((r) => r.point.index === plan.referenceIndex)) {

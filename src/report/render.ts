@@ -106,7 +106,7 @@ function metricsTable(run: RunData): string {
     const ci = m && m.ciLow !== m.ciHigh ? `[${fmt(m.ciLow)}, ${fmt(m.ciHigh)}]` : '';
     return `<tr><td>${escapeHtml(name)}</td><td class="num">${fmt(m?.mean)}</td><td class="num">${ci}${trialNote(m)}</td><td class="num">${m?.n ?? ''}</td></tr>`;
   });
-  return `<table class="metrics"><thead><tr><th>metric</th><th class="num">mean</th><th class="num">95% CI (bootstrap)</th><th class="num">n</th></tr></thead><tbody>${rows.join('')}</tbody></table>${settingsNote(run)}`;
+  return `<table class="metrics"><thead><tr><th>metric</th><th class="num">mean</th><th class="num">95% CI (bootstrap)</th><th class="num">n</th></tr></thead><tbody>${rows.join('')}</tbody></table>${settingsNote(run)}${scoringNote(run)}`;
 }
 
 /** Under trials (docs/metrics.md, "Trials"): the pooled trial SD and the sampling share beside a CI; '' otherwise. */
@@ -123,6 +123,17 @@ function settingsNote(run: RunData): string {
   const settings = Object.entries(run.metrics?.settings ?? {});
   if (settings.length === 0) return '';
   return `<p class="note settings">Measured with: ${settings.map(([k, v]) => `<code>${escapeHtml(k)}</code> = ${escapeHtml(v)}`).join('; ')}</p>`;
+}
+
+/** The run's re-scorings (`ambiqa score --run`, metrics.json `scoring`): what, when, which reader, which ambiqa. */
+function scoringNote(run: RunData): string {
+  const entries = run.metrics?.scoring ?? [];
+  if (entries.length === 0) return '';
+  const items = entries.map(
+    (e) =>
+      `<li><code>${escapeHtml(e.id)}</code> ${escapeHtml(e.at)}: ${escapeHtml(e.metrics.join(', '))}${e.reader ? ` (reader ${escapeHtml(e.reader)})` : ''}; ambiqa ${escapeHtml(e.version)}${e.commit ? ` at ${escapeHtml(e.commit.slice(0, 12))}` : ''}</li>`,
+  );
+  return `<p class="note scoring">Re-scored in place (the values replaced are in each row's <code>scoreHistory</code>):</p><ul class="note scoring">${items.join('')}</ul>`;
 }
 
 /** A run's decision statistics: from metrics.json, else computed from its traces (older runs). */

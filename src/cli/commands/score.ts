@@ -8,13 +8,25 @@ import { AmbiqaError } from '../../errors';
 import { aggregate, checkMetrics, defaultMetrics, metricsFor, planMetrics, scoreExample, type Prediction } from '../../metrics';
 import { createReader, parseReaderSpec, READER_SPEC_HELP } from '../../experiments/reader';
 import { ExitStatus } from '../../experiments/exit-status';
+import { createComposer } from '../../experiments/compose';
+import { commandEnvironment } from '../../experiments/environment';
+import { rescoreInPlace } from '../../experiments/rescore';
 import { defaultSentenceSplitter } from '../../metrics/sentences';
 
-export const summary = "score a predictions file with the papers' metrics (STR-EM, ROUGE-L(sum), D-F1, DR, EM/F1, accuracy)";
+export const summary = "score a predictions file with the papers' metrics (STR-EM, ROUGE-L(sum), D-F1, DR, EM/F1, accuracy), or re-score a run or sweep in place";
 
 const HELP = `usage: ambiqa score --dataset <name> --predictions <file.jsonl> [--data <file>] [--out <file.json>] [options]
+       ambiqa score --run <run dir | sweep dir> [--metrics a,b] [--reader <reader>] [--no-tracking]
 
 Scores another system's (or an ambiqa run's) outputs with the papers' metrics.
+
+With --run, re-scores a finished run (or every point of a sweep) in place from its stored
+outputs: no question is answered again (the D-F1 reader's calls go through the LLM cache). The
+new scores replace the rows' in results.jsonl (the replaced ones move to each row's scoreHistory),
+metrics.json gets the recomputed aggregates and a "scoring" entry (id, time, metrics, reader,
+ambiqa version, commit), and the run's MLflow run (each point's and the sweep's parent, with the
+sweep's summary) gets the new values. --metrics defaults to every metric the run has; --reader
+to the run's own reader. A RUNNING run is refused.
 
   --dataset <name>        ${datasetNames.join(' | ')}
   --data <file>           the dataset file (default: the usual file under the data dir, e.g.
@@ -40,6 +52,10 @@ ${metricsHelp()}
                                                tokenizer.json, onnx/model.onnx), e.g. a SQuAD 2.0
                                                RoBERTa exported with Optimum — ASQA's kind of reader
                             none               no reader: d_f1 and dr leave the default metrics
+  --run <dir>             a run folder (artifacts/runs/<name>) or a sweep folder
+                          (artifacts/sweeps/<name>) to re-score in place (see above); goes with
+                          --metrics, --reader and --no-tracking only
+  --no-tracking           with --run: leave the MLflow runs as they are
   --resamples <n>         bootstrap resamples for the 95% CIs (default 1000)
   --seed <n>              bootstrap seed (default 0)
   --strict                exit with status 4 when any input problem was found
@@ -167,6 +183,8 @@ export async function run(argv: string[]): Promise<number> {
       out: { type: 'string' },
       metrics: { type: 'string' },
       reader: { type: 'string' },
+      run: { type: 'string' },
+      'no-tracking': { type: 'boolean', default: false },
       resamples: { type: 'string' },
       seed: { type: 'string' },
       strict: { type: 'boolean', default: false },
@@ -179,10 +197,12 @@ export async function run(argv: string[]): Promise<number> {
     console.log(HELP);
     return 0;
   }
+  if (values.run !== undefined) return rescoreCommand(values);
+  if (values['no-tracking']) throw new AmbiqaError('--no-tracking goes with --run', 'a predictions file is scored without MLflow');
   if (!values.dataset) throw new AmbiqaError('--dataset is required', `one of: ${datasetNames.join(', ')}`);
   if (!isDatasetName(values.dataset)) throw new AmbiqaError(`--dataset ${values.dataset}: unknown dataset`, `one of: ${datasetNames.join(', ')}`);
   const dataset = values.dataset;
-  if (!values.predictions) throw new AmbiqaError('--predictions is required', 'a JSONL file with one {"id", "output"} (asqa) or {"id", "answer"} object per line');
+  if (!values.predictions) throw new AmbiqaError('--predictions is required', 'a JSONL file with one {"id", "output"} (asqa) or {"id", "answer"} object per line; or --run <run dir> to re-score a run in place');
   const readerSpec = parseReaderSpec(values.reader ?? 'embedded', '--reader');
   const named = values.metrics ? checkMetrics(dataset, values.metrics.split(',').map((m) => m.trim()).filter(Boolean)) : undefined;
   const plan = planMetrics(dataset, { metrics: named, readerOff: readerSpec.kind === 'none' });
@@ -331,4 +351,35 @@ export async function run(argv: string[]): Promise<number> {
   // Some predictions could not be scored as given: the same status as a run whose questions
   // partly failed (3 is the cost cap's).
   return values.strict && anyIssue ? ExitStatus.someFailed : ExitStatus.ok;
+}
+
+/** `--run`: a run or sweep re-scored in place (src/experiments/rescore.ts). */
+async function rescoreCommand(values: Record<string, string | boolean | undefined>): Promise<number> {
+  const clash = ['dataset', 'data', 'split', 'questions', 'predictions', 'out', 'resamples', 'seed', 'strict'].filter((k) => values[k] !== undefined && values[k] !== false);
+  if (clash.length > 0) {
+    throw new AmbiqaError(
+      `${clash.map((k) => `--${k}`).join(', ')} ${clash.length > 1 ? 'are' : 'is'} for scoring a predictions file, not with --run (which re-scores a run folder in place)`,
+      "a run's rows carry their targets: give --run <dir> [--metrics a,b] [--reader <reader>]",
+    );
+  }
+  const run = values.run as string;
+  if (!run.trim()) throw new AmbiqaError('--run is empty', 'give a run folder (artifacts/runs/<name>) or a sweep folder (artifacts/sweeps/<name>)');
+  let metrics: string[] | undefined;
+  if (typeof values.metrics === 'string') {
+    metrics = values.metrics.split(',').map((m) => m.trim()).filter(Boolean);
+    if (metrics.length === 0) throw new AmbiqaError('--metrics is empty', 'name the metrics to score, e.g. --metrics rougeLsum,d_f1');
+  }
+  const composer = createComposer();
+  try {
+    await rescoreInPlace({
+      target: run,
+      ...(metrics ? { metrics } : {}),
+      ...(typeof values.reader === 'string' ? { reader: values.reader } : {}),
+      tracking: values['no-tracking'] ? null : composer.tracking(),
+      env: commandEnvironment(),
+    });
+    return ExitStatus.ok;
+  } finally {
+    await composer.close();
+  }
 }
