@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { sha256OfFile } from '../common/file-hash';
 import { writeFileAtomic } from '../common/jsonl';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { cacheDir, dataDir, packageRoot, projectRoot } from '../config/paths';
@@ -136,19 +137,7 @@ export function sha256Path(path: string): string {
     for (const file of filesUnder(path)) hash.update(`${file}\0${sha256Path(join(path, file))}\n`);
     return hash.digest('hex');
   }
-  const hash = createHash('sha256');
-  const fd = openSync(path, 'r');
-  try {
-    const buf = Buffer.allocUnsafe(4 << 20);
-    for (;;) {
-      const n = readSync(fd, buf, 0, buf.length, null);
-      if (n === 0) break;
-      hash.update(buf.subarray(0, n));
-    }
-  } finally {
-    closeSync(fd);
-  }
-  return hash.digest('hex');
+  return sha256OfFile(path);
 }
 
 function filesUnder(dir: string, prefix = ''): string[] {

@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
-import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
+import { sha256OfFile } from '../../../common/file-hash';
 import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -301,19 +301,7 @@ export function fileSha256(path: string): string {
   const st = statSync(path);
   const memo = shaMemo.get(path);
   if (memo && memo.size === st.size && memo.mtimeMs === st.mtimeMs) return memo.sha256;
-  const hash = createHash('sha256');
-  const fd = openSync(path, 'r');
-  try {
-    const buf = Buffer.allocUnsafe(4 << 20);
-    for (;;) {
-      const n = readSync(fd, buf, 0, buf.length, null);
-      if (n === 0) break;
-      hash.update(buf.subarray(0, n));
-    }
-  } finally {
-    closeSync(fd);
-  }
-  const sha256 = hash.digest('hex');
+  const sha256 = sha256OfFile(path);
   shaMemo.set(path, { size: st.size, mtimeMs: st.mtimeMs, sha256 });
   return sha256;
 }
