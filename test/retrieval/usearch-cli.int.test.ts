@@ -84,5 +84,8 @@ describe('ambiqa index --engine usearch (real MiniLM)', { timeout: 180_000 }, ()
     const q = ambiqa('--engine', 'usearch', '--from', 'dpr-tsv', tsv, '--out', join(tmp, 'q'), '--quantization', 'f8');
     expect(q.stderr).toContain('--quantization f8: give f32, f16, i8');
     expect(existsSync(join(tmp, 'q'))).toBe(false);
+    const big = ambiqa('--engine', 'usearch', '--from', 'dpr-tsv', tsv, '--out', join(tmp, 'big'), '--chunk', '100000000');
+    expect(big.stderr).toContain('--chunk 100000000: at most 65,536');
+    expect(existsSync(join(tmp, 'big'))).toBe(false);
   });
 });

@@ -133,6 +133,15 @@ interface UsearchArgs {
   quiet?: boolean | undefined;
 }
 
+/** A chunk's rows and their vectors are held in memory at once; a vector's width is an allocation per row. */
+const MAX_CHUNK = 65_536;
+const MAX_DIMENSION = 65_536;
+
+function atMost(n: number, max: number, option: string): number {
+  if (n > max) throw new AmbiqaError(`${option} ${n}: at most ${max.toLocaleString('en-US')}`);
+  return n;
+}
+
 /** `--engine usearch`: embed a corpus file into a USearch index (resumable), or import vectors. */
 async function indexUsearch(values: UsearchArgs, positionals: string[]): Promise<number> {
   if (!values.out) throw new AmbiqaError('--out <dir> is required', 'the folder the index goes to');
@@ -158,7 +167,7 @@ async function indexUsearch(values: UsearchArgs, positionals: string[]): Promise
   if (values.vectors !== undefined || values.ids !== undefined) {
     if (values.vectors === undefined || values.ids === undefined) throw new AmbiqaError(`--${values.vectors === undefined ? 'vectors' : 'ids'} is needed with --${values.vectors === undefined ? 'ids' : 'vectors'}`, 'give the vectors file and its id list together');
     if (values.from !== undefined || positionals.length > 0) throw new AmbiqaError('--vectors imports vectors: give no --from corpus with it');
-    const dimension = values.dimension !== undefined ? parsePositiveInt(values.dimension, '--dimension') : undefined;
+    const dimension = values.dimension !== undefined ? atMost(parsePositiveInt(values.dimension, '--dimension'), MAX_DIMENSION, '--dimension') : undefined;
     const meta = await importUsearchIndex(out, { vectors: resolve(values.vectors), ids: resolve(values.ids), ...(dimension ? { dimension } : {}) }, build);
     console.log(`imported ${meta.count.toLocaleString('en-US')} vectors of ${meta.dimension} dimensions into ${out} (${quantization}) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     return 0;
@@ -170,7 +179,7 @@ async function indexUsearch(values: UsearchArgs, positionals: string[]): Promise
   const file = resolve(positionals[0]!);
   if (!existsSync(file)) throw new AmbiqaError(`corpus file ${file} does not exist`);
   const format = values.from as PassageFormat;
-  const chunk = values.chunk !== undefined ? parsePositiveInt(values.chunk, '--chunk') : 512;
+  const chunk = values.chunk !== undefined ? atMost(parsePositiveInt(values.chunk, '--chunk'), MAX_CHUNK, '--chunk') : 512;
   // One pass to count the rows (and check every line) before any embedding: the build's
   // resume state is keyed by the row count, and a bad line is refused before hours are spent.
   let count = 0;
