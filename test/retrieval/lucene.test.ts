@@ -5,6 +5,7 @@
  */
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { decodeUtf8 } from '../../src/common/text-file';
@@ -12,7 +13,7 @@ import { needsCorpus, parseRetrieverConfig } from '../../src/retrieval/factory';
 import { checkEngineFields, createLuceneRetriever, hasLocalLuceneIndex } from '../../src/retrieval/lucene/config';
 import { inspectIndex, readAnnotations, readSegmentsVersion } from '../../src/retrieval/lucene/index-dir';
 import { streamPassages } from '../../src/retrieval/lucene/passage-stream';
-import { passageFromDoc } from '../../src/retrieval/lucene/retriever';
+import { LuceneRetriever, passageFromDoc } from '../../src/retrieval/lucene/retriever';
 import { indexerHeap } from '../../src/retrieval/lucene/build';
 import { luceneRuntime } from '../../src/retrieval/lucene/searcher';
 import type { Passage } from '../../src/retrieval/types';
@@ -155,6 +156,35 @@ describe('inspectIndex', () => {
     mkdirSync(foreign);
     writeFileSync(join(foreign, 'segments_1'), 'not lucene at all, just some text here ok');
     expect(() => inspectIndex(foreign)).toThrow(/segments_1: not a readable Lucene commit point \(no Lucene codec header\)/);
+  });
+
+  it('refuses an index whose field infos hold no `raw` field (built without its documents), naming the folder and files', () => {
+    const dir = join(tmp, 'no-raw');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'segments_1'), segmentsHeader(10, 5, 10));
+    // Field names as Lucene writes them: a length byte, then the name.
+    writeFileSync(join(dir, '_0.fnm'), Buffer.concat([Buffer.from([2]), Buffer.from('id'), Buffer.from([8]), Buffer.from('contents')]));
+    expect(() => inspectIndex(dir)).toThrow(`retriever.index ${dir}: the index stores no documents (no \`raw\` field in _0.fnm), so its hits would come back without passage text`);
+    // One segment that stores them is enough (a field is recorded by the segments that have it).
+    writeFileSync(join(dir, '_1.fnm'), Buffer.concat([Buffer.from([3]), Buffer.from('raw')]));
+    expect(inspectIndex(dir).segmentsFile).toBe('segments_1');
+  });
+
+  it('refuses a hit that comes back without its document (a server over such an index), naming the URL', async () => {
+    const server = createServer((req, res) => {
+      const body = req.url!.includes('/doc/') ? { docid: '7', doc: null } : { candidates: [{ docid: '7', score: 1.5, doc: null }] };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    try {
+      const retriever = new LuceneRetriever({ url });
+      const message = /^retriever.url http:\/\/127.0.0.1:\d+\/: a hit came back without its document \(the index stores no `raw` field\), so passages would be empty$/;
+      await expect(retriever.search('lighthouse', 1)).rejects.toThrow(message);
+      await expect(retriever.passage('7')).rejects.toThrow(message);
+    } finally {
+      server.close();
+    }
   });
 
   it('takes the newest commit point and reads the annotations sidecar', () => {

@@ -6,8 +6,10 @@
  *   - `ambiqa-annotations.jsonl`: `{"q": "<dataset>:<id>", "ids": [...]}` a line, the corpus's
  *     `annotated_for` turned around, so `exclude: own` never needs the corpus itself.
  * Checked before the searcher starts: the folder exists, holds a commit point (`segments_N`),
- * and that commit was written by a Lucene this engine reads (Lucene reads its own major version
- * and the one before).
+ * that commit was written by a Lucene this engine reads (Lucene reads its own major version
+ * and the one before), and the index stores its documents (Anserini's `raw` field): Anserini's
+ * searcher returns a hit's text only from there, so an index built without `-storeRaw` (or with
+ * `-storeContents` alone) would answer with ids and empty passages.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -42,6 +44,8 @@ export interface IndexInfo {
 }
 
 const CODEC_MAGIC = 0x3fd76c17;
+/** Anserini's stored-document field name as Lucene's field infos write it. */
+const RAW_FIELD_NAME = Buffer.from([3, ...Buffer.from('raw')]);
 
 /** Lucene's variable-length int (7 bits a byte, low first). */
 function readVInt(bytes: Buffer, at: { i: number }): number {
@@ -101,6 +105,15 @@ export function inspectIndex(dir: string, field = 'retriever.index'): IndexInfo 
     throw new AmbiqaError(
       `${field} ${dir}: written by Lucene ${version.version} (created with Lucene ${version.createdMajor}); the engine (Anserini 2.3) reads Lucene ${LUCENE_MAJOR - 1}–${LUCENE_MAJOR} indexes`,
       'rebuild it with `npx ambiqa index`, or use the Pyserini prebuilt index made for Anserini 2.x',
+    );
+  }
+  const fieldInfos = readdirSync(dir).filter((f) => f.endsWith('.fnm'));
+  // Field names are written length-prefixed (a vInt, then UTF-8): `raw` is 0x03 'r' 'a' 'w'.
+  // Compound segments (.cfs) hide their .fnm; those are checked on the first hit instead.
+  if (fieldInfos.length > 0 && !fieldInfos.some((f) => readFileSync(join(dir, f)).includes(RAW_FIELD_NAME))) {
+    throw new AmbiqaError(
+      `${field} ${dir}: the index stores no documents (no \`raw\` field in ${fieldInfos.join(', ')}), so its hits would come back without passage text`,
+      'rebuild it with `npx ambiqa index`, or with Pyserini/Anserini\'s `--storeRaw`',
     );
   }
   let meta: IndexMeta | undefined;

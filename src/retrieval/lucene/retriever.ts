@@ -115,6 +115,7 @@ export class LuceneRetriever implements Retriever {
     });
     const candidates = this.candidates(body, url);
     return candidates.slice(0, k).map((c, rank) => {
+      this.requireDocument(c.doc, url);
       const passage = passageFromDoc(String(c.docid), c.doc);
       this.remember(passage);
       return { passage, score: c.score, rank };
@@ -130,6 +131,20 @@ export class LuceneRetriever implements Retriever {
       );
     }
     return list as Candidate[];
+  }
+
+  /**
+   * Anserini's searcher sends `doc: null` when the index stores no `raw` document. A local index
+   * is checked for that before it opens (inspectIndex), but compound segments and servers are
+   * only seen here: a hit without its text would reach the model as an empty passage.
+   */
+  private requireDocument(doc: unknown, url: string): void {
+    if (doc !== null && doc !== undefined) return;
+    const where = this.options.index ?? describeUrl(url);
+    throw new AmbiqaError(
+      `${this.field()} ${where}: a hit came back without its document (the index stores no \`raw\` field), so passages would be empty`,
+      'rebuild the index with `npx ambiqa index`, or with Pyserini/Anserini\'s `--storeRaw`',
+    );
   }
 
   private remember(p: Passage): void {
@@ -156,6 +171,7 @@ export class LuceneRetriever implements Retriever {
     }
     if (!response.ok) throw new AmbiqaError(`${this.field()} ${describeUrl(target)}: HTTP ${response.status}`);
     const body = (await response.json()) as { docid?: unknown; doc?: unknown };
+    this.requireDocument(body.doc, url);
     const passage = passageFromDoc(String(body.docid ?? id), body.doc);
     this.remember(passage);
     return passage;
