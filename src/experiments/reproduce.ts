@@ -24,12 +24,13 @@ import type { LlmSectionConfig } from '../llm/provider-registry';
 import { embeddedCpu, embeddedEngineBuild } from '../llm/providers/llama-cpp';
 import { pairedDelta, type PairedDelta } from '../metrics/paired';
 import type { MlflowClient } from '../tracking/index';
-import { readResults, readRunJson, rowKey, runFiles, scoreValues, writeRunJson, type ExampleResult, type MlflowRecord, type RecordedModel, type RunProvenance } from '../run-files';
+import { readResults, readRunJson, readTraces, rowKey, runFiles, scoreValues, traceKey, writeRunJson, type ExampleResult, type MlflowRecord, type RecordedModel, type RunProvenance } from '../run-files';
 import type { Composer } from './compose';
 import { readResolvedConfig, type ExperimentConfig } from './config';
 import type { RunEnvironment } from './observers';
 import { collectProvenance, dataFilesOf, embedderModel, locateRecordedFile, modelOfSection, sha256Path } from './provenance';
 import { runConfig } from './run-config';
+import { cacheWriterOf } from './run-state';
 import type { RunOutcome } from './runner';
 import { parseUploadManifest, sha256, UPLOADS_TAG } from './shard-group';
 
@@ -328,6 +329,52 @@ export interface Reproduction {
   status: RunOutcome['status'];
   /** How the recorded run ended (run.json), when it says. */
   recordedStatus?: string;
+  /**
+   * Recorded answers that replayed LLM calls another run had computed (its cache entries): the
+   * reproduction computes those calls itself, so such a row can change for that reason alone.
+   */
+  borrowed: BorrowedReplays[];
+  /** Replayed calls of the recorded run whose cache entries named no writer (stored before writers were recorded). */
+  unknownOrigin: number;
+}
+
+/** One recorded answer's replays of other runs' cache entries. */
+export interface BorrowedReplays {
+  key: string;
+  /** Calls (samples and judgments) replayed from entries another run wrote, of `of` in the answer. */
+  calls: number;
+  of: number;
+  /** The writers, `<run folder>@<its first start>`. */
+  from: string[];
+}
+
+/**
+ * Which recorded answers replayed calls that another run computed, read from the run's traces:
+ * a replay whose `cachedFrom` is not this run (`cacheWriterOf` its folder and first start).
+ * Replays of the run's own earlier sessions (a resumed run) are its own.
+ */
+export function borrowedReplays(runDir: string): { borrowed: BorrowedReplays[]; unknownOrigin: number } {
+  const state = readRunJson(join(runDir, runFiles.state), 'state');
+  const tracesPath = join(runDir, runFiles.traces);
+  if (!state || !existsSync(tracesPath)) return { borrowed: [], unknownOrigin: 0 };
+  const self = cacheWriterOf(runDir, state.startedAt);
+  const borrowed: BorrowedReplays[] = [];
+  let unknownOrigin = 0;
+  for (const trace of readTraces(tracesPath)) {
+    const completions = trace.llmCalls.flatMap((call) => call.completions);
+    const from = new Set<string>();
+    let calls = 0;
+    for (const c of completions) {
+      if (!c.cacheHit) continue;
+      if (c.cachedFrom === undefined) unknownOrigin++;
+      else if (c.cachedFrom !== self) {
+        calls++;
+        from.add(c.cachedFrom);
+      }
+    }
+    if (calls > 0) borrowed.push({ key: traceKey(trace), calls, of: completions.length, from: [...from].sort() });
+  }
+  return { borrowed, unknownOrigin };
 }
 
 function timeStamp(d: Date): string {
@@ -446,6 +493,7 @@ export async function reproduceRun(runDir: string, options: ReproduceOptions): P
     identical,
     extra: outcome.results.filter((r) => !keys.has(rowKey(r))).length,
     status: outcome.status,
+    ...borrowedReplays(runDir),
   };
   const recordedStatus = readRunJson(join(runDir, runFiles.state), 'state')?.status;
   if (recordedStatus) reproduction.recordedStatus = recordedStatus;
@@ -504,9 +552,13 @@ export function describeReproduction(r: Reproduction): string[] {
   lines.push(`reproduce ${r.name}: ${how}; reproduction in ${r.reproductionDir}`);
   for (const d of r.allowed) lines.push(`  allowed difference (${d.check}): ${d.line}`);
   for (const n of r.notes) lines.push(`  note: ${n}`);
+  const borrowedBy = new Map(r.borrowed.map((b) => [b.key, b]));
+  const writers = (b: BorrowedReplays) => b.from.map((w) => escapeControl(w, 80)).join(', ');
   for (const row of r.rows) {
     if (row.status === 'changed') lines.push(`  ${escapeControl(row.key, 80)}: changed ${row.field}: recorded ${row.recorded}, here ${row.here}`);
     else if (row.status === 'missing') lines.push(`  ${escapeControl(row.key, 80)}: missing (the reproduction has no answer for it)`);
+    const b = borrowedBy.get(row.key);
+    if (b && row.status !== 'identical') lines.push(`    its recorded answer replayed ${b.calls} of ${b.of} calls from cache entries another run computed (${writers(b)})`);
   }
   const changed = r.rows.filter((x) => x.status === 'changed').length;
   const missing = r.rows.length - r.identical - changed;
@@ -517,6 +569,13 @@ export function describeReproduction(r: Reproduction): string[] {
     r.status !== 'FINISHED' ? `the reproduction ${r.status}${r.recordedStatus ? `, the recorded run ${r.recordedStatus}` : ''}` : '',
   ].filter(Boolean);
   lines.push(`${r.identical}/${r.rows.length} outputs identical${rest.length > 0 ? ` (${rest.join(', ')})` : ''}`);
+  if (r.borrowed.length > 0 && r.mode === 'recomputed') {
+    const all = [...new Set(r.borrowed.flatMap((b) => b.from))];
+    lines.push(
+      `  note: ${r.borrowed.length} recorded answer(s) replayed calls another run computed (${all.slice(0, 3).map((w) => escapeControl(w, 80)).join(', ')}${all.length > 3 ? ', …' : ''}); the reproduction computed those calls itself, so a difference there may come from that other run's computation rather than this one's`,
+    );
+  }
+  if (r.unknownOrigin > 0) lines.push(`  note: ${r.unknownOrigin} replayed call(s) of the recorded run come from cache entries that name no writer (stored before ambiqa recorded one)`);
   for (const m of r.metrics ?? []) {
     const d = m.delta;
     const f = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : 'n/a');

@@ -1,3 +1,4 @@
+import { basename, resolve } from 'node:path';
 import type { Example } from '../datasets/types';
 import { AmbiqaError } from '../errors';
 import type { ExperimentConfig } from './config';
@@ -180,4 +181,13 @@ export function runStateObserver(file: RunStateFile): RunObserver {
       file.end(end.status, end.results.filter((r) => r.error === undefined).length, end.error, end.stoppedBy);
     },
   };
+}
+
+/**
+ * The run as the cache entries it writes name it (`cacheWriter`, llm/run-model.ts): its folder's
+ * name and its first start, which every resumed session keeps, so a resumed run's replays of its
+ * own earlier calls count as its own, and a later run in a folder of the same name is another.
+ */
+export function cacheWriterOf(runDir: string, startedAt: string): string {
+  return `${basename(resolve(runDir))}@${startedAt}`;
 }

@@ -4,7 +4,7 @@ import { type ExampleResult, type MetricAggregate, type RunMetrics, readTraces, 
 import { existsSync } from 'node:fs';
 import { openRunDir } from './run-dir';
 import { acquireDirLock } from './run-lock';
-import { planWork, RunStateFile, runStateObserver } from './run-state';
+import { cacheWriterOf, planWork, RunStateFile, runStateObserver } from './run-state';
 import { figuresObserver, MlflowObserver, type TrackingFactory } from './run-tracking';
 import type { MlflowRecord } from '../run-files';
 import { decisionStatistics } from '../metrics/decisions';
@@ -153,6 +153,7 @@ export async function runSession(request: RunRequest): Promise<RunOutcome> {
     ...(cap ? { cap } : {}),
     ...(components.judge ? { judge: components.judge } : {}),
     ...(plan.trials > 1 ? { trials: true } : {}),
+    cacheWriter: cacheWriterOf(runDir, runState.state.startedAt),
   });
   const sessionUsage = (): UsageTotals => meter.snapshot();
   const wired: RunComponents = { ...components, context: { ...components.context, llm } };

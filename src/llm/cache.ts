@@ -52,6 +52,8 @@ export interface CacheKeyInput {
 export interface CachedSample extends ProviderCompletion {
   /** Seconds the live call took when it was stored. */
   latencySeconds: number;
+  /** The `cacheWriter` of the call that stored it; absent in rows written before writers were recorded. */
+  writer?: string;
 }
 
 /** Bump when the key's content or the stored value's shape changes; old rows then miss. */
@@ -86,6 +88,8 @@ export function cacheKeyMaterial({ provider, model, endpoint, engine, request, s
 
 export interface CachedJudgement extends ProviderJudgement {
   latencySeconds: number;
+  /** As `CachedSample.writer`. */
+  writer?: string;
 }
 
 /** Key of a judgment: its own kind, so it never collides with a generation of the same prompt. */
@@ -187,13 +191,15 @@ export class LlmCache {
     }
   }
 
-  put(key: string, input: Omit<CacheKeyInput, 'request'>, sample: CachedSample): void {
+  /** Store a sample; `writer` (the run that computed it) is kept inside the value, not the key. */
+  put(key: string, input: Omit<CacheKeyInput, 'request'>, sample: CachedSample, writer?: string): void {
     const value: CachedSample = {
       text: sample.text,
       finishReason: sample.finishReason,
       usage: { promptTokens: sample.usage.promptTokens, completionTokens: sample.usage.completionTokens },
       latencySeconds: sample.latencySeconds,
       ...(sample.logprob !== undefined ? { logprob: sample.logprob } : {}),
+      ...(writer !== undefined ? { writer } : {}),
     };
     this.putStmt.run(key, input.provider, input.model, input.sampleIndex, new Date().toISOString(), JSON.stringify(value));
     if (this.mode === 'refresh') this.refreshed.add(key);
@@ -212,7 +218,7 @@ export class LlmCache {
     }
   }
 
-  putJudgement(key: string, input: { provider: string; model: string }, judgement: CachedJudgement): void {
+  putJudgement(key: string, input: { provider: string; model: string }, judgement: CachedJudgement, writer?: string): void {
     const value: CachedJudgement = {
       probabilities: [...judgement.probabilities],
       labelMass: judgement.labelMass,
@@ -221,6 +227,7 @@ export class LlmCache {
       ...(judgement.unparsed ? { unparsed: true } : {}),
       usage: { promptTokens: judgement.usage.promptTokens, completionTokens: judgement.usage.completionTokens },
       latencySeconds: judgement.latencySeconds,
+      ...(writer !== undefined ? { writer } : {}),
     };
     this.putStmt.run(key, input.provider, input.model, 0, new Date().toISOString(), JSON.stringify(value));
     if (this.mode === 'refresh') this.refreshed.add(key);

@@ -16,7 +16,7 @@ import type {
 } from './types';
 import { redactText } from '../common/secrets';
 import { AmbiqaError } from '../errors';
-import { LlmCache, cacheKey, judgeCacheKey, openCache, type CacheMode, type CacheOptions, type CachedSample } from './cache';
+import { LlmCache, cacheKey, judgeCacheKey, openCache, type CacheMode, type CacheOptions, type CachedJudgement, type CachedSample } from './cache';
 import { Limiter, type LimiterOptions } from './limiter';
 import { UsageMeter, addUsage } from './usage';
 import { callCostUsd, type Pricing } from './pricing';
@@ -155,7 +155,7 @@ export class LlmClient implements LanguageModel {
   private readonly ownsCache: boolean;
   /** Samples by cache key: stored ones replay, identical concurrent requests share one call. */
   private readonly samples: SingleFlight<CachedSample, Completion>;
-  private readonly judgements: SingleFlight<ProviderJudgement & { latencySeconds: number }, ProviderJudgement & { latencySeconds: number }>;
+  private readonly judgements: SingleFlight<CachedJudgement, ProviderJudgement & { latencySeconds: number }>;
   private warnedCacheWrite = false;
 
   constructor(
@@ -172,11 +172,11 @@ export class LlmClient implements LanguageModel {
     this.limiter = options.limiter instanceof Limiter ? options.limiter : new Limiter(options.limiter ?? {});
     this.samples = new SingleFlight(
       (key) => this.cache?.get(key),
-      (key, c) => this.writeCache(() => this.cache!.put(key, { provider: this.provider, model: this.model, sampleIndex: c.sampleIndex }, c)),
+      (key, c, writer) => this.writeCache(() => this.cache!.put(key, { provider: this.provider, model: this.model, sampleIndex: c.sampleIndex }, c, writer)),
     );
     this.judgements = new SingleFlight(
       (key) => this.cache?.getJudgement(key),
-      (key, j) => this.writeCache(() => this.cache!.putJudgement(key, { provider: this.provider, model: this.model }, j)),
+      (key, j, writer) => this.writeCache(() => this.cache!.putJudgement(key, { provider: this.provider, model: this.model }, j, writer)),
     );
   }
 
@@ -241,8 +241,8 @@ export class LlmClient implements LanguageModel {
     // provider at once.
     const completions =
       this.backend.doGenerateBatch && normalised.n > 1
-        ? await this.sampleMany(normalised, warnings, request.signal, guard)
-        : await Promise.all(sampleIndices(normalised).map((i) => this.sample(normalised, i, request.signal, guard)));
+        ? await this.sampleMany(normalised, warnings, request.signal, guard, request.cacheWriter)
+        : await Promise.all(sampleIndices(normalised).map((i) => this.sample(normalised, i, request.signal, guard, request.cacheWriter)));
     const result: GenerateResult = {
       request: normalised,
       completions,
@@ -260,16 +260,20 @@ export class LlmClient implements LanguageModel {
     this.checkPromptSize(normalised.messages, normalised.purpose);
     let judgement: ProviderJudgement & { latencySeconds: number };
     let cacheHit = false;
+    let cachedFrom: string | undefined;
     const textOnly = this.options.judgeMode === 'text';
     const key = this.cache && options.cache !== false ? judgeCacheKey({ ...this.keyIdentity(), request: normalised, ...(textOnly ? { judgeMode: 'text' as const } : {}) }) : null;
     const live = () => this.guarded(guard, () => this.liveJudge(normalised, request.signal), (j) => this.costOf(j.usage));
-    const got = await this.judgements.get(key, live);
+    const got = await this.judgements.get(key, live, request.cacheWriter);
     if ('stored' in got) {
-      judgement = { ...got.stored, ...(got.stored.text !== undefined ? { text: redactText(got.stored.text) } : {}) };
+      const { writer, ...stored } = got.stored;
+      judgement = { ...stored, ...(stored.text !== undefined ? { text: redactText(stored.text) } : {}) };
       cacheHit = true;
+      cachedFrom = writer;
     } else {
       judgement = got.value;
       cacheHit = got.shared;
+      if (got.shared) cachedFrom = got.writer;
     }
     const probabilities = [...judgement.probabilities];
     let top = -1;
@@ -286,6 +290,7 @@ export class LlmClient implements LanguageModel {
       usage: { ...judgement.usage },
       latencySeconds: cacheHit ? 0 : judgement.latencySeconds,
       cacheHit,
+      ...(cachedFrom !== undefined ? { cachedFrom } : {}),
       wallSeconds: (performance.now() - started) / 1000,
     };
     const cost = cacheHit ? (this.options.pricing ? 0 : undefined) : this.costOf(judgement.usage);
@@ -328,12 +333,12 @@ export class LlmClient implements LanguageModel {
     }
   }
 
-  private async sample(request: NormalisedRequest, sampleIndex: number, signal?: AbortSignal, guard?: SpendGuard): Promise<Completion> {
+  private async sample(request: NormalisedRequest, sampleIndex: number, signal?: AbortSignal, guard?: SpendGuard, writer?: string): Promise<Completion> {
     const live = () => this.guarded(guard, () => this.live(request, sampleIndex, signal), (c) => c.costUsd);
     const key = this.cache ? cacheKey({ ...this.keyIdentity(), request, sampleIndex }) : null;
-    const got = await this.samples.get(key, live);
+    const got = await this.samples.get(key, live, writer);
     if ('stored' in got) return replayed(got.stored, sampleIndex, this.pricing !== null);
-    return got.shared ? shared(got.value, sampleIndex) : got.value;
+    return got.shared ? shared(got.value, sampleIndex, got.writer) : got.value;
   }
 
   /**
@@ -342,7 +347,7 @@ export class LlmClient implements LanguageModel {
    * provider in one call. Each sample is still cached under its own key (sample index), so a
    * later request replays it whether it was drawn alone or in a batch.
    */
-  private async sampleMany(request: NormalisedRequest, warnings: string[], signal?: AbortSignal, guard?: SpendGuard): Promise<Completion[]> {
+  private async sampleMany(request: NormalisedRequest, warnings: string[], signal?: AbortSignal, guard?: SpendGuard, writer?: string): Promise<Completion[]> {
     const results: Array<Completion | Promise<Completion>> = [];
     const missing: number[] = [];
     const keys: Array<string | null> = [];
@@ -355,7 +360,8 @@ export class LlmClient implements LanguageModel {
         continue;
       }
       if (found) {
-        results.push(found.pending.then((c) => shared(c, i)));
+        const from = found.writer;
+        results.push(found.pending.then((c) => shared(c, i, from)));
         continue;
       }
       results.push(null as unknown as Completion); // filled below
@@ -363,7 +369,7 @@ export class LlmClient implements LanguageModel {
     }
     const first = request.firstSample ?? 0;
     if (missing.length === 1) {
-      results[missing[0]! - first] = this.sample(request, missing[0]!, signal, guard);
+      results[missing[0]! - first] = this.sample(request, missing[0]!, signal, guard, writer);
     } else if (missing.length > 1) {
       const batch = this.guarded(
         guard,
@@ -373,7 +379,7 @@ export class LlmClient implements LanguageModel {
       for (const [j, i] of missing.entries()) {
         const key = keys[i - first];
         const sample = batch.then((b) => b.completions[j]!);
-        results[i - first] = key ? this.samples.start(key, sample) : sample;
+        results[i - first] = key ? this.samples.start(key, sample, writer) : sample;
       }
       batch.then(
         (b) => warnings.push(...(b.warnings ?? [])),
@@ -537,42 +543,44 @@ export class LlmClient implements LanguageModel {
  * just runs.
  */
 class SingleFlight<Stored, Value> {
-  private readonly inflight = new Map<string, Promise<Value>>();
+  /** Calls in flight by key, with the writer (`cacheWriter`) of the call that started each. */
+  private readonly inflight = new Map<string, { flight: Promise<Value>; writer: string | undefined }>();
 
   constructor(
     private readonly read: (key: string) => Stored | undefined,
-    private readonly write: (key: string, value: Value) => void,
+    private readonly write: (key: string, value: Value, writer: string | undefined) => void,
   ) {}
 
-  /** What `key` has now: its stored value, the call in flight for it, or nothing. */
-  find(key: string): { stored: Stored } | { pending: Promise<Value> } | undefined {
+  /** What `key` has now: its stored value, the call in flight for it (and who started it), or nothing. */
+  find(key: string): { stored: Stored } | { pending: Promise<Value>; writer: string | undefined } | undefined {
     const stored = this.read(key);
     if (stored !== undefined) return { stored };
     const pending = this.inflight.get(key);
-    return pending ? { pending } : undefined;
+    return pending ? { pending: pending.flight, writer: pending.writer } : undefined;
   }
 
-  /** Share `call` under `key` until it settles; its value is stored first. */
-  start(key: string, call: Promise<Value>): Promise<Value> {
+  /** Share `call` under `key` until it settles; its value is stored first, under `writer`. */
+  start(key: string, call: Promise<Value>, writer?: string): Promise<Value> {
     const flight = call.then((value) => {
-      this.write(key, value);
+      this.write(key, value, writer);
       return value;
     });
-    this.inflight.set(key, flight);
+    const entry = { flight, writer };
+    this.inflight.set(key, entry);
     const done = () => {
-      if (this.inflight.get(key) === flight) this.inflight.delete(key);
+      if (this.inflight.get(key) === entry) this.inflight.delete(key);
     };
     flight.then(done, done);
     return flight;
   }
 
-  /** The stored value, or the value of the call in flight (`shared`), or of `call` run now. */
-  async get(key: string | null, call: () => Promise<Value>): Promise<{ stored: Stored } | { value: Value; shared: boolean }> {
+  /** The stored value, or the value of the call in flight (`shared`, with its writer), or of `call` run now. */
+  async get(key: string | null, call: () => Promise<Value>, writer?: string): Promise<{ stored: Stored } | { value: Value; shared: boolean; writer?: string | undefined }> {
     if (key === null) return { value: await call(), shared: false };
     const found = this.find(key);
     if (found && 'stored' in found) return found;
-    if (found) return { value: await found.pending, shared: true };
-    return { value: await this.start(key, call()), shared: false };
+    if (found) return { value: await found.pending, shared: true, writer: found.writer };
+    return { value: await this.start(key, call(), writer), shared: false };
   }
 }
 
@@ -594,12 +602,13 @@ function replayed(stored: CachedSample, sampleIndex: number, priced: boolean): C
     sampleIndex,
     ...(stored.logprob !== undefined ? { logprob: stored.logprob } : {}),
     ...(priced ? { costUsd: 0 } : {}),
+    ...(stored.writer !== undefined ? { cachedFrom: stored.writer } : {}),
   };
 }
 
-/** Served by an identical call already running: costs nothing live, so it counts as a hit. */
-function shared(c: Completion, sampleIndex: number): Completion {
-  return { ...c, usage: { ...c.usage }, latencySeconds: 0, cacheHit: true, sampleIndex, ...(c.costUsd !== undefined ? { costUsd: 0 } : {}) };
+/** Served by an identical call already running (started by `writer`): costs nothing live, so it counts as a hit. */
+function shared(c: Completion, sampleIndex: number, writer: string | undefined): Completion {
+  return { ...c, usage: { ...c.usage }, latencySeconds: 0, cacheHit: true, sampleIndex, ...(c.costUsd !== undefined ? { costUsd: 0 } : {}), ...(writer !== undefined ? { cachedFrom: writer } : {}) };
 }
 
 /** The sample indices a request asks for: firstSample … firstSample + n − 1. */

@@ -20,6 +20,21 @@ export interface RunModelParts {
    * indexes of the trial they run in (`inTrial`, trial.ts), so trials do not replay each other.
    */
   trials?: boolean;
+  /**
+   * Who the run is (`<run folder>@<its first start>`): stored beside each cache entry its live
+   * calls write, and reported by a later replay as `cachedFrom`, so a run's trace says which of
+   * its answers another run computed (`ambiqa reproduce` names them).
+   */
+  cacheWriter?: string;
+}
+
+/** The run model's `cache-writer` layer: every call carries the run's name for the cache. */
+export function stampCacheWriter(writer: string): ModelMiddleware {
+  return {
+    name: 'cache-writer',
+    generate: (req, next) => next({ ...req, cacheWriter: writer }),
+    judge: (req, next) => next({ ...req, cacheWriter: writer }),
+  };
 }
 
 /**
@@ -29,7 +44,8 @@ export interface RunModelParts {
  * 3. `meter` — counts every call the session makes, judgments to the judge included;
  * 4. `trial` — under `trials: k`, a sampled call moves to its trial's sample indexes (trial.ts),
  *    inside the meter and the cap, which count a call whatever its indexes;
- * 5. `judge` — innermost: the last hop of a judgment is the judge's client.
+ * 5. `cache-writer` — names the run on each call, for the cache entries its live calls store;
+ * 6. `judge` — innermost: the last hop of a judgment is the judge's client.
  * The persistent cache, the limiter and the per-call cost stay in the clients (`LlmClient`): a
  * cache keyed per sample and per model, and a cap asked only before live calls, need to stand
  * between the cache and the provider, where no outer layer reaches.
@@ -40,6 +56,7 @@ export function runMiddleware(base: LanguageModel, parts: RunModelParts): ModelM
     ...(parts.cap ? [spendCap(parts.cap)] : []),
     ...(parts.meter ? [meterUsage(parts.meter)] : []),
     ...(parts.trials ? [trialSamples()] : []),
+    ...(parts.cacheWriter ? [stampCacheWriter(parts.cacheWriter)] : []),
     ...judgeLayers(base, parts.judge),
   ];
 }

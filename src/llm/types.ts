@@ -49,6 +49,12 @@ export interface GenerateRequest extends SamplingOptions {
   signal?: AbortSignal;
   /** The run's cost cap, attached by its `spendCap` layer (budget.ts); pipelines never set it. */
   spendGuard?: SpendGuard;
+  /**
+   * Who stores what this call computes in the persistent cache: the run, as `<run folder>@<its
+   * first start>`, attached by the run model's `cache-writer` layer (run-model.ts); pipelines
+   * never set it. Not part of the cache key. A later replay reports it as `cachedFrom`.
+   */
+  cacheWriter?: string;
 }
 
 /**
@@ -86,6 +92,11 @@ export interface Completion {
   latencySeconds: number;
   /** True when this sample was replayed from the persistent cache. */
   cacheHit: boolean;
+  /**
+   * A replay: the `cacheWriter` of the call that computed it (a run, possibly another one), when
+   * it recorded one; entries stored before ambiqa recorded writers have none.
+   */
+  cachedFrom?: string;
   /** 0..n-1: the sample's index, part of its cache key. */
   sampleIndex: number;
   /** Sum of token log-probabilities, when the request asked for `logprobs` and the provider knows. */
@@ -159,6 +170,12 @@ export interface JudgeRequest {
   signal?: AbortSignal;
   /** The run's cost cap, attached by its `spendCap` layer (budget.ts); pipelines never set it. */
   spendGuard?: SpendGuard;
+  /**
+   * Who stores what this call computes in the persistent cache: the run, as `<run folder>@<its
+   * first start>`, attached by the run model's `cache-writer` layer (run-model.ts); pipelines
+   * never set it. Not part of the cache key. A later replay reports it as `cachedFrom`.
+   */
+  cacheWriter?: string;
 }
 
 /** A judge request with every default filled in; what providers receive and the cache keys on. */
@@ -215,6 +232,8 @@ export interface JudgeResult {
   /** Seconds the provider spent; 0 for cache hits. */
   latencySeconds: number;
   cacheHit: boolean;
+  /** A replay: who computed it (`Completion.cachedFrom`). */
+  cachedFrom?: string;
   /** Wall seconds for the whole call, cache lookup included. */
   wallSeconds: number;
   /** US dollars this judgment cost (0 for cache hits and the embedded model); absent when no price is known. */

@@ -24,6 +24,11 @@ const completionSchema = z.looseObject({
   completionTokens: z.number().optional(),
   latencySeconds: z.number(),
   cacheHit: z.boolean(),
+  /**
+   * A replay: the run that computed it (`<run folder>@<its first start>`), when its cache entry
+   * recorded one (absent for entries stored before writers were recorded, and in older traces).
+   */
+  cachedFrom: z.string().optional(),
   /** Sum of token log-probabilities, when asked for (`logprobs: true`). */
   logprob: z.number().optional(),
   /** US dollars, priced by the model that served the call (0 for replays); absent when no price is known. */

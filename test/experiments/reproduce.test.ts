@@ -5,10 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { examplesDir } from '../../src/config/paths';
 import { configToYaml, readResolvedConfig, type ExperimentConfig, type ExperimentInput } from '../../src/experiments/config';
 import { collectProvenance, collectRunProvenance, mergedProvenance, rememberedSha256, sha256Path } from '../../src/experiments/provenance';
-import { describeReproduction, differences, fetchRunFromMlflow, machineProbe, notes, parseAllowDifferent, retrieverDifferences, reproduced, reproduceRun, reproductionConfig, reproductionTargets, type MachineProbe } from '../../src/experiments/reproduce';
+import { borrowedReplays, describeReproduction, differences, fetchRunFromMlflow, machineProbe, notes, parseAllowDifferent, retrieverDifferences, reproduced, reproduceRun, reproductionConfig, reproductionTargets, type MachineProbe } from '../../src/experiments/reproduce';
 import { createSectionClient } from '../../src/llm/provider-registry';
 import { runInProcess, sharedComposer } from '../../src/experiments/session';
-import { readResults, readRunJson, runFiles, type RunProvenance } from '../../src/run-files';
+import { readResults, readRunJson, readTraces, runFiles, type RunProvenance } from '../../src/run-files';
 import { sha256 } from '../../src/experiments/shard-group';
 import type { MlflowClient } from '../../src/tracking/index';
 import { startFaultServer, type FaultServer } from '../llm/fault-server';
@@ -185,6 +185,57 @@ describe('reproduce a scripted run', () => {
     await expect(reproductionTargets(bundle, { only: 'nope' })).rejects.toThrow(/no run named "nope" in .*bundle/);
     await expect(reproductionTargets(join(dir, 'no-such-folder'))).rejects.toThrow(/neither a folder nor an MLflow run id/);
     await expect(reproductionTargets('0123456789abcdef0123456789abcdef')).rejects.toThrow(/looks like an MLflow run id/);
+  });
+});
+
+describe('answers replayed from another run\'s cache entries', () => {
+  it('name that run in the trace (cachedFrom) and in the reproduction report; a resumed run\'s own replays are its own', async () => {
+    const data = join(dir, 'asqa-borrow.json');
+    copyFileSync(join(examplesDir, 'asqa-mini.json'), data);
+    const cache = join(dir, 'borrow-cache.sqlite');
+    const config = (callLog: string): ExperimentInput => {
+      const base = scripted(data, callLog);
+      return { ...base, llm: { ...(base.llm as Record<string, unknown>), cache } } as ExperimentInput;
+    };
+    const computes = await runInProcess(config(join(dir, 'calls-computes.jsonl')), { name: 'computes', preflight: false });
+    const borrows = await runInProcess(config(join(dir, 'calls-borrows.jsonl')), { name: 'borrows', preflight: false });
+    // The second run sent nothing: every call replayed the first run's entries.
+    expect(existsSync(join(dir, 'calls-borrows.jsonl')) ? readFileSync(join(dir, 'calls-borrows.jsonl'), 'utf8').trim() : '').toBe('');
+    const writer = `computes@${readRunJson(join(computes.dir, runFiles.state), 'state')!.startedAt}`;
+    const completions = readTraces(join(borrows.dir, runFiles.traces)).flatMap((t) => t.llmCalls.flatMap((c) => c.completions));
+    expect(completions.length).toBeGreaterThan(0);
+    expect(completions.every((c) => c.cacheHit && c.cachedFrom === writer)).toBe(true);
+    // The first run computed its answers: nothing borrowed.
+    expect(borrowedReplays(computes.dir)).toEqual({ borrowed: [], unknownOrigin: 0 });
+    const found = borrowedReplays(borrows.dir);
+    expect(found.unknownOrigin).toBe(0);
+    expect(found.borrowed.map((b) => b.key).sort()).toEqual(readResults(join(borrows.dir, runFiles.results)).map((r) => r.id).sort());
+    expect(found.borrowed.every((b) => b.calls === b.of && b.calls > 0 && b.from.length === 1 && b.from[0] === writer)).toBe(true);
+
+    // A run's replays of its own entries (a resumed session's, made under the same first start)
+    // are its own; a replay whose entry names no writer is counted apart.
+    const copy = join(dir, 'computes-copy');
+    cpSync(computes.dir, copy, { recursive: true });
+    const traces = readTraces(join(copy, runFiles.traces));
+    const own = `${'computes-copy'}@${readRunJson(join(copy, runFiles.state), 'state')!.startedAt}`;
+    traces[0]!.llmCalls[0]!.completions[0] = { ...traces[0]!.llmCalls[0]!.completions[0]!, cacheHit: true, cachedFrom: own };
+    traces[1]!.llmCalls[0]!.completions[0] = { ...traces[1]!.llmCalls[0]!.completions[0]!, cacheHit: true };
+    writeFileSync(join(copy, runFiles.traces), traces.map((t) => JSON.stringify(t)).join('\n') + '\n');
+    expect(borrowedReplays(copy)).toEqual({ borrowed: [], unknownOrigin: 1 });
+
+    cleanRecord(borrows.dir);
+    const r = await reproduceRun(borrows.dir, { composer: sharedComposer(), probe: sameCode(provenanceOf(borrows.dir)), now: nextTime() });
+    expect(r.borrowed).toEqual(found.borrowed);
+    expect(describeReproduction(r)).toContain(
+      `  note: ${found.borrowed.length} recorded answer(s) replayed calls another run computed (${writer}); the reproduction computed those calls itself, so a difference there may come from that other run's computation rather than this one's`,
+    );
+    // A row that changed says so beside its own line.
+    const first = found.borrowed[0]!;
+    const changed = { ...r, rows: r.rows.map((row) => (row.key === first.key ? { key: row.key, status: 'changed' as const, field: 'output', recorded: '"a"', here: '"b"' } : row)) };
+    const lines = describeReproduction(changed);
+    const at = lines.indexOf(`  ${first.key}: changed output: recorded "a", here "b"`);
+    expect(at).toBeGreaterThan(0);
+    expect(lines[at + 1]).toBe(`    its recorded answer replayed ${first.calls} of ${first.of} calls from cache entries another run computed (${writer})`);
   });
 });
 

@@ -178,6 +178,51 @@ describe('LlmClient with the persistent cache', () => {
     client.close();
   });
 
+  it('records who computed each entry: a replay names its writer (cachedFrom), samples and judgments, stored or in flight', async () => {
+    const path = join(dir, 'c.sqlite');
+    const writerA = new LlmClient(new ScriptedProvider(() => 'from A', 'm', () => 0.8), { cache: { path } });
+    const first = await writerA.generate(ask({ n: 2, cacheWriter: 'run-a@t0' }));
+    expect(first.completions.map((c) => [c.cacheHit, c.cachedFrom])).toEqual([[false, undefined], [false, undefined]]);
+    const judgedA = await writerA.judge({ prompt: 'Is it?', labels: ['True', 'False'], cacheWriter: 'run-a@t0' });
+    expect(judgedA.cachedFrom).toBeUndefined();
+    writerA.close();
+    // Another client (another run) on the same file: its replays name run A, not itself.
+    const b = new LlmClient(new ScriptedProvider(() => 'from B', 'm', () => 0.1), { cache: { path } });
+    const again = await b.generate(ask({ n: 3, cacheWriter: 'run-b@t1' }));
+    expect(again.completions.map((c) => [c.text, c.cacheHit, c.cachedFrom])).toEqual([
+      ['from A', true, 'run-a@t0'],
+      ['from A', true, 'run-a@t0'],
+      ['from B', false, undefined],
+    ]);
+    const judgedB = await b.judge({ prompt: 'Is it?', labels: ['True', 'False'], cacheWriter: 'run-b@t1' });
+    expect([judgedB.p, judgedB.cacheHit, judgedB.cachedFrom]).toEqual([0.8, true, 'run-a@t0']);
+    // The writer is kept beside the value, never in the key or the replayed text.
+    const c = new LlmClient(countingProvider(), { cache: { path } });
+    const third = await c.generate(ask({ n: 3 }));
+    expect(third.completions.map((x) => x.cachedFrom)).toEqual(['run-a@t0', 'run-a@t0', 'run-b@t1']);
+    // Entries written without a writer (as before writers were recorded) replay without one.
+    const d = await c.generate(ask({ prompt: 'Where?' }));
+    expect(d.completions[0]!.cacheHit).toBe(false);
+    expect((await c.generate(ask({ prompt: 'Where?', cacheWriter: 'run-c@t2' }))).completions[0]).toMatchObject({ cacheHit: true });
+    expect((await c.generate(ask({ prompt: 'Where?' }))).completions[0]!.cachedFrom).toBeUndefined();
+    c.close();
+    b.close();
+  });
+
+  it('an identical call in flight is shared with its writer named', async () => {
+    const slow = new ScriptedProvider(() => 'slow', 'm');
+    const original = slow.doGenerate.bind(slow);
+    slow.doGenerate = async (r, i) => {
+      await new Promise((res) => setTimeout(res, 30));
+      return original(r, i);
+    };
+    const client = new LlmClient(slow, { cache: { path: join(dir, 'c.sqlite') } });
+    const [a, b] = await Promise.all([client.generate(ask({ cacheWriter: 'sweep-point-1@t' })), client.generate(ask({ cacheWriter: 'sweep-point-2@t' }))]);
+    expect([a.completions[0]!.cacheHit, a.completions[0]!.cachedFrom]).toEqual([false, undefined]);
+    expect([b.completions[0]!.cacheHit, b.completions[0]!.cachedFrom]).toEqual([true, 'sweep-point-1@t']);
+    client.close();
+  });
+
   it('two clients writing the same file concurrently in one process lose nothing', async () => {
     const path = join(dir, 'c.sqlite');
     const a = new LlmClient(countingProvider(), { cache: { path } });
