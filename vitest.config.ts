@@ -15,7 +15,8 @@ const INTEGRATION = 'test/**/*.int.test.ts';
 // Real-model and real-server tests are slow on 2 cores; give them room, and run test files in
 // forked processes so that a native addon (llama.cpp, onnxruntime) never shares a worker thread.
 const shared = {
-  globalSetup: ['test/global-setup.ts'],
+  // tmp-sandbox first: every scratch folder of the run goes in one that is removed at the end.
+  globalSetup: ['test/tmp-sandbox.ts', 'test/global-setup.ts'],
   pool: 'forks' as const,
   testTimeout: 120_000,
   hookTimeout: 300_000,

@@ -108,8 +108,10 @@ export function mergeScriptPath(launch: Pick<SlurmLaunch, 'launchDir'>): string 
 export function checkScriptValue(value: string, what: string): string {
   const bad = /[\u0000-\u001f\u007f]/.exec(value);
   if (bad) {
+    // Shown from a little before the character, so a long path is not cut before it.
+    const shown = bad.index > 40 ? `…${value.slice(bad.index - 40)}` : value;
     throw new AmbiqaError(
-      `${what} ${quoteForDisplay(value, 60)}: holds a control character (${bad[0] === '\n' ? 'a newline' : bad[0] === '\u0000' ? 'a NUL' : `\\x${bad[0].charCodeAt(0).toString(16).padStart(2, '0')}`}); a value written into a job script must be one line`,
+      `${what} ${quoteForDisplay(shown, 80)}: holds a control character (${bad[0] === '\n' ? 'a newline' : bad[0] === '\u0000' ? 'a NUL' : `\\x${bad[0].charCodeAt(0).toString(16).padStart(2, '0')}`}); a value written into a job script must be one line`,
     );
   }
   return value;
