@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -10,24 +10,34 @@ import { join } from 'node:path';
  * them, and those of the processes the tests spawn, under one folder that goes at the end.
  *
  * Listed first in `globalSetup`, so its teardown runs after the others (the MLflow server's store
- * lives inside it). Both projects share one folder: it is removed when the last of them is done.
+ * lives inside it). Each project runs the global setup with a module of its own, so the folder and
+ * the count of projects using it live in the process (the environment and `globalThis`): both
+ * projects share one folder, removed when the last of them is done. Mode 0755, as munged (the
+ * Slurm test's) refuses a socket under a folder others cannot traverse.
  */
-let sandbox: string | undefined;
-let previous: string | undefined;
-let users = 0;
+const MARK = 'AMBIQA_TEST_SANDBOX';
+const USERS = Symbol.for('ambiqa.testSandbox.users');
+type Shared = typeof globalThis & { [USERS]?: { count: number; previous: string | undefined } };
 
 export default function setup(): () => void {
-  if (sandbox === undefined) {
-    previous = process.env.TMPDIR;
-    sandbox = mkdtempSync(join(tmpdir(), 'ambiqa-test-run-'));
+  const shared = globalThis as Shared;
+  if (!process.env[MARK] || !shared[USERS]) {
+    const previous = process.env.TMPDIR;
+    const sandbox = mkdtempSync(join(tmpdir(), 'ambiqa-test-run-'));
+    chmodSync(sandbox, 0o755);
+    process.env[MARK] = sandbox;
     process.env.TMPDIR = sandbox;
+    shared[USERS] = { count: 0, previous };
   }
-  users++;
+  const users = shared[USERS]!;
+  users.count++;
   return () => {
-    if (--users > 0 || sandbox === undefined) return;
-    rmSync(sandbox, { recursive: true, force: true });
-    if (previous === undefined) delete process.env.TMPDIR;
-    else process.env.TMPDIR = previous;
-    sandbox = undefined;
+    if (--users.count > 0) return;
+    const sandbox = process.env[MARK];
+    if (sandbox) rmSync(sandbox, { recursive: true, force: true });
+    delete process.env[MARK];
+    if (users.previous === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = users.previous;
+    delete shared[USERS];
   };
 }
