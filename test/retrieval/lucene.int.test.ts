@@ -17,23 +17,15 @@ import { withExclusion } from '../../src/retrieval/exclude';
 import { createRetriever } from '../../src/retrieval/factory';
 import { buildLuceneIndex } from '../../src/retrieval/lucene/build';
 import { onDiskAnnotations } from '../../src/retrieval/lucene/config';
-import { announceSearcher, luceneRuntime, startSearcher } from '../../src/retrieval/lucene/searcher';
+import { announceSearcher, startSearcher } from '../../src/retrieval/lucene/searcher';
 import { LuceneRetriever } from '../../src/retrieval/lucene/retriever';
 import { retrieverParams } from '../../src/retrieval/remote/inspect';
 import { questionKey } from '../../src/retrieval/types';
 import { runCli } from '../helpers/cli';
 import { hasSharedData } from '../helpers/data';
+import { luceneSkipReason } from '../helpers/lucene';
 
-let skipReason: string | undefined;
-try {
-  luceneRuntime();
-} catch (error) {
-  skipReason = (error as Error).message;
-}
-if (skipReason) {
-  if (process.env.CI) throw new Error(`Lucene tests cannot run: ${skipReason}`);
-  console.warn(`[skip] Lucene engine tests: ${skipReason}`);
-}
+const skipReason = luceneSkipReason('Lucene tests');
 
 const tmp = mkdtempSync(join(tmpdir(), 'ambiqa-lucene-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));

@@ -17,19 +17,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createRetriever } from '../../src/retrieval/factory';
 import { inspectIndex } from '../../src/retrieval/lucene/index-dir';
 import { LuceneRetriever } from '../../src/retrieval/lucene/retriever';
-import { luceneRuntime } from '../../src/retrieval/lucene/searcher';
 import { retrieverParams } from '../../src/retrieval/remote/inspect';
+import { luceneSkipReason } from '../helpers/lucene';
 
-let skipReason: string | undefined;
-try {
-  luceneRuntime();
-} catch (error) {
-  skipReason = (error as Error).message;
-}
-if (skipReason) {
-  if (process.env.CI) throw new Error(`Pyserini index tests cannot run: ${skipReason}`);
-  console.warn(`[skip] Pyserini index tests: ${skipReason}`);
-}
+const skipReason = luceneSkipReason('Pyserini index tests');
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/pyserini-2.4.0/', import.meta.url));
 // Copied out of the repository: the searcher opens it read-only, but nothing may touch the fixture.
