@@ -95,7 +95,9 @@ export function acquireDirLock(dir: string, options: { file?: string; what?: str
     writeFileSync(tmp, JSON.stringify(self) + '\n');
   }
   try {
-    for (let attempt = 0; ; attempt++) {
+    // Contending processes wait for each other's takeover for a moment, not for a fixed count of tries.
+    const giveUpAt = Date.now() + 10_000;
+    for (;;) {
       try {
         linkSync(tmp, key);
         break;
@@ -112,7 +114,7 @@ export function acquireDirLock(dir: string, options: { file?: string; what?: str
           `${what} ${abs} is in use by PID ${holder.pid} on host ${escapeControl(holder.host, 80)} (since ${escapeControl(String(holder.startedAt), 40)}${holder.command ? `: ${escapeControl(holder.command, 120)}` : ''}${seen}); one run folder has one writer — wait for that process to end, or remove ${key} once it is known to be gone`,
         );
       }
-      if (attempt >= 20) throw new AmbiqaError(`${what} ${abs}: could not take over the stale lock ${key}`, `remove ${key} by hand once no ambiqa process uses the folder`);
+      if (Date.now() > giveUpAt) throw new AmbiqaError(`${what} ${abs}: could not take over the stale lock ${key}`, `remove ${key} by hand once no ambiqa process uses the folder`);
       // Stale (or unreadable): replace it with this process's lock in one rename, under a short
       // takeover lock. The process that replaces the stale holder is the one that holds the lock,
       // so of several finding it stale at once exactly one says it took the lock over; the others
@@ -219,22 +221,7 @@ function removeIfEmpty(dir: string, ignoring: string[] = []): void {
  */
 function takeOver(key: string, stale: LockHolder | undefined, ours: string): boolean {
   const mutex = `${key}.takeover`;
-  try {
-    writeFileSync(mutex, String(process.pid), { flag: 'wx' });
-  } catch {
-    // Another process is taking it over; a takeover lock of a process that died is removed.
-    const pid = Number(readLockText(mutex));
-    if (!(Number.isInteger(pid) && pid > 1 && pidRuns(pid))) {
-      try {
-        unlinkSync(mutex);
-      } catch {
-        /* removed by the other */
-      }
-    } else {
-      sleepMs(50);
-    }
-    return false;
-  }
+  if (!takeMutex(mutex)) return false;
   try {
     const now = readHolder(key);
     const same = stale === undefined ? now === undefined && existsSync(key) : now?.nonce === stale.nonce && now.pid === stale.pid;
@@ -252,6 +239,62 @@ function takeOver(key: string, stale: LockHolder | undefined, ours: string): boo
       /* gone */
     }
   }
+}
+
+/**
+ * Take the short takeover lock `mutex`, or return false (after a short wait) when another
+ * process holds it. It is linked from a complete file, like the run lock: created with
+ * `open(wx)` and then written, it was empty for a moment, and a process reading it then took it
+ * for a dead holder's and removed it while its owner was inside — two processes took the run
+ * lock over at once (a fresh-clone CI saw two "held"). A takeover lock whose process died is
+ * removed only after moving it aside under a name of this process's own and finding there the
+ * very file that was read, so a lock another process made meanwhile is never the one removed.
+ */
+function takeMutex(mutex: string): boolean {
+  const nonce = Math.random().toString(36).slice(2, 10);
+  const text = `${process.pid} ${nonce}`;
+  const tmp = `${mutex}.${process.pid}.${nonce}`;
+  writeFileSync(tmp, text);
+  try {
+    linkSync(tmp, mutex);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  } finally {
+    try {
+      unlinkSync(tmp);
+    } catch {
+      /* gone */
+    }
+  }
+  const seen = readLockText(mutex);
+  // Gone already (its owner finished): the caller looks at the run lock again.
+  if (seen === undefined) return false;
+  const pid = Number(seen.split(' ')[0]);
+  if (Number.isInteger(pid) && pid > 1 && pidRuns(pid)) {
+    sleepMs(10);
+    return false;
+  }
+  const aside = `${mutex}.dead.${process.pid}.${nonce}`;
+  try {
+    renameSync(mutex, aside);
+  } catch {
+    return false;
+  }
+  if (readLockText(aside) !== seen) {
+    // Another process's live takeover lock: put it back (unless a newer one is there already).
+    try {
+      linkSync(aside, mutex);
+    } catch {
+      /* a newer one is there */
+    }
+  }
+  try {
+    unlinkSync(aside);
+  } catch {
+    /* gone */
+  }
+  return false;
 }
 
 function currentHolder(): LockHolder {
