@@ -22,7 +22,7 @@
  */
 import { closeSync, constants, existsSync, fstatSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmdirSync, statSync, unlinkSync, utimesSync, writeFileSync, type Stats } from 'node:fs';
 import { hostname } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { AmbiqaError } from '../errors';
 import { redactText } from '../common/secrets';
 import { escapeControl } from '../common/safe-name';
@@ -253,7 +253,8 @@ function takeOver(key: string, stale: LockHolder | undefined, ours: string): boo
 function takeMutex(mutex: string): boolean {
   const nonce = Math.random().toString(36).slice(2, 10);
   const text = `${process.pid} ${nonce}`;
-  const tmp = `${mutex}.${process.pid}.${nonce}`;
+  // Dot-named like the run lock's own temporary file: nothing that lists a run folder picks it up.
+  const tmp = join(dirname(mutex), `.${basename(mutex)}.${process.pid}.${nonce}`);
   writeFileSync(tmp, text);
   try {
     linkSync(tmp, mutex);
@@ -275,7 +276,7 @@ function takeMutex(mutex: string): boolean {
     sleepMs(10);
     return false;
   }
-  const aside = `${mutex}.dead.${process.pid}.${nonce}`;
+  const aside = join(dirname(mutex), `.${basename(mutex)}.dead.${process.pid}.${nonce}`);
   try {
     renameSync(mutex, aside);
   } catch {
